@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from runner.types import Request, TextPart
+from core.types import Request, TextPart
 
 
 def key_material(req: Request, model_id: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from typing import Any
 import aiohttp
 import orjson
 
+from core.types import Request, TextPart, text_of
 from providers import http
 from providers.base import Completion, ProviderError, apply_params
-from runner.types import Request, TextPart, text_of
 
 DEFAULT_BASE = "https://api.anthropic.com"
 VERSION = "2023-06-01"

@@ -7,11 +7,10 @@ returns texts and token usage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
-from runner.types import Message, Request, TextPart
+from core.types import Completion, Message, Request, TextPart
 
 
 class ProviderError(Exception):
@@ -74,17 +73,6 @@ def parse_retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
 
-
-@dataclass
-class Completion:
-    """One call's answer: one text per requested sample, usage summed over them."""
-
-    texts: list[str | None]
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    finish_reasons: list[str | None] = field(default_factory=list)
-    cost_usd: float | None = None
-    """Set by providers that know their own cost (sim); else the runner prices the usage."""
 
 
 class Provider(Protocol):

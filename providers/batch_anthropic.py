@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
+from core.types import Request
 from providers.anthropic import DEFAULT_BASE, anthropic_headers, messages_body, parse_message
 from providers.base import ProviderError
 from providers.batch_base import BatchHTTP, BatchStatus, LineResult
-from runner.types import Request
 
 
 class AnthropicBatchAPI:

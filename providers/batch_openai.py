@@ -9,10 +9,10 @@ from typing import Any
 import aiohttp
 import orjson
 
+from core.types import Request
 from providers.base import ProviderError, wire_body
 from providers.batch_base import BatchHTTP, BatchStatus, LineResult
 from providers.openai import parse_chat
-from runner.types import Request
 
 ENDED = {"completed", "expired", "cancelled", "failed"}
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from core.types import Request
 from providers.base import Completion, ProviderError, apply_params, wire_body
-from runner.types import Request
 
 
 class LiteLLMProvider:

@@ -11,9 +11,9 @@ from typing import Any
 import aiohttp
 import orjson
 
+from core.types import Request
 from providers import http
 from providers.base import Completion, ProviderError, wire_body
-from runner.types import Request
 
 _JSON = {"Content-Type": "application/json"}
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 
+from core.types import Request
 from providers.base import Completion, ProviderError
 from runner.config import ConfigError
-from runner.types import Request
 
 
 def load_replay(path: Path) -> dict[tuple[str, int, str], str | None]:

@@ -13,9 +13,9 @@ import hashlib
 import math
 from typing import Any
 
+from core.types import Request, text_of
 from providers.base import Completion
 from runner.config import ModelCfg
-from runner.types import Request, text_of
 
 # name: (ability, price_in, price_out, open_weights, reasoning, release_date)
 PROFILES: dict[str, tuple[float, float, float, bool, bool, str]] = {

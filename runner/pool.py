@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.types import Request, text_of
 from providers.pricing import cost_usd, list_prices
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
 from runner.lanes import Lane
-from runner.types import Request, text_of
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from runner.types import Row, row_identity
+from core.types import Row, row_identity
 
 RESULTS = "results.jsonl"
 

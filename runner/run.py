@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from cache.store import AsyncCache, default_cache_dir
+from core.types import Row
 from runner import progress
 from runner.batch import Batcher
 from runner.batchjournal import pending_models
@@ -28,7 +29,6 @@ from runner.config import Config, ConfigError
 from runner.pool import ModelEntry, build_models, close_models
 from runner.results import RESULTS, ResultsWriter, index
 from runner.scheduler import RunCtx, Scheduler, Stats
-from runner.types import Row
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")

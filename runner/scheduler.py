@@ -18,10 +18,10 @@ from typing import Any
 
 from cache.key import cache_keys
 from cache.store import AsyncCache
+from core.types import Request, Row, row_identity
 from providers.base import Completion, ProviderError
 from runner.pool import ModelEntry
 from runner.results import ResultsWriter, read_at
-from runner.types import Request, Row, row_identity
 from suites.base import RunSpec, Suite, _no_follow_up
 
 log = logging.getLogger("evalsweep")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.types import Request, Row
+from core.types import Request, Row
 
 
 class SuiteError(Exception):
@@ -114,7 +114,7 @@ SUITES = ("jeebench", "marvel", "m3gia", "vrb")
 
 def judge_request(req: Request, row: Row, judge: str, instruction: str, sim: dict | None = None) -> Request:
     """An LLM-judge extraction pass over `row`'s answer: called on `judge`, recorded under `req.model`."""
-    from runner.types import user
+    from core.types import user
 
     prompt = f"{instruction}\n\n--- RESPONSE ---\n{row.get('text') or ''}\n--- END ---"
     return Request(

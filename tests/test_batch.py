@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from core.types import ImagePart, Message, Request, user
 from providers.anthropic import messages_body
 from runner.cli import _duration, main
 from runner.config import ConfigError, load_config
-from runner.types import ImagePart, Message, Request, user
 from suites.jsonl import prompt_of
 from tests.helpers import rows, run_args, write_config, write_dataset
 from tests.mock_batch import MockBatchServer

@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from cache.key import cache_key
+from core.types import ImagePart, Request, user
 from runner.config import ConfigError, load_config
 from runner.results import ResultsWriter, final_rows, index, repair_tail
 from runner.scheduler import _contiguous, _split
-from runner.types import ImagePart, Request, user
 
 PNG1 = b"\x89PNG\r\n\x1a\n" + b"one image" * 10
 PNG2 = b"\x89PNG\r\n\x1a\n" + b"other image" * 10

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.types import Request, text_of
+from core.types import Request, text_of
 from suites.base import RunSpec, SuiteError
 from suites.jeebench import SUITE, build, follow_up
 from suites.jeebench.data import item_id, items_by_id, load_few_shot, load_items

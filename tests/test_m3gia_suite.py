@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from runner.types import ImagePart, Request, TextPart
+from core.types import ImagePart, Request, TextPart
 from suites.base import RunSpec, SuiteError, get_suite
 from suites.m3gia import SUITE, extract, gia
 from suites.m3gia.data import LANGS, answer_key

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner.types import ImagePart, TextPart
+from core.types import ImagePart, TextPart
 from suites.base import RunSpec, SuiteError, get_suite
 from suites.marvel import SUITE, follow_up
 from suites.marvel.data import DATA_ENV, KINDS, LABEL_FILE, data_dir, load

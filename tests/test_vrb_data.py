@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.types import ImagePart, TextPart
+from core.types import ImagePart, TextPart
 from suites.base import RunSpec, SuiteError
 from suites.vrb import SUITE, data, prompt, sim
 from suites.vrb.extract import extract_step

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from runner.types import Request, Row, text_of, user
+from core.types import Request, Row, text_of, user
 from suites.base import RunSpec, ScoreReport, Suite, SuiteError, group_rows, judge_request
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge

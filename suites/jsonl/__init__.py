@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from runner.types import Request, Row, user
+from core.types import Request, Row, user
 from suites.base import RunSpec, ScoreReport, Suite, SuiteError, Table
 from suites.stats import bootstrap_ci, mean
 

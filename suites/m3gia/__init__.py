@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from runner.types import ImagePart, Request, Row, user
+from core.types import ImagePart, Request, Row, user
 from suites.base import RunSpec, ScoreReport, Suite, SuiteError
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages

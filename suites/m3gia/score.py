@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from runner.types import Row
+from core.types import Row
 from suites.base import Table
 from suites.m3gia import extract, gia
 from suites.m3gia.data import CLUSTERS, FACTORS, LANGS, TYPES, Question, answer_key, factor_labels

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.types import Request, Row
+from core.types import Request, Row
 from suites.base import RunSpec, ScoreReport, Suite, SuiteError, judge_request
 from suites.marvel import sim
 from suites.marvel.data import KINDS, Puzzle, by_id, check_images, data_dir, load

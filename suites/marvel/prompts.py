@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from runner.types import Message, user
+from core.types import Message, user
 from suites.marvel.data import PATTERNS, Puzzle, image_path
 
 DEMO_CONFIGURATION = "Sequence"

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import chisquare
 
-from runner.types import Row
+from core.types import Row
 from suites.base import RunSpec, ScoreReport, SuiteError
 from suites.marvel.data import CONFIGURATIONS, KINDS, PATTERNS, REFERENCE, Puzzle, by_id
 from suites.marvel.extract import extract

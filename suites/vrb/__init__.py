@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-from runner.types import Request
+from core.types import Request
 from suites.base import RunSpec, Suite
 from suites.vrb import data, prompt, sim
 from suites.vrb.score import score

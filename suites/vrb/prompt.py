@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.types import Message, user
+from core.types import Message, user
 from suites.vrb.data import Item
 
 TEMPLATE = """Please answer the following question about the image.

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.types import Row
+from core.types import Row
 from suites.base import RunSpec, ScoreReport, SuiteError, Table
 from suites.stats import bootstrap_ci, mean
 from suites.vrb import data

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 Row = dict[str, Any]
 """One line of results.jsonl: model, suite, item, sample, pass, key, text, usage, cost_usd, ..."""
+
+
+@dataclass
+class Completion:
+    """One call's answer: one text per requested sample, usage summed over them."""
+
+    texts: list[str | None]
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reasons: list[str | None] = field(default_factory=list)
+    cost_usd: float | None = None
+    """Set by providers that know their own cost (sim); else the runner prices the usage."""
 
 
 class TextPart(BaseModel):
