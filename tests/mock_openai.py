@@ -11,6 +11,14 @@ Behaviour by the requested model's name, so one server covers every case:
   timeout-once  per prompt: hang past the client's timeout once, then answer
   reset-once    per prompt: drop the connection once, then answer
   garbage-once  per prompt: a truncated JSON body once, then answer
+  overloaded-once  per prompt: HTTP 529 `overloaded_error` (Anthropic's) once, then answer
+  ratelimit-ms  per prompt: HTTP 429 with only `retry-after-ms` once, then answer
+  ratelimit-reset  per prompt: HTTP 429 with only `x-ratelimit-remaining-requests: 0` and
+                `x-ratelimit-reset-requests` once, then answer
+  no-n-*        ignores `n`: always one choice (llama.cpp, Ollama)
+A key containing `dry` gets OpenAI's HTTP 429 `insufficient_quota` (a key without credit).
+Server-wide `storm_429`: that fraction of all requests (by a hash of prompt and attempt) gets HTTP 429
+with Retry-After, whatever the rate; `report_limits = (rpm, tpm)` adds OpenAI's x-ratelimit-* headers.
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times.
@@ -69,7 +77,12 @@ class MockServer:
         rpm_per_key: float | None = None,
         retry_after: float = 1.0,
         timeout_hang_s: float = 5.0,
+        storm_429: float = 0.0,
+        report_limits: tuple[float, float] | None = None,
     ) -> None:
+        self.storm_429 = storm_429
+        self.report_limits = report_limits
+        self.storm_rejected = 0
         self.latency_s = latency_s
         self.rpm_per_key = rpm_per_key
         self.retry_after = retry_after
@@ -116,6 +129,15 @@ class MockServer:
             self.last_body[model] = body
             seen = self._seen[(model, prompt)]
             limited = self._over_limit(key, now)
+        if "dry" in key:
+            return web.json_response(_QUOTA, status=429)
+        if self.storm_429 and _unit(f"{prompt}\x1f{seen}") < self.storm_429:
+            self.storm_rejected += 1
+            return web.json_response(
+                {"error": {"message": "Rate limit reached", "type": "requests"}},
+                status=429,
+                headers={"Retry-After": f"{self.retry_after:g}"},
+            )
         if limited:
             self.rejected_429 += 1
             self.rejections.append(now)
@@ -134,6 +156,20 @@ class MockServer:
                 status=429,
                 headers={"Retry-After": f"{self.retry_after:g}"},
             )
+        if seen == 1 and model == "overloaded-once":
+            return web.json_response(
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, status=529
+            )
+        if seen == 1 and model == "ratelimit-ms":
+            return web.json_response(
+                {"error": {"message": "slow down"}}, status=429, headers={"retry-after-ms": "300"}
+            )
+        if seen == 1 and model == "ratelimit-reset":
+            return web.json_response(
+                {"error": {"message": "slow down"}},
+                status=429,
+                headers={"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "300ms"},
+            )
         if model == "bad-400":
             return web.json_response({"error": {"message": "invalid parameter 'foo'"}}, status=400)
         if model == "auth-401":
@@ -148,12 +184,26 @@ class MockServer:
             assert request.transport is not None
             request.transport.abort()
             return web.Response(status=500)
-        n = int(body.get("n", 1))
+        n = 1 if model.startswith("no-n-") else int(body.get("n", 1))
         out = chat_completion(model, prompt, n)
         data = orjson.dumps(out)
         if model == "garbage-once" and seen == 1:
             data = data[: len(data) // 2]
-        return web.Response(body=data, content_type="application/json")
+        return web.Response(body=data, content_type="application/json", headers=self._limit_headers(key, now))
+
+    def _limit_headers(self, key: str, now: float) -> dict[str, str] | None:
+        if not self.report_limits:
+            return None
+        rpm, tpm = self.report_limits
+        recent = sum(1 for t in self.times.get(key, [])[-int(rpm) - 1 :] if now - t < 60.0)
+        return {
+            "x-ratelimit-limit-requests": f"{rpm:g}",
+            "x-ratelimit-remaining-requests": f"{max(0, int(rpm) - recent)}",
+            "x-ratelimit-reset-requests": "6m0s",
+            "x-ratelimit-limit-tokens": f"{tpm:g}",
+            "x-ratelimit-remaining-tokens": f"{int(tpm) - 100}",
+            "x-ratelimit-reset-tokens": "20ms",
+        }
 
     def _over_limit(self, key: str, now: float) -> bool:
         if not self.rpm_per_key:
@@ -209,6 +259,21 @@ class MockServer:
                 lo += 1
             best = max(best, hi - lo + 1)
         return best
+
+
+_QUOTA = {
+    "error": {
+        "message": "You exceeded your current quota, please check your plan and billing details.",
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "insufficient_quota",
+    }
+}
+
+
+def _unit(text: str) -> float:
+    """A deterministic number in [0, 1) for a text (the storm's dice)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
