@@ -35,7 +35,7 @@ def _by_prompt(mock: MockServer) -> dict[str, list[float]]:
 
 
 def test_a_429_storm_delays_each_refused_request_not_the_lane(tmp_path: Path, mock: MockServer):
-    mock.storm_429, mock.retry_after, mock.latency_s = 0.3, 1.0, 0.05
+    mock.faults, mock.retry_after, mock.latency_s = {"429": 0.3}, 1.0, 0.05
     cfg = write_config(
         tmp_path / "c.toml", mock.base_url, ["ok-storm"], extra_endpoint=FAST_RETRY + "max_concurrency = 8\n"
     )
@@ -43,7 +43,7 @@ def test_a_429_storm_delays_each_refused_request_not_the_lane(tmp_path: Path, mo
     code, out = _run(tmp_path, cfg, "ok-storm", data)
     rs = rows(out)
     assert code == 0 and len(rs) == 60 and all(r["error"] is None for r in rs)
-    assert mock.storm_rejected >= 10
+    assert mock.injected["429"] >= 10
     times = _by_prompt(mock)
     refused = [ts for ts in times.values() if len(ts) > 1]
     for ts in refused:  # each refused request waited what it was told...
