@@ -57,6 +57,8 @@ def error_for_status(status: int, body: str, retry_after: float | None = None) -
         return ProviderError(
             f"HTTP 429 rate limited: {snippet}", status=status, rate_limited=True, retry_after=retry_after
         )
+    if status >= 500 and _INVALID.search(body):  # llama-cpp-python: a pydantic error on OUR body as a 500
+        return ProviderError(f"HTTP {status} invalid request (the server's validation): {snippet}", status=status)
     if status in (408, 409) or status >= 500 or "overloaded_error" in body:
         return ProviderError(
             f"HTTP {status}: {snippet}", status=status, retryable=True, retry_after=retry_after
@@ -76,6 +78,7 @@ _QUOTA = re.compile(
     r"|account_deactivated|api key (?:is |has been )?disabled|key_disabled|exceeded your current quota",
     re.IGNORECASE,
 )
+_INVALID = re.compile(r"\d+ validation errors?\b.{0,400}'loc': \('body',", re.DOTALL)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 

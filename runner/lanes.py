@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -348,11 +349,12 @@ class Lane:
     # --- retries ---------------------------------------------------------------------------------
 
     def _wait(self, state: RetryCallState) -> float:
-        backoff = self._backoff(state)
+        """The wait the server asked for (Retry-After and kin), plus up to 10% jitter so the requests
+        it refused together do not return together; exponential backoff only when it said nothing."""
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, ProviderError) and exc.retry_after is not None:
-            return max(backoff, exc.retry_after)
-        return backoff
+            return exc.retry_after * (1.0 + 0.1 * random.random())
+        return self._backoff(state)
 
     async def call(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, int, float]:
         """Run `fn` under the lane's limits with retries; returns (result, attempts, latency_s).

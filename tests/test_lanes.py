@@ -189,6 +189,8 @@ def test_header_parsing():
         (529, '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}', "transient"),
         (400, '{"type": "error", "error": {"type": "overloaded_error"}}', "transient"),
         (503, "upstream unavailable", "transient"),
+        (500, "{\"error\": {\"message\": \"1 validation error:\\n {'type': 'int_parsing', 'loc': ('body', "
+              "'max_tokens'), 'msg': 'Input should be a valid integer'}\"}}", "fatal"),
         (400, '{"error": {"message": "bad param"}}', "fatal"),
     ],
 )
