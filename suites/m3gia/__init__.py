@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.types import ImagePart, Request, Row, user
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError
+from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages
 from suites.m3gia.prompts import judge_prompt, judge_sim, prompt_text, sim_hints
@@ -136,11 +136,11 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     ]
 
 
-def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     qs = [
         q for lang in _langs(spec) for q in load(spec.opt("data_dir"), lang, limit=spec.limit, images=False)
     ]
-    models, scored, unmatched = score.score_rows(rows, qs, spec.samples or 1)
+    models, scored, unmatched = score.score_rows(rows, qs, spec.samples or 1, sink)
     corr = score.pearson(models)
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
     return ScoreReport(

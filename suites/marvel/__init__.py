@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.types import Request, Row
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError, judge_request
+from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, judge_request
 from suites.marvel import sim
 from suites.marvel.data import KINDS, Puzzle, by_id, check_images, data_dir, load
 from suites.marvel.extract import extract, judge_instruction
@@ -133,8 +133,8 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     return [judge_request(req, row, judge, judge_instruction(kind, p), sim=hints)]
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
-    return score_rows(rows, spec, run_dir, options(spec).kinds)
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
+    return score_rows(rows, spec, run_dir, options(spec).kinds, sink=sink)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
