@@ -28,7 +28,8 @@ from runner.run import write_json
 from suites.base import RunSpec, Sink, Suite, SuiteError, Table, get_suite
 
 COVERAGE_KEYS = ("n_planned", "n_scored", "n_errors", "coverage")
-JUDGE_PASS = "judge"
+JUDGE_PASSES = ("judge", "critique-judge")
+"""Extraction passes: when one failed, its sample was never read (not scored)."""
 
 
 def load_spec(run_dir: Path) -> RunSpec:
@@ -53,26 +54,34 @@ def _manifest_models(run_dir: Path) -> list[str]:
 
 
 class Coverage:
-    """Per model: answer calls answered, answer calls failed, and judge passes failed (the answer is then
-    unread, so not scored), counted off the row stream on its way to the scorer."""
+    """Per model, counted off the row stream on its way to the scorer: planned calls answered, and failed
+    (the answer call's final row is an error, or an LLM-judge pass its extraction needed failed, so it
+    was never read). Rows come sorted, so each (model, item, sample) is one run of rows."""
 
     def __init__(self) -> None:
         self.ok: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
-        self.judge_errors: Counter[str] = Counter()
 
     def watch(self, rows: Iterable[Row]) -> Iterator[Row]:
+        unit: tuple[str, str, int] | None = None
+        answered = failed = False
         for r in rows:
+            key = (r["model"], r["item"], r.get("sample", 0))
+            if key != unit:
+                if unit is not None and answered:
+                    (self.errors if failed else self.ok)[unit[0]] += 1
+                unit, answered, failed = key, False, False
             p = r.get("pass", "answer")
             if p == "answer":
-                (self.errors if r.get("error") else self.ok)[r["model"]] += 1
-            elif p == JUDGE_PASS and r.get("error"):
-                self.judge_errors[r["model"]] += 1
+                answered, failed = True, failed or bool(r.get("error"))
+            elif p in JUDGE_PASSES and r.get("error"):
+                failed = True
             yield r
+        if unit is not None and answered:
+            (self.errors if failed else self.ok)[unit[0]] += 1
 
     def fields(self, model: str, planned: int | None) -> dict[str, Any]:
-        scored = self.ok[model] - self.judge_errors[model]
-        errors = self.errors[model] + self.judge_errors[model]
+        scored, errors = self.ok[model], self.errors[model]
         n = max(planned if planned is not None else 0, scored + errors)
         return {"n_planned": n, "n_scored": scored, "n_errors": errors, "coverage": scored / n if n else None}
 

@@ -233,8 +233,8 @@ def test_follow_up_critique_then_judge_terminates() -> None:
     assert [r.pass_ for r in out] == ["critique", "judge"]
     crit, judge = out
     assert text_of(crit.messages[0].content).endswith(
-        hedge + "\n-----------\nFind any problems(if any) with the given solution. If there are any errors, "
-        "correct it and give the new answer."
+        hedge + "\n-----------\nFind problems(if any) with the given solutions. If there are any errors, "
+        "correct it and give the new answer."  # §4.4's text
     )
     assert judge.via == "sim/judge" and judge.model == "m"
     assert [r.pass_ for r in follow_up(crit, _row(crit, hedge, "critique"), spec)] == ["critique-judge"]
@@ -265,7 +265,7 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
             "text": "Fixed: the answer is (B).",
             "error": None,
         },
-        # 2016-p1-2 (gold D): the critique has no answer, the original stands
+        # 2016-p1-2 (gold D): the critique gives no answer; the paper re-evaluates the new answer: none
         {
             "model": "m",
             "item": "2016-p1-2",
@@ -293,12 +293,26 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
         },
         {"model": "m", "item": "2016-p1-14", "sample": 0, "pass": "judge", "text": "9", "error": None},
         # 2016-p1-15: a failed call is not a wrong answer: scored None with its kind, never dropped
-        {"model": "m", "item": "2016-p1-15", "sample": 0, "pass": "answer", "text": None, "error": "timeout",
-         "error_kind": "timeout"},  # fmt: skip
+        {
+            "model": "m",
+            "item": "2016-p1-15",
+            "sample": 0,
+            "pass": "answer",
+            "text": None,
+            "error": "timeout",
+            "error_kind": "timeout",
+        },  # fmt: skip
         # 2016-p1-16: unreadable by the rules and the judge call failed: not read, so not scored either
         {"model": "m", "item": "2016-p1-16", "sample": 0, "pass": "answer", "text": "Hmm.", "error": None},
-        {"model": "m", "item": "2016-p1-16", "sample": 0, "pass": "judge", "text": None, "error": "HTTP 500",
-         "error_kind": "server"},  # fmt: skip
+        {
+            "model": "m",
+            "item": "2016-p1-16",
+            "sample": 0,
+            "pass": "judge",
+            "text": None,
+            "error": "HTTP 500",
+            "error_kind": "server",
+        },  # fmt: skip
     ]
     rep = SUITE.score(rows, spec, tmp_path)
     by = {r["item"]: r for r in rep.scored}
@@ -307,7 +321,11 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
         "critique",
         1.0,
     )
-    assert (by["2016-p1-2"]["extracted"], by["2016-p1-2"]["source"]) == ("D", "original")
+    assert (by["2016-p1-2"]["extracted"], by["2016-p1-2"]["source"], by["2016-p1-2"]["score"]) == (
+        None,
+        "critique",
+        0.0,
+    )
     assert (by["2016-p1-14"]["extracted"], by["2016-p1-14"]["stage"], by["2016-p1-14"]["score"]) == (
         "9",
         "judge",
@@ -317,8 +335,9 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
     assert (by["2016-p1-15"]["score"], by["2016-p1-15"]["error_kind"]) == (None, "timeout")
     assert (by["2016-p1-16"]["score"], by["2016-p1-16"]["error_kind"]) == (None, "server")
     s = rep.models["m"]
-    assert s["overall"] == pytest.approx(1.0) and s["n"] == 3 and s["critique_used"] == 1
-    assert s["marks"] == {"positive": 9.0, "negative": 0.0, "total": 9.0}
+    # 1 and 14 right, 2 wrong (the critique gave no answer); 15 and 16 failed calls: not in n
+    assert s["overall"] == pytest.approx(2 / 3) and s["n"] == 3 and s["critique_used"] == 2
+    assert s["marks"] == {"positive": 6.0, "negative": 0.0, "total": 6.0}
 
 
 HELD_OUT = range(2022, 2024)  # never looked at while the rules were written (tuned on 2016-2021)

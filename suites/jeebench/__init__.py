@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from core.types import Request, Row, text_of, user
-from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, by_model, judge_request
+from suites.base import (
+    RunSpec,
+    ScoreReport,
+    Sink,
+    Suite,
+    SuiteError,
+    Truncation,
+    by_model,
+    judge_request,
+    with_protocol,
+)
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
@@ -179,9 +189,14 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
             continue
         source = "original"
         if (s, "critique") in by:
-            crit, cstage = _read(by[(s, "critique")], by.get((s, CRITIQUE_JUDGE)), it)
-            if crit is not None:
-                ans, stage, source = crit, cstage, "critique"
+            crow = by[(s, "critique")]
+            if not crow.get("error"):  # the paper re-evaluates the new answer, even when it gives none
+                ans, stage = _read(crow, by.get((s, CRITIQUE_JUDGE)), it)
+                source = "critique"
+                if stage == JUDGE_ERROR:  # the critique's answer needed the judge, whose call failed
+                    errors += 1
+                    failed = by[(s, CRITIQUE_JUDGE)]
+                    continue
             sources.append(source)
         answers.append(ans)
         stages.append(stage)
@@ -223,8 +238,9 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     sink = sink if sink is not None else Sink()
     variant, (ts, tm), marks = _variant(spec), _taus(spec), Marks.parse(spec.opt("marks"))
     items = items_by_id()
+    trunc = Truncation()
     models: dict[str, dict[str, Any]] = {}
-    for model, groups in by_model(rows):
+    for model, groups in by_model(trunc.watch(rows)):
         srows: list[Row] = []
         qs: list[dict[str, Any]] = []
         for item, grp in groups:
@@ -241,7 +257,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 qs.append(q)
         models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir)
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm}
-    return ScoreReport(models=models, scored=sink.rows, tables=tables(models, variant), extra=extra)
+    report = ScoreReport(models=models, scored=sink.rows, tables=tables(models, variant), extra=extra)
+    return with_protocol(report, deviations(spec), trunc)
 
 
 def _model_scores(
@@ -273,6 +290,24 @@ def _model_scores(
     return s
 
 
+def deviations(spec: RunSpec) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol)."""
+    variant, out = _variant(spec), []
+    sc = variant == "cot-sc"
+    if spec.samples not in (None, SC_SAMPLES if sc else 1):
+        out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
+    if spec.temperature not in (None, SC_TEMPERATURE if sc else 0.0):
+        out.append(f"temperature {spec.temperature} (the paper: {SC_TEMPERATURE if sc else 0})")
+    if sc:
+        out.append(
+            "Table 6's CoT row is sample 0 of this SC run at T=0.5 (the paper: a greedy CoT run, "
+            "`--variant cot`)"
+        )
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of the 515 questions")
+    return out
+
+
 def _count(values: Iterable[str | None]) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
@@ -290,4 +325,5 @@ SUITE = Suite(
     headline="overall",
     run_name=lambda spec: f"jeebench-{spec.opt('variant', 'cot')}",
     check=check,
+    deviations=deviations,
 )

@@ -38,11 +38,10 @@ def extract_one(
     if letter is not None:
         return letter, "rule"
     if judge is not None and judge.get("error"):
-        return None, "error"
+        return None, "error"  # the judge call failed: not read, so not scored (a failed call is not wrong)
     if judge is not None:
-        letter = extract.from_judge(judge.get("text"), q.letters)
-        if letter is not None:
-            return letter, "judge"
+        # a reply of Z (no option matches) or anything not a valid letter is scored wrong, as the authors do
+        return extract.from_judge(judge.get("text"), q.letters), "judge"
     return extract.random_letter(model, q.item, iteration, q.letters), "random"
 
 
