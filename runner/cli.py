@@ -111,9 +111,7 @@ def cmd_run(argv: list[str]) -> int:
     out = a.out or Path("runs") / get_suite(a.suite).run_name(spec)
     plan = RunPlan(spec=spec, models=_models_arg(a.models), out=out)
     if a.dry_run:
-        from runner.dryrun import dry_run
-
-        return dry_run([plan], cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer)
+        return _dry_run([plan], cfg, a)
     code = execute(
         [plan],
         cfg,
@@ -128,6 +126,17 @@ def cmd_run(argv: list[str]) -> int:
         prefer=a.prefer,
     )
     return _finish(code, [out], a.no_score)
+
+
+def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
+    """Plan what is left: the run directories' finished rows and the cache's answers are skipped."""
+    from cache.store import default_cache_dir
+    from runner.dryrun import dry_run
+
+    cache = None
+    if not (a.no_cache or a.refresh):
+        cache = a.cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
+    return dry_run(plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache)
 
 
 def _finish(code: int, run_dirs: list[Path], no_score: bool) -> int:
@@ -199,9 +208,7 @@ def cmd_sweep(argv: list[str]) -> int:
     if a.config:
         cfg = load_config(a.config)
     if a.dry_run:
-        from runner.dryrun import dry_run
-
-        return dry_run(plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer)
+        return _dry_run(plans, cfg, a)
     code = execute(
         plans,
         cfg,
