@@ -21,6 +21,7 @@ import orjson
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row
+from runner import __version__ as VERSION
 from runner import progress
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
@@ -32,7 +33,6 @@ from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")
-VERSION = "0.1.0"
 
 
 @dataclass

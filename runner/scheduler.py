@@ -30,7 +30,10 @@ log = logging.getLogger("evalsweep")
 
 @dataclass
 class Stats:
-    """Live counters for one (run, model); read by the progress view, never on a lock."""
+    """Live counters for one (run, model); read by the progress view, never on a lock.
+
+    `total`, `done`, `resumed` and `cached` count first-pass answers (so done + resumed <= total on
+    any resume); errors, tokens and cost count every call, follow-up passes included."""
 
     total: int = 0
     done: int = 0
@@ -173,7 +176,8 @@ class Scheduler:
             if off is None:
                 todo.append(s)
             else:
-                stats.resumed += 1
+                if req.pass_ == "answer":  # progress counts first-pass answers, as `total` does
+                    stats.resumed += 1
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
         if todo:
@@ -406,10 +410,9 @@ class Scheduler:
     def _emit(self, run: RunCtx, stats: Stats, rows: list[Row]) -> list[Row]:
         for row in rows:
             run.writer.write(row)
-            if row["pass"] == "answer":
+            if row["pass"] == "answer":  # progress counts first-pass answers, as `total` does
                 stats.done += 1
-            if row["cached"]:
-                stats.cached += 1
+                stats.cached += row["cached"]
             if row["error"] is not None:
                 if row.get("error_kind") == "skipped":
                     stats.skipped += 1
