@@ -26,10 +26,15 @@ import pytest
 from tests.helpers import REPO, cli, rows, run_args, write_dataset
 
 DIFFERENCES = """
-- llama-cpp-python ignores `n`: one choice for n = 3 (the mock honours n).
-- no x-ratelimit-* headers (the mock can send them): lanes without rpm/tpm run unpaced, source none.
-- an invalid field type is HTTP 422 (FastAPI validation), never retried; the mock answers 400.
-- a prompt beyond the context window is HTTP 400 naming the token counts, never retried.
+- llama-cpp-python ignores `n`: one choice for n = 3, and so does the litellm proxy in front of it
+  (the mock honours n).
+- llama-cpp-python sends no x-ratelimit-* headers and accepts any key; the litellm proxy sends
+  x-ratelimit-limit/remaining-requests/-tokens (no reset-*) when its model has rpm/tpm.
+- a field of the wrong type is HTTP 500 with a pydantic "validation error" and a Python traceback in
+  the body (through the proxy: a 500 "InternalServerError" wrapping it), not a 400/422.
+- a prompt beyond the context window is HTTP 400 `context_length_exceeded` naming the token counts.
+- the proxy without a database answers a key that is not its master key with HTTP 400
+  `no_db_connection`, not 401.
 """
 
 LLAMA_VERSION = "0.3.36"
@@ -128,7 +133,7 @@ def proxy(llama, tmp_path_factory: pytest.TempPathFactory):
     d = tmp_path_factory.mktemp("proxy")
     (d / "config.yaml").write_text(
         "model_list:\n  - model_name: tiny-proxy\n    litellm_params:\n      model: openai/tiny\n"
-        f"      api_base: {llama[0]}\n      api_key: none\n"
+        f"      api_base: {llama[0]}\n      api_key: none\n      rpm: 600\n      tpm: 100000\n"
     )
     port = _free_port()
     env = {**os.environ, "LITELLM_MASTER_KEY": MASTER_KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -203,7 +208,7 @@ def test_llama_server_errors_by_meaning(tmp_path: Path, llama):
             env={**os.environ, "EVALSWEEP_CACHE_DIR": str(tmp_path / "c2")})
     (row,) = rows(tmp_path / "long")
     assert r.returncode == 3 and row["attempts"] == 1 and row["error_kind"] == "fatal", row
-    assert "context" in row["error"].lower()
+    assert "HTTP 400" in row["error"] and "context_length_exceeded" in row["error"]
 
 
 def test_litellm_proxy_end_to_end(tmp_path: Path, proxy):
@@ -213,6 +218,10 @@ def test_litellm_proxy_end_to_end(tmp_path: Path, proxy):
     assert r.returncode == 0, r.stderr
     assert len(rs) == 12 and all(x["error"] is None and x["attempts"] == 1 for x in rs)
     assert all(x["usage"]["input_tokens"] and x["usage"]["output_tokens"] for x in rs)
+    assert (out / "log.txt").read_text().count("ignores `n`") == 1
+    # the proxy reports its limits: the lane (no rpm/tpm configured) adopts them
+    (lane,) = orjson.loads((out / "manifest.json").read_bytes())["lanes"]["tiny-proxy"]
+    assert (lane["rpm"], lane["rpm_source"], lane["tpm"], lane["tpm_source"]) == (600, "provider", 100000, "provider")
     assert MASTER_KEY not in (out / "results.jsonl").read_text() + (out / "log.txt").read_text()
 
 
@@ -220,4 +229,5 @@ def test_litellm_proxy_refuses_a_wrong_key_without_retrying(tmp_path: Path, prox
     r, out = _run(tmp_path, proxy, "tiny-proxy", 2, key="sk-wrong-key")
     rs = rows(out)
     assert r.returncode == 3 and all(x["error_kind"] == "fatal" and x["attempts"] == 1 for x in rs)
+    assert all("HTTP 400" in x["error"] and "no_db_connection" in x["error"] for x in rs)
     assert "sk-wrong-key" not in (out / "results.jsonl").read_text()
