@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
 from report import plots
 from report.frontier import pick_snapshots
 from report.html import render
-from report.load import ReportError, load_runs, read_json, suite_label
+from report.load import ReportError, atomic_write, load_runs, read_json, suite_label
+from report.samples import write_view
 from report.tables import (
     AXES,
     FRONTIER_COLUMNS,
@@ -52,11 +54,12 @@ def _cell(v: Any) -> Any:
 
 def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
     columns = columns or (list(rows[0]) if rows else [])
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([_cell(r.get(c)) for c in columns])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    atomic_write(path, buf.getvalue())
 
 
 def _runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
@@ -120,9 +123,8 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
         if rows or cols:
             write_csv(out / name, rows, cols)
             written.append(name)
-    (out / "index.html").write_text(
-        render(views, images, loaded.notes, _runs(run_dirs), written), encoding="utf-8"
-    )
+    samples = [write_view(out, v.slug, v.label, v.entries) for v in views]
+    atomic_write(out / "index.html", render(views, images, loaded.notes, _runs(run_dirs), written, samples))
     n = len({e.model for e in loaded.entries})
     print(f"report: {n} models, {len(views)} suite(s) → {out / 'index.html'}")
     for note in loaded.notes:

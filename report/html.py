@@ -11,6 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from report import viewer
+from report.samples import ViewData
 from report.tables import (
     AXES,
     SuiteView,
@@ -333,6 +335,7 @@ def render(
     notes: list[str],
     runs: list[dict[str, Any]],
     csvs: list[str],
+    samples: list[ViewData] | None = None,
 ) -> str:
     nmodels = len({e.model for v in views for e in v.entries})
     toc = " · ".join(f'<a href="#{esc(v.slug)}">{esc(v.label)}</a>' for v in views)
@@ -364,6 +367,7 @@ def render(
         img(images["frontier_time"], "frontier over time"),
     ]
     parts += [_suite_section(v, images) for v in views]
+    parts.append(viewer.section(samples or []))
     parts.append("<h2>Runs and notes</h2>" + run_rows)
     if notes:
         parts.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")

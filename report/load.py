@@ -11,6 +11,7 @@ None and is shown as unknown.
 from __future__ import annotations
 
 import csv
+import os
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -121,6 +122,14 @@ def headline_of(suite: str) -> str:
         return get_suite(suite).headline
     except Exception:  # a suite that is not installed here still gets a report
         return "accuracy"
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Temp file + rename: a kill never leaves a partial report file beside an older one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
 
 
 def read_json(path: Path) -> Any:

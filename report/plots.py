@@ -3,6 +3,7 @@ renders with Agg: no display, no pyplot global state, nothing fetched)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from report.load import Entry
+from report.load import Entry, atomic_write
 from report.tables import AXES, POOLED, SuiteView, is_fraction, level_means
 
 COLORS = {True: "#1b9e77", False: "#d95f02", None: "#7f7f7f"}  # open weights / proprietary / unknown
@@ -18,7 +19,9 @@ MARKERS = {True: "^", False: "o", None: "s"}  # reasoning / non-reasoning / unkn
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    atomic_write(path, buf.getvalue())
     return path
 
 
