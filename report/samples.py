@@ -286,3 +286,14 @@ def item_total(run_dir: Path) -> int | None:
         return len({req.item for req in get_suite(spec.suite).build(spec)})
     except Exception:
         return None
+
+
+def partial_note(v: Any) -> str | None:
+    """"partial run (20 of 515 items)" when the view's runs used --limit below the suite's size."""
+    limit = v.entries[0].spec.get("limit") if v.entries else None
+    if not isinstance(limit, int):
+        return None
+    total = item_total(v.entries[0].run_dir)
+    if total is None:
+        return f"partial run (--limit {limit})"
+    return f"partial run ({limit} of {total} items)" if limit < total else None
