@@ -83,6 +83,11 @@ def _suite(page, name: str) -> None:
         "#v-suite", "(s, n) => Array.from(s.options).find(o => o.text.includes(n)).text", name
     )
     page.select_option("#v-suite", label=label)
+    _loaded(page)
+
+
+def _loaded(page) -> None:
+    """Wait for the chosen model files to load (the change handler says `loading…` until then)."""
     page.wait_for_function("/loaded\\)$/.test(document.getElementById('v-count').textContent)")
 
 
@@ -143,6 +148,7 @@ def test_viewer_filters_open_and_layout(site: Path, tmp_path: Path) -> None:
             models = page.eval_on_selector_all("#v-model option", "os => os.map(o => o.value)")
             assert models == ["0", "1", "2", "all"]
             page.select_option("#v-model", "all")
+            _loaded(page)
             everything = _rows(page)
             assert {r[0] for r in everything} == {"sim/strong", "sim/weak", "sim/random"}
             assert len(everything) == 60
@@ -164,6 +170,7 @@ def test_viewer_filters_open_and_layout(site: Path, tmp_path: Path) -> None:
             assert ruled and len(ruled) < len(everything) and {r[6] for r in ruled} == {"rules"}
             page.select_option("#v-stage", "")
             page.select_option("#v-model", "0")  # one model: its file only
+            _loaded(page)
             assert {r[0] for r in _rows(page)} == {"sim/strong"}
 
             # a JEEBench sample opens with its prompt (rebuilt from the suite) and response
