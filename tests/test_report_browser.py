@@ -53,7 +53,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("a", "jeebench", "sim/strong,sim/weak,sim/random", ["--variant", "cot", "--limit", "20"]),
         ("b", f"jsonl:{data}", "sim/medium,sim/strong", []),
     ):
-        args = ["run", suite, "--models", models, "--out", str(runs / name), "--no-live", *extra]
+        args = ["run", suite, "--models", models, "--out", str(runs / name), "--no-live", "--no-score", *extra]
         r = cli(*args, "--cache-dir", str(runs / "cache"))
         assert r.returncode in (0, 3), r.stderr
         assert cli("score", str(runs / name)).returncode == 0
