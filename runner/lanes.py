@@ -29,6 +29,7 @@ cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implem
     set_limits(rpm, tpm)         the effective per-minute limits (config or provider), None = unlimited
     factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
     await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
+    late_by(seconds)             how late a timer fired (the local window guard widens under load)
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -61,7 +62,7 @@ log = logging.getLogger("evalsweep")
 BURST_S = 0.25  # a lane catches up this much lateness at once (within the one-second window's share)
 WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
 MARGIN_S = 0.008  # ... measured at the server, after send jitter: keep the window this much wider
-MARGIN_MAX = 0.05  # a paced lane that still meets 429s widens it (a loaded machine jitters more)
+MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
@@ -78,6 +79,7 @@ class LocalBudget:
         self._tok_tat = 0.0  # next free token slot
         self._log: deque[float] = deque()
         self.margin = MARGIN_S
+        self.late = 0.0  # recent worst timer lateness (decaying): how much this machine jitters now
         self._used = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.probing = False
@@ -119,13 +121,18 @@ class LocalBudget:
             return self.paused_until - now
         if self._per_window:
             log_ = self._log
-            span = WINDOW_S + self.margin
+            span = WINDOW_S + min(MARGIN_MAX, max(self.margin, 3.0 * self.late))
             while log_ and now - log_[0] >= span:
                 log_.popleft()
             if len(log_) >= self._per_window:
                 return log_[-self._per_window] + span - now
             log_.append(now)
         return 0.0
+
+    def late_by(self, seconds: float) -> None:
+        """A timer fired this late: on a loaded machine the server's clock sees our requests jitter
+        as much, so the window guard widens (3x the recent worst, within MARGIN_MAX)."""
+        self.late = max(seconds, self.late * 0.98)
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:
@@ -246,7 +253,9 @@ class Lane:
         wait = b.reserve(est_tokens)
         while True:
             if wait > 0:
+                due = time.monotonic() + wait
                 await asyncio.sleep(wait)
+                b.late_by(time.monotonic() - due)
             wait = b.confirm()
             if wait <= 0:
                 return
