@@ -134,8 +134,10 @@ class AnthropicProvider:
             conn = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout)
         data = orjson.dumps(messages_body(req, model_id, params))
-        raw = await http.post(self._session, self.url, data, anthropic_headers(api_key, self._extra))
+        raw, limits = await http.exchange(self._session, self.url, data, anthropic_headers(api_key, self._extra))
         try:
-            return parse_message(orjson.loads(raw))
+            comp = parse_message(orjson.loads(raw))
         except orjson.JSONDecodeError:
             raise ProviderError(f"malformed response body ({len(raw)} bytes)", retryable=True) from None
+        comp.limits = limits
+        return comp

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -10,17 +12,30 @@ from providers.base import ProviderError, error_for_status, parse_duration, retr
 
 
 def parse_limits(headers: Any) -> dict[str, float] | None:
-    """The provider's x-ratelimit-* headers as numbers (reset-* in seconds); None when there are none."""
+    """The key's limits the provider reports, as numbers (reset-* in seconds from now); None when it
+    reports none. OpenAI (and gateways copying it): x-ratelimit-{limit,remaining,reset}-{requests,
+    tokens}, resets like `6m0s`; Anthropic: anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset},
+    resets as RFC 3339 times."""
     out: dict[str, float] = {}
     for dim in ("requests", "tokens"):
         for what in ("limit", "remaining", "reset"):
             v = headers.get(f"x-ratelimit-{what}-{dim}")
-            if v is None:
+            if v is None and (v := headers.get(f"anthropic-ratelimit-{dim}-{what}")) is not None and what == "reset":
+                x = _until(v)
+            elif v is None:
                 continue
-            x = parse_duration(v) if what == "reset" else _num(v)
+            else:
+                x = parse_duration(v) if what == "reset" else _num(v)
             if x is not None:
                 out[f"{what}_{dim}"] = x
     return out or None
+
+
+def _until(stamp: str) -> float | None:
+    try:
+        return max(0.0, datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - time.time())
+    except ValueError:
+        return None
 
 
 def _num(v: str) -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -176,6 +177,13 @@ def test_header_parsing():
     assert retry_after_of({"retry-after-ms": "250"}, None) == 0.25
     assert retry_after_of({"Retry-After": "2", "retry-after-ms": "250"}, None) == 2.0
     assert parse_limits({}) is None
+    soon = (datetime.now(UTC) + timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
+    anth = parse_limits({
+        "anthropic-ratelimit-requests-limit": "4000", "anthropic-ratelimit-requests-remaining": "3999",
+        "anthropic-ratelimit-requests-reset": soon, "anthropic-ratelimit-tokens-limit": "400000",
+    })
+    assert anth is not None and anth["limit_requests"] == 4000 and anth["limit_tokens"] == 400_000
+    assert 28 < anth["reset_requests"] <= 30
 
 
 @pytest.mark.parametrize(
@@ -215,3 +223,20 @@ async def test_quota_stops_the_lane_at_once():
     with pytest.raises(ProviderError):
         await lane.call(dry, 0)
     assert calls == 1  # a stopped lane sends nothing
+
+
+def test_live_view_shows_each_lanes_limit_source_and_use():
+    from rich.console import Console
+
+    from runner.progress import _lanes_table
+
+    lane = Lane(Endpoint(name="e", base_url="http://x/v1", tpm=90_000), "KEY_A", "sk-x", provider=None)
+    lane._on_answer({"limit_requests": 500, "limit_tokens": 30_000}, False)
+    lane.admitted = 10
+    con = Console(width=200, record=True)
+    con.print(_lanes_table([lane.describe()]))
+    text = con.export_text()
+    assert "e/KEY_A" in text and "500 rpm 30000 tpm" in text and "provider" in text and "ok" in text
+    lane.stop("insufficient_quota")
+    con.print(_lanes_table([lane.describe()]))
+    assert "out of quota on e/KEY_A" in con.export_text()
