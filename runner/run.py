@@ -25,7 +25,7 @@ from runner import progress
 from runner.batch import Batcher
 from runner.batchjournal import pending_models
 from runner.batchplan import choose
-from runner.config import Config, ConfigError
+from runner.config import Config, ConfigError, shared_urls
 from runner.pool import ModelEntry, build_models, close_models
 from runner.results import RESULTS, ResultsWriter, index
 from runner.scheduler import RunCtx, Scheduler, Stats
@@ -145,6 +145,7 @@ def execute(
         s = get_suite(p.spec.suite)
         if s.check is not None:
             s.check(p.spec)
+    shared_urls(cfg)  # a bad EVALSWEEP_*_URL is refused before anything starts
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
     runs = [prepare(p, cfg, models, command) for p in plans]
@@ -191,10 +192,16 @@ async def _main(
     command: str,
     batch_why: dict[str, str] | None = None,
 ) -> int:
+    shared = shared_urls(cfg)
+    pg = None
+    if shared.cache_url and not no_cache:
+        from cache.pg import PgCache
+
+        pg = await PgCache(shared.cache_url).open()
     cache = (
         None
         if no_cache
-        else AsyncCache(cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()))
+        else AsyncCache(cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()), shared=pg)
     )
     sched = Scheduler(models, cache, refresh=refresh)
     errors_logged: dict[str, int] = {}
