@@ -221,7 +221,7 @@ def cmd_report(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--models-table", type=Path, help="model metadata CSV (format of VRB's models.csv)")
     a = p.parse_args(argv)
-    from runner.report import main as report_main
+    from report import main as report_main
 
     report_main(a.run_dirs, a.out, a.models_table)
     return EXIT_OK

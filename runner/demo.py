@@ -36,7 +36,7 @@ def demo(
     for p in plans:
         assert p.out is not None
         score_run(p.out)
-    from runner.report import main as report_main
+    from report import main as report_main
 
     report_main([p.out for p in plans if p.out is not None], out / "report", None)
     print(f"\nreport: {out / 'report' / 'index.html'}")

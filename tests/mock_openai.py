@@ -11,6 +11,16 @@ Behaviour by the requested model's name, so one server covers every case:
   timeout-once  per prompt: hang past the client's timeout once, then answer
   reset-once    per prompt: drop the connection once, then answer
   garbage-once  per prompt: a truncated JSON body once, then answer
+Fault injection (deterministic), for any model:
+  a marker `[[fault:KIND]]` in the prompt injects KIND on the first attempt, `[[fault:KIND*N]]` on the
+  first N attempts, `[[fault:KIND*]]` on every attempt; without a marker, `faults={KIND: rate}` draws a
+  fault per (model, prompt, attempt) from a hash of `seed` (the same seed always gives the same storm).
+  KINDS: 429 (Retry-After), 500, reset (connection dropped mid-body), hang (past the client timeout),
+  truncated (half a JSON body), the malformed 200s of MALFORMED (content an object/int, usage counts as
+  strings, message a string, choices a list of ints, null content with finish_reason "stop"), garbage
+  (one of MALFORMED, by hash), big (a valid 5 MB answer), bad_utf8 (invalid UTF-8 in the content),
+  echo_error (HTTP 500 whose body echoes the Authorization header after 280 chars of text) and
+  echo_success (a 200 whose text echoes it).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times.
@@ -23,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import re
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -37,6 +48,48 @@ def answer_text(model: str, prompt: str, i: int) -> str:
     h = hashlib.sha256(f"{model}\x1f{prompt}\x1f{i}".encode()).digest()
     letter = "ABCD"[h[0] % 4]
     return f"Let me think step by step about this.\nThe answer is {letter}."
+
+
+MALFORMED = ("content_obj", "content_int", "usage_str", "message_str", "choices_int", "null_stop")
+FAULTS = (
+    "429",
+    "500",
+    "reset",
+    "hang",
+    "truncated",
+    *MALFORMED,
+    "garbage",
+    "big",
+    "bad_utf8",
+    "echo_error",
+    "echo_success",
+)
+_MARK = re.compile(r"\[\[fault:([a-z0-9_]+)(\*(\d*))?\]\]")
+
+
+def _unit(*parts: Any) -> float:
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") / 2**64
+
+
+def malformed(kind: str, good: dict[str, Any]) -> dict[str, Any]:
+    """A 200 body broken in one of the ways real servers break them."""
+    b = orjson.loads(orjson.dumps(good))
+    ch = b["choices"]
+    if kind == "content_obj":
+        ch[0]["message"]["content"] = {"text": "The answer is A."}
+    elif kind == "content_int":
+        ch[0]["message"]["content"] = 42
+    elif kind == "usage_str":
+        b["usage"] = {k: str(v) for k, v in b["usage"].items()}
+    elif kind == "message_str":
+        ch[0]["message"] = "The answer is A."
+    elif kind == "choices_int":
+        b["choices"] = [1, 2]
+    elif kind == "null_stop":
+        ch[0]["message"]["content"] = None
+        ch[0]["finish_reason"] = "stop"
+    return b
 
 
 def chat_completion(model: str, prompt: str, n: int) -> dict[str, Any]:
@@ -69,11 +122,19 @@ class MockServer:
         rpm_per_key: float | None = None,
         retry_after: float = 1.0,
         timeout_hang_s: float = 5.0,
+        faults: dict[str, float] | None = None,
+        seed: int = 0,
     ) -> None:
         self.latency_s = latency_s
         self.rpm_per_key = rpm_per_key
         self.retry_after = retry_after
         self.timeout_hang_s = timeout_hang_s
+        self.faults = dict(faults or {})
+        self.seed = seed
+        self.injected: Counter[str] = Counter()
+        """Faults sent, by kind."""
+        self.answered: Counter[tuple[str, str]] = Counter()
+        """Well-formed answers sent, per (model, prompt)."""
         self.prompts: Counter[str] = Counter()
         self.per_model: Counter[str] = Counter()
         self.keys: Counter[str] = Counter()
@@ -96,6 +157,7 @@ class MockServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", self.handle)
+        app.router.add_get("/stats", self.handle_stats)
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -116,6 +178,11 @@ class MockServer:
             self.last_body[model] = body
             seen = self._seen[(model, prompt)]
             limited = self._over_limit(key, now)
+        fault = self._fault(model, prompt, seen)
+        if fault is not None:
+            with self._lock:
+                self.injected[fault] += 1
+            return await self._inject(fault, request, model, prompt, int(body.get("n", 1)), key)
         if limited:
             self.rejected_429 += 1
             self.rejections.append(now)
@@ -153,7 +220,88 @@ class MockServer:
         data = orjson.dumps(out)
         if model == "garbage-once" and seen == 1:
             data = data[: len(data) // 2]
+        else:
+            with self._lock:
+                self.answered[(model, prompt)] += 1
         return web.Response(body=data, content_type="application/json")
+
+    # --- fault injection ---------------------------------------------------------------------------
+
+    def _fault(self, model: str, prompt: str, seen: int) -> str | None:
+        m = _MARK.search(prompt)
+        if m is not None:
+            kind, star, times = m.group(1), m.group(2), m.group(3)
+            limit = 1 if not star else (int(times) if times else 1 << 30)
+            return kind if seen <= limit else None
+        if not self.faults:
+            return None
+        u = _unit(self.seed, model, prompt, seen)
+        for kind, rate in self.faults.items():
+            if u < rate:
+                return kind
+            u -= rate
+        return None
+
+    async def _inject(
+        self, kind: str, request: web.Request, model: str, prompt: str, n: int, key: str
+    ) -> web.StreamResponse:
+        good = chat_completion(model, prompt, n)
+        if kind == "garbage":
+            kind = MALFORMED[int(_unit("garbage", self.seed, model, prompt) * len(MALFORMED))]
+        if kind == "429":
+            return web.json_response(
+                {"error": {"message": "Rate limit reached", "type": "requests"}},
+                status=429,
+                headers={"Retry-After": f"{self.retry_after:g}"},
+            )
+        if kind == "500":
+            return web.json_response({"error": {"message": "internal error"}}, status=500)
+        if kind == "echo_error":
+            pad = "x" * 280
+            return web.json_response(
+                {"error": {"message": f"{pad} bad request from Authorization: Bearer {key}"}}, status=500
+            )
+        if kind == "hang":
+            await asyncio.sleep(self.timeout_hang_s)
+            return web.json_response(good)
+        if kind == "reset":  # headers and half the body, then the connection drops
+            data = orjson.dumps(good)
+            resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            resp.content_length = len(data)
+            await resp.prepare(request)
+            await resp.write(data[: len(data) // 2])
+            assert request.transport is not None
+            request.transport.abort()
+            return resp
+        if kind == "truncated":  # a complete HTTP answer whose JSON stops halfway
+            data = orjson.dumps(good)
+            return web.Response(body=data[: len(data) // 2], content_type="application/json")
+        if kind in MALFORMED:
+            return web.json_response(malformed(kind, good))
+        if kind == "big":
+            good["choices"][0]["message"]["content"] = "A" * (5 << 20) + "\nThe answer is A."
+        elif kind == "bad_utf8":
+            data = orjson.dumps(good).replace(b"Let me", b"Let \xff\xfe me", 1)
+            return web.Response(body=data, content_type="application/json")
+        elif kind == "echo_success":
+            good["choices"][0]["message"]["content"] += f" (you sent Authorization: Bearer {key})"
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULTS)}")
+        return web.json_response(good)
+
+    async def handle_stats(self, request: web.Request) -> web.Response:
+        """What the server saw (for bench/ scripts running it in its own process)."""
+        with self._lock:
+            return web.json_response(
+                {
+                    "total": self.total,
+                    "per_model": dict(self.per_model),
+                    "injected": dict(self.injected),
+                    "answered": sum(self.answered.values()),
+                    "distinct_answered": len(self.answered),
+                    "rejected_429": self.rejected_429,
+                }
+            )
 
     def _over_limit(self, key: str, now: float) -> bool:
         if not self.rpm_per_key:
@@ -226,8 +374,20 @@ def main() -> None:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--rpm", type=float)
     p.add_argument("--latency", type=float, default=0.0)
+    p.add_argument("--faults", default="", help="KIND=RATE,... e.g. 429=0.3,500=0.1")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--retry-after", type=float, default=1.0)
+    p.add_argument("--hang", type=float, default=5.0, help="seconds a `hang` fault holds the request")
     a = p.parse_args()
-    srv = MockServer(latency_s=a.latency, rpm_per_key=a.rpm)
+    faults = {k: float(v) for k, v in (kv.split("=") for kv in a.faults.split(",") if kv)}
+    srv = MockServer(
+        latency_s=a.latency,
+        rpm_per_key=a.rpm,
+        faults=faults,
+        seed=a.seed,
+        retry_after=a.retry_after,
+        timeout_hang_s=a.hang,
+    )
 
     async def run() -> None:
         runner = web.AppRunner(srv.app(), access_log=None)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.report.frontier import Point, dominates, over_time, pareto, pick_snapshots
-from runner.report.load import ReportError, load_runs, parse_date, read_models_table, run_costs
-from runner.report.tables import views_of
+from report.frontier import Point, dominates, over_time, pareto, pick_snapshots
+from report.load import ReportError, load_runs, parse_date, read_models_table, run_costs
+from report.tables import views_of
 from tests.report_runs import make_run, row
 
 # ---------------------------------------------------------------- Pareto frontier
@@ -205,7 +205,7 @@ def test_headline_metric_per_suite(tmp_path: Path) -> None:
 
 def test_headline_table_matches_the_suites() -> None:
     """The report's lookup (used when scores.json lacks "headline") agrees with each suite's own."""
-    from runner.report.load import HEADLINES
+    from report.load import HEADLINES
     from suites.base import get_suite
 
     for key, metric in HEADLINES.items():

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runner import report
+import report
 from tests.report_runs import make_run, row
 
 # ---------------------------------------------------------------- the written report
@@ -242,7 +242,7 @@ def test_table_sorter_sorts_numbers_numerically_and_unknowns_last(tmp_path: Path
     import subprocess
     from html.parser import HTMLParser
 
-    from runner.report.html import JS, pct, table, usd
+    from report.html import JS, pct, table, usd
 
     node = shutil.which("node")
     if node is None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from runner.report.frontier import Point, Snapshot, over_time, pareto
-from runner.report.load import Entry, suite_label
+from report.frontier import Point, Snapshot, over_time, pareto
+from report.load import Entry, suite_label
 
 AXES = {
     "price_in": "list price (USD per million input tokens)",

@@ -12,11 +12,11 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from runner.report import plots
-from runner.report.frontier import pick_snapshots
-from runner.report.html import render
-from runner.report.load import ReportError, load_runs, read_json, suite_label
-from runner.report.tables import (
+from report import plots
+from report.frontier import pick_snapshots
+from report.html import render
+from report.load import ReportError, load_runs, read_json, suite_label
+from report.tables import (
     AXES,
     FRONTIER_COLUMNS,
     POOLED,

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runner.report.tables import (
+from report.tables import (
     AXES,
     SuiteView,
     best_worst_rows,

@@ -10,8 +10,8 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from runner.report.load import Entry
-from runner.report.tables import AXES, POOLED, SuiteView, is_fraction, level_means
+from report.load import Entry
+from report.tables import AXES, POOLED, SuiteView, is_fraction, level_means
 
 COLORS = {True: "#1b9e77", False: "#d95f02", None: "#7f7f7f"}  # open weights / proprietary / unknown
 MARKERS = {True: "^", False: "o", None: "s"}  # reasoning / non-reasoning / unknown
