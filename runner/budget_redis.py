@@ -37,9 +37,10 @@ from runner.config import redact_url
 
 log = logging.getLogger("evalsweep")
 
-SAFETY = 0.975  # slots 2.5% apart from the limit: a send up to LATE_S late stays inside any 1 s window
-LATE_S = 0.02  # a slot missed by more than this (a late timer) is dropped and a new one reserved
+SAFETY = 0.965  # slots 3.5% below the limit: sends up to ~35 ms off their slot stay inside any 1 s window
+LATE_S = 0.015  # a slot missed by more than this (a late timer) is dropped and a new one reserved
 SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
+AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 
 _LUA = """
@@ -68,6 +69,11 @@ mine = mine + granted
 if mine > 0 then redis.call('HSET', KEYS[3], proc, mine) else redis.call('HDEL', KEYS[3], proc) end
 local T, Tt = tonumber(ARGV[8]) / factor, tonumber(ARGV[9]) / factor
 local n, tokens, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) * Tt
+if delta > 0 and granted < delta and n > 0 then  -- the key's concurrency cap: slots only for leased calls
+  local given = math.max(0, n - delta + granted)
+  tokens = math.floor(tokens * given / n)
+  n = given
+end
 if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
 local start = math.max(now, pause)
 if n > 0 then
@@ -78,8 +84,8 @@ if n > 0 then
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
-return {granted, tostring(start - now), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2])}
+return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n}
 """
 
 
@@ -89,11 +95,15 @@ def lane_id(base_url: str | None, api_key: str | None) -> str:
 
 
 class _Ticket:
-    __slots__ = ("tokens", "slot")
+    """One task's claim: its TPM estimate, its slot once granted, and whether it holds a lease."""
+
+    __slots__ = ("tokens", "slot", "leased", "dead")
 
     def __init__(self, tokens: int) -> None:
         self.tokens = tokens
         self.slot: float | None = None
+        self.leased = False
+        self.dead = False
 
 
 class RedisBudget:
@@ -133,15 +143,18 @@ class RedisBudget:
         self._tickets: weakref.WeakKeyDictionary[Any, _Ticket] = weakref.WeakKeyDictionary()
         self._queue: deque[_Ticket] = deque()
         self._rtt = 0.001
+        self._last_slot = 0.0
+        self._offset = 0.0  # server clock minus our monotonic clock, seconds
+        self._best_rtt, self._best_at = float("inf"), 0.0
         self._tok_delta = 0.0
         self._pause_s = 0.0
         self._new_factor: float | None = None
-        self._held = 0
-        self._used = 0
+        self._held = 0  # leases this process holds in Redis
+        self._leased = 0  # ... of which tickets hold this many
+        self._used = 0  # tasks past acquire() (the local cap)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
-        self._leasing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
         self._last_call = 0.0
         self.set_limits(rpm, tpm)
@@ -187,8 +200,12 @@ class RedisBudget:
     def reserve(self, tokens: int) -> float:
         if self._local is not None:
             return self._local.reserve(tokens)
-        tk = _Ticket(tokens if self._Tt1 else 0)
-        self._tickets[asyncio.current_task()] = tk
+        task = asyncio.current_task()
+        tk = self._tickets.get(task)
+        if tk is None:
+            tk = self._tickets[task] = _Ticket(0)
+        tk.tokens = tokens if self._Tt1 else 0
+        tk.slot = None
         self._queue.append(tk)
         self._kick()
         return self._rtt
@@ -197,7 +214,7 @@ class RedisBudget:
         task = asyncio.current_task()
         if self._local is not None:
             tk = self._tickets.pop(task, None)
-            if tk is not None:  # reserved from Redis before the fallback: reserve again locally
+            if tk is not None:  # reserved from Redis before it went away: reserve again locally
                 return max(self._local.reserve(tk.tokens), 1e-6)
             return self._local.confirm()
         now = time.monotonic()
@@ -206,7 +223,7 @@ class RedisBudget:
         tk = self._tickets.get(task)
         if tk is None:
             return 0.0
-        if tk.slot is None:  # the script call is still on its way
+        if tk.slot is None:  # the script call is still on its way (or the key's concurrency is full)
             return max(self._rtt, 0.0005)
         if now < tk.slot:
             return tk.slot - now
@@ -216,21 +233,20 @@ class RedisBudget:
             self._queue.append(tk)
             self._kick()
             return max(self._rtt, 0.0005)
-        del self._tickets[task]
-        return 0.0
+        return 0.0  # admitted; the ticket keeps its lease until release()
 
     async def acquire(self) -> None:
+        """The local cap (a process never runs more than max_concurrency, 1 while probing); the shared
+        lease is taken with the slot, so waiting for a slot holds nobody else's concurrency."""
         while True:
             if self._local is not None:
                 await self._local.acquire()
                 return
-            if self._used < self._held and not (self.probing and self._used >= 1):
+            if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
                 return
             fut = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)
-            if not (self.probing and self._used >= 1):
-                self._kick_lease()
             try:
                 await fut
             except BaseException:
@@ -243,8 +259,14 @@ class RedisBudget:
             self._local.release()
             return
         self._used -= 1
-        if self._used < self._held:
-            self._idle_since = time.monotonic()
+        tk = self._tickets.pop(asyncio.current_task(), None)
+        if tk is not None:
+            tk.dead = True
+            if tk.leased:
+                self._leased -= 1
+                self._idle_since = time.monotonic()
+                if self._queue:
+                    self._kick()
         self._wake()
 
     # --- talking to Redis ------------------------------------------------------------------------
@@ -271,56 +293,62 @@ class RedisBudget:
         t1 = time.monotonic()
         self.calls += 1
         self._last_call = t1
-        self._rtt = 0.8 * self._rtt + 0.2 * (t1 - t0)
+        rtt = t1 - t0
+        self._rtt = 0.8 * self._rtt + 0.2 * rtt
+        # Server clock -> our monotonic clock, from the round trips least delayed (an event loop busy
+        # elsewhere makes a reply look late): a slot must be sent within a few ms of the same instant
+        # in every process.
+        now_s = float(res[6]) / 1e6
+        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
+            self._offset = now_s - (t0 + t1) / 2
+            self._best_rtt, self._best_at = rtt, t1
         pause = float(res[3]) / 1e6
         if pause > 0:
-            self.paused_until = max(self.paused_until, t0 + (t1 - t0) / 2 + pause)
+            self.paused_until = max(self.paused_until, now_s - self._offset + pause)
         self.factor = float(res[4])
         self.n_procs = int(res[5])
-        return [int(res[0]), float(res[1]) / 1e6, float(res[2]) / 1e6, (t0 + t1) / 2]
+        return [int(res[0]), float(res[1]) / 1e6 - self._offset, float(res[2]) / 1e6, int(res[7])]
 
     def _kick(self) -> None:
         if self._local is None and (self._syncing is None or self._syncing.done()):
             self._syncing = asyncio.get_running_loop().create_task(self._sync())
-        self._ensure_house()
+        if self._house is None or self._house.done():
+            self._house = asyncio.get_running_loop().create_task(self._housekeeping())
 
     async def _sync(self) -> None:
-        """Hand out slots to every waiting ticket, one script call per batch."""
+        """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
         try:
             while self._local is None:
-                batch = list(self._queue)
-                self._queue.clear()
-                if not batch and not (self._pause_s or self._new_factor is not None or self._tok_delta):
+                while self._queue and self._queue[0].dead:
+                    self._queue.popleft()
+                if not self._queue and not (self._pause_s or self._new_factor is not None or self._tok_delta):
                     return
-                _, wait, T, mid = await self._eval(n=len(batch), tokens=sum(t.tokens for t in batch))
-                for i, tk in enumerate(batch):
-                    tk.slot = mid + wait + i * T
+                ahead = self._last_slot - time.monotonic()
+                if self._queue and ahead > AHEAD_S / 2:  # hold back: other processes get slots between
+                    await asyncio.sleep(ahead - AHEAD_S / 2)
+                    continue
+                T = self._T1 / 1e6 / max(self.factor, 1e-3)
+                n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
+                batch = [self._queue[i] for i in range(n)]
+                need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
+                granted, start, T, given = await self._eval(
+                    lease_delta=max(0, need), n=n, tokens=sum(t.tokens for t in batch)
+                )
+                self._held += granted
+                for i in range(given):
+                    tk = self._queue.popleft()
+                    if not tk.leased:
+                        tk.leased = True
+                        self._leased += 1
+                    tk.slot = start + i * T
+                    self._last_slot = max(self._last_slot, tk.slot)
+                if given < n:  # the key's concurrency is taken: ask again shortly
+                    await asyncio.sleep(0.02)
         except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
             self._fall_back(e)
 
-    def _kick_lease(self) -> None:
-        if self._leasing is None or self._leasing.done():
-            self._leasing = asyncio.get_running_loop().create_task(self._lease())
-        self._ensure_house()
-
-    async def _lease(self) -> None:
-        """Take concurrency leases for the waiting tasks; poll while the key's cap is reached."""
-        try:
-            while self._local is None and self._waiters:
-                want = len(self._waiters) + self._used - self._held
-                if want <= 0:
-                    self._wake()
-                    return
-                granted, *_ = await self._eval(lease_delta=want)
-                self._held += granted
-                self._wake()
-                if granted == 0:
-                    await asyncio.sleep(0.02)
-        except Exception as e:  # noqa: BLE001
-            self._fall_back(e)
-
     def _wake(self) -> None:
-        free = self._held - self._used
+        free = (1 if self.probing else self.max_concurrency) - self._used
         if self._local is not None:
             free = len(self._waiters)
         while free > 0 and self._waiters:
@@ -329,18 +357,14 @@ class RedisBudget:
                 fut.set_result(None)
                 free -= 1
 
-    def _ensure_house(self) -> None:
-        if self._house is None or self._house.done():
-            self._house = asyncio.get_running_loop().create_task(self._housekeeping())
-
     async def _housekeeping(self) -> None:
         """Heartbeat (lease expiry), pause/factor pick-up while busy, and giving back idle leases."""
         try:
             while self._local is None:
                 await asyncio.sleep(SYNC_S)
                 now = time.monotonic()
-                spare = self._held - self._used
-                if spare > 0 and not self._waiters and now - self._idle_since > KEEP_S:
+                spare = self._held - self._leased
+                if spare > 0 and not self._queue and now - self._idle_since > KEEP_S:
                     granted, *_ = await self._eval(lease_delta=-spare)
                     self._held += granted
                 elif self._used or now - self._last_call > self.lease_ms / 3000:
@@ -370,9 +394,8 @@ class RedisBudget:
         local.set_factor(self.factor)
         if self.probing:
             local.set_probing(True)
-        rest = self.paused_until - time.monotonic()
-        if rest > 0:
-            local.pause(rest)
+        # Sends paced by Redis may fill the last second up to the key's limit: start after it.
+        local.pause(max(1.0, self.paused_until - time.monotonic()))
         local._used = self._used  # calls in flight release into the local budget
         self._local = local
         self._queue.clear()
@@ -380,7 +403,7 @@ class RedisBudget:
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
-        for t in (self._house, self._syncing, self._leasing):
+        for t in (self._house, self._syncing):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:

@@ -198,6 +198,11 @@ async def _main(
         from cache.pg import PgCache
 
         pg = await PgCache(shared.cache_url).open()
+    budgets: list[Any] = []
+    if shared.redis_url:
+        from runner.budget_redis import attach
+
+        budgets = await attach(models, shared.redis_url, shared.lease_s)
     cache = (
         None
         if no_cache
@@ -256,6 +261,10 @@ async def _main(
                 await r.batcher.close()
         if cache is not None:
             await cache.aclose()
+        if budgets:
+            from runner.budget_redis import detach
+
+            await detach(budgets)
         await close_models(models)
     status = "interrupted" if interrupted else "complete"
     n_err = 0
