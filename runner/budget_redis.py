@@ -137,6 +137,7 @@ class RedisBudget:
         self.n_procs = 1
         self.late = 0
         self.calls = 0
+        self.admitted = 0
         self._script = client.register_script(_LUA)
         self._local_factory = local_factory
         self._local: Any = None
@@ -223,8 +224,8 @@ class RedisBudget:
         tk = self._tickets.get(task)
         if tk is None:
             return 0.0
-        if tk.slot is None:  # the script call is still on its way (or the key's concurrency is full)
-            return max(self._rtt, 0.0005)
+        if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
+            return max(self._rtt, 0.0005, self._last_slot - AHEAD_S / 2 - now + self._rtt)
         if now < tk.slot:
             return tk.slot - now
         if now - tk.slot > LATE_S:  # woke too late: sending now could crowd the next second
@@ -233,6 +234,7 @@ class RedisBudget:
             self._queue.append(tk)
             self._kick()
             return max(self._rtt, 0.0005)
+        self.admitted += 1
         return 0.0  # admitted; the ticket keeps its lease until release()
 
     async def acquire(self) -> None:
@@ -459,6 +461,11 @@ async def attach(models: dict[str, Any], redis_url: str, lease_s: float) -> list
 async def detach(budgets: list[RedisBudget]) -> None:
     for b in budgets:
         await b.aclose()
+        if b.admitted:
+            log.info(
+                "lane %s: shared budget: %d calls admitted with %d Redis round trips (%d late slots redone)%s",
+                b.name, b.admitted, b.calls, b.late, "; fell back to local pacing" if b._local else "",
+            )
     if budgets:
         try:
             await budgets[0].client.aclose()
