@@ -135,6 +135,7 @@ class RedisBudget:
         self.rpm: float | None = None
         self.tpm: float | None = None
         self.n_procs = 1
+        self.margin = 0.0  # the Lane widens a local budget's window on persistent 429s; slots here use SAFETY
         self.late = 0
         self.calls = 0
         self.admitted = 0
