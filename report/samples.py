@@ -137,9 +137,9 @@ def _by_model(results: Path, models: set[str]) -> Iterator[tuple[str, Iterator[d
     """final rows, which come sorted by (model, item, sample, pass), grouped by model."""
     from itertools import groupby
 
-    from runner.results import final_rows
+    from runner.results import final_rows, results_files
 
-    if not results.is_file():
+    if not results_files(results.parent):  # results.jsonl, or only --join workers' files
         return
     rows = (r for r in final_rows(results) if r.get("model") in models)
     yield from groupby(rows, key=lambda r: r.get("model"))
