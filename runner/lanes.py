@@ -29,7 +29,8 @@ cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implem
     set_limits(rpm, tpm)         the effective per-minute limits (config or provider), None = unlimited
     factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
     await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
-    late_by(seconds)             how late a timer fired (the local window guard widens under load)
+
+LocalBudget also hears `late_by(seconds)`, how late a timer fired (its window guard widens under load).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -255,7 +256,8 @@ class Lane:
             if wait > 0:
                 due = time.monotonic() + wait
                 await asyncio.sleep(wait)
-                b.late_by(time.monotonic() - due)
+                if isinstance(b, LocalBudget):
+                    b.late_by(time.monotonic() - due)
             wait = b.confirm()
             if wait <= 0:
                 return
