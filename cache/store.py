@@ -36,7 +36,11 @@ def default_cache_dir() -> Path:
 
 
 class AsyncCache:
-    def __init__(self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512) -> None:
+    def __init__(
+        self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512, shared: Any = None
+    ) -> None:
+        self.shared = shared
+        """A second layer under this one (cache.pg.PgCache): asked on a local miss, given every answer."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache = diskcache.Cache(
@@ -60,13 +64,19 @@ class AsyncCache:
         v = self._pending.get(key) or self._writing.get(key)
         if v is None:
             v = _decode(self._cache.get(key))
+        if v is None and self.shared is not None:
+            v = await self.shared.get(key)
+            if v is not None:
+                self.put(key, v, share=False)
         if v is None:
             self.misses += 1
         else:
             self.hits += 1
         return v
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any], share: bool = True) -> None:
+        if share and self.shared is not None:
+            self.shared.put(key, value)
         with self._lock:
             self._pending[key] = value
             full = len(self._pending) >= self._max_batch
@@ -103,6 +113,8 @@ class AsyncCache:
             self._timer.cancel()
             self._timer = None
         await asyncio.get_running_loop().run_in_executor(self._writer, self._write_pending)
+        if self.shared is not None:
+            await self.shared.aclose()
         self._writer.shutdown(wait=True)
         self._cache.close()
 
