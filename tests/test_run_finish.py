@@ -75,4 +75,3 @@ def test_run_and_sweep_score_and_report_by_themselves(tmp_path: Path, capsys: py
         assert (tmp_path / "runs" / run / "scores.json").is_file()
     index = (tmp_path / "runs" / "report" / "index.html").read_text()
     assert "jeebench" in index.lower() and "sim/strong" in index
-
