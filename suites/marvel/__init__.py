@@ -147,8 +147,8 @@ def deviations(spec: RunSpec) -> list[str]:
         )
     if opts.shots:
         out.append(
-            "few-shot CoT demonstrations are built from the one-line explanations (some Sequence explanations "
-            "name choices by letter while the answers are numbers)"
+            "few-shot CoT rationales are built from the one-line explanations (the paper's demonstrations are "
+            "not released; demos whose explanation names choices by letter are left out)"
         )
     if opts.task == "pattern":
         out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")
