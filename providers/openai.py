@@ -66,8 +66,10 @@ class OpenAIProvider:
         return await self.post(data, api_key, n)
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
-        raw = await http.post(self._get_session(), self.url, data, self._headers_for(api_key))
-        return parse_chat(raw, n)
+        raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))
+        comp = parse_chat(raw, n)
+        comp.limits = limits
+        return comp
 
 
 def parse_chat(raw: bytes, n: int = 1) -> Completion:
@@ -95,7 +97,8 @@ def parse_chat(raw: bytes, n: int = 1) -> Completion:
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         texts[idx] = content
         reasons[idx] = ch.get("finish_reason")
-    if any(t is None and r is None for t, r in zip(texts, reasons, strict=True)):
+    # Fewer choices than `n` (llama.cpp, Ollama ignore it): keep them, the scheduler sends the rest.
+    if all(t is None and r is None for t, r in zip(texts, reasons, strict=True)):
         raise ProviderError(f"response has {len(choices)} choices, {n} requested", retryable=True)
     usage = body.get("usage") or {}
     return Completion(

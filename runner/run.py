@@ -21,18 +21,18 @@ import orjson
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row
+from runner import __version__ as VERSION
 from runner import progress
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.config import Config, ConfigError
-from runner.pool import ModelEntry, build_models, close_models
+from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index
 from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")
-VERSION = "0.1.0"
 
 
 @dataclass
@@ -236,7 +236,10 @@ async def _main(
             loop.add_signal_handler(sig, on_sigint)
         except (NotImplementedError, RuntimeError):
             pass
-    watcher = asyncio.create_task(progress.watch(runs, live=live))
+    lanes = [ln for m in models.values() for ln in m.lanes if ln.endpoint.kind not in ("sim", "replay")]
+    watcher = asyncio.create_task(
+        progress.watch(runs, live=live, lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)])
+    )
     t0 = time.monotonic()
     try:
         await sched.run(runs)
@@ -267,6 +270,7 @@ async def _main(
                 "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
             }
         )
+        man["lanes"] = lane_report(models, r.models)
         if batch_why:
             man["batch"] = batch_why
         write_json(man_path, man)
