@@ -24,11 +24,12 @@ def test_missing_judge_and_changed_settings_are_named() -> None:
     jee = _devs("jeebench", variant="cot-sc", samples=4)
     assert jee[0] == "4 samples (the paper: 8)" and "Table 6" in jee[1]
     mv = _devs("marvel")
-    assert mv[0].startswith("no --judge") and any("left set" in d for d in mv) and any("§4" in d for d in mv)
+    assert mv[0].startswith("no --judge") and any("left-set" in d for d in mv) and any("§4" in d for d in mv)
     assert not any(d.startswith("no --judge") for d in _devs("marvel", judge="gpt-4"))
     assert any("few-shot" in d for d in _devs("marvel", shots=1))
     assert any("Table 13" in d for d in _devs("marvel", task="pattern"))
-    assert _devs("vrb")[0].startswith("skill effects: a fixed-effects logit")
+    assert _devs("vrb") == [_devs("vrb")[0]] and _devs("vrb")[0].startswith("skill and category effects: a fixed")
+    assert "image error" in _devs("vrb", effects_items="nonfatal")[1]
 
 
 def test_truncation_rate_and_deviation_notes() -> None:

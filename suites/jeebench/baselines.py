@@ -76,3 +76,16 @@ def random_table(row: dict[str, Any], variant: str) -> Table:
         note="Expected score of a random answer: MCQ 1/4; MCQ(multiple) by the number of correct options "
         "(1: 0.0625, 2: 0.09375, 3: 0.203, 4: 0.5); Integer and Numeric 0 (the authors' compute_metrics.py).",
     )
+
+
+def mcq_marks_table(models: dict[str, dict[str, Any]], variant: str) -> Table | None:
+    rows = [[m, variant, *(s["marks_mcq"][k] for k in ("positive", "negative", "total", "questions"))]
+            for m, s in sorted(models.items()) if s.get("marks_mcq")]  # fmt: skip
+    if not rows:
+        return None
+    return Table(
+        title=f"jeebench ({variant}): exam marks on the MCQ types (Table 5: compare cot with cot-exam)",
+        columns=["model", "variant", "positive", "negative", "total", "MCQ questions"],
+        rows=rows,
+        note="Table 5 scores single- and multi-correct MCQs only (the exam prompt applies to them).",
+    )

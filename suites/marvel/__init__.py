@@ -150,7 +150,8 @@ def deviations(spec: RunSpec) -> list[str]:
             "no --judge: responses the rules cannot read count as wrong (the paper re-extracts them with GPT-4)"
         )
     out.append(
-        "refusals count as wrong in the headline figures (the paper reports the left set without them)"
+        "the headline figures count refusals as wrong; the paper's left-set figures (refusals excluded) are in "
+        "`left_set` and their own table"
     )
     if "coarse-context" in opts.kinds:
         out.append(

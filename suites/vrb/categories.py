@@ -6,13 +6,12 @@ category's predicted accuracy. Here the same predictors enter a fixed-effects lo
 GLM on answers grouped by model x dataset x category, the per-answer likelihood) and a category's predicted
 accuracy is the mean over every answer of P(correct | category = c, its model and dataset): marginal
 standardisation. 95% CIs: percentile bootstrap over items (200 resamples, refitted). Same item set as the
-skill effects (annotated, non-fatal).
+skill effects (suites.vrb.score.EFFECT_ITEMS).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
 import statsmodels.api as sm
@@ -35,17 +34,17 @@ def _predicted(codes: dict[str, np.ndarray], sizes: dict[str, int], w: np.ndarra
     """Fit on cells (weights w = answers per cell, y = share right); each category's standardised accuracy."""
     X = _design(codes, sizes)
     keep = w > 0
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit = sm.GLM(y[keep], X[keep], family=sm.families.Binomial(), var_weights=w[keep]).fit()
-    except (np.linalg.LinAlgError, ValueError):
-        return None
     out = np.empty(sizes["category"])
-    for c in range(sizes["category"]):
-        alt = {**codes, "category": np.full_like(codes["category"], c)}
-        p = fit.predict(_design(alt, sizes))
-        out[c] = float(np.sum(p * w) / np.sum(w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # separated cells (all right / all wrong) push the fit to the bounds
+        try:
+            fit = sm.GLM(y[keep], X[keep], family=sm.families.Binomial(), var_weights=w[keep]).fit()
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+        for c in range(sizes["category"]):
+            alt = {**codes, "category": np.full_like(codes["category"], c)}
+            p = fit.predict(_design(alt, sizes))
+            out[c] = float(np.sum(p * w) / np.sum(w))
     return out
 
 
@@ -102,14 +101,14 @@ def category_effects(a: Answers, seed: int = 0, n_resamples: int = N_RESAMPLES) 
     return out
 
 
-def category_table(effects: dict, order: Sequence[str] | None = None) -> Table | None:
+def category_table(effects: dict, items_note: str = "fatal items excluded") -> Table | None:
     cats = effects.get("categories") or {}
     if not cats:
         return None
-    names = [c for c in (order or cats) if c in cats]
+    names = list(cats)  # hardest first
     return Table(
         title="vrb: task-category effects (Fig. 11): predicted accuracy, models and datasets as observed",
         columns=["category", "items", "predicted accuracy", "95% CI"],
         rows=[[c, cats[c]["n_items"], cats[c]["accuracy"], cats[c]["ci95"]] for c in names],
-        note=effects["formula"] + "; " + effects["estimator"] + "; fatal items excluded",
+        note=effects["formula"] + "; " + effects["estimator"] + "; " + items_note,
     )
