@@ -60,7 +60,8 @@ from runner.config import Endpoint
 T = TypeVar("T")
 log = logging.getLogger("evalsweep")
 
-BURST_S = 0.25  # a lane catches up this much lateness at once (within the one-second window's share)
+BURST_S = 0.05  # a lane catches up this much lateness at once; more would arrive as a bunch the server
+# timestamps spread out (under load), and the window's next requests would meet them
 WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
 MARGIN_S = 0.008  # ... measured at the server, after send jitter: keep the window this much wider
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
@@ -81,6 +82,7 @@ class LocalBudget:
         self._log: deque[float] = deque()
         self.margin = MARGIN_S
         self.late = 0.0  # recent worst timer lateness (decaying): how much this machine jitters now
+        self._late_t = 0.0
         self._used = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.probing = False
@@ -133,7 +135,9 @@ class LocalBudget:
     def late_by(self, seconds: float) -> None:
         """A timer fired this late: on a loaded machine the server's clock sees our requests jitter
         as much, so the window guard widens (3x the recent worst, within MARGIN_MAX)."""
-        self.late = max(seconds, self.late * 0.98)
+        now = time.monotonic()
+        self.late = max(seconds, self.late * math.exp((self._late_t - now) / 10.0))  # ~10 s memory
+        self._late_t = now
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:
@@ -167,6 +171,10 @@ class LocalBudget:
                 free -= 1
 
     def set_probing(self, on: bool) -> None:
+        if self.probing and not on and len(self._log) == 1:
+            # The probe (a lane's first call, alone) also opened the connection: all we know of its
+            # arrival is that it came before its answer, so the window counts it from now.
+            self._log[0] = time.monotonic()
         self.probing = on
         self._rescale()
 
