@@ -43,6 +43,9 @@ def test_records_join_calls_to_scored_rows(tmp_path: Path) -> None:
         row("n", "1", 0.01),
     ]
     results[0]["text"], results[1]["text"] = "so (B)", "maybe C"
+    # a resume wrote more rows for the same calls: the last success wins over a later error
+    results += [row("m", "1", None, error="HTTP 429", sample=1), row("m", "2", None, error="HTTP 500", attempts=6)]
+    results.insert(0, row("m", "1", None, error="timeout", sample=0))
     run = make_run(tmp_path, "r", "vrb", {"m": {}, "n": {}}, {"m": {"accuracy": 1}, "n": {"accuracy": 0}}, results)
     _scored(
         run,
