@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -298,6 +299,16 @@ def config_models(path: Path) -> dict[str, ModelInfo]:
     return out
 
 
+def all_rows(results: Path) -> Iterator[dict[str, Any]]:
+    """Every parseable row of a run: results.jsonl, then the `--join` workers' results.<host>-<pid>.jsonl
+    (a torn last line is skipped), in the order `runner.results.index` reads them."""
+    from runner.results import results_files, scan
+
+    for p in [results, *(q for q in results_files(results.parent) if q != results)]:
+        for _, r in scan(p):
+            yield r
+
+
 def run_costs(path: Path) -> dict[str, Cost]:
     """Per model, over the rows the scorer reads (`runner.results.index`: the last success of each
     identity, else its last error; a torn last line is skipped). Answers served from the cache count at
@@ -310,12 +321,10 @@ def run_costs(path: Path) -> dict[str, Cost]:
     from array import array
     from hashlib import blake2b
 
-    from runner.results import scan
-
     slot: dict[bytes, int] = {}
     cost, flags, who = array("d"), array("B"), array("I")
     models: dict[str, int] = {}
-    for _, r in scan(path):
+    for r in all_rows(path):
         ident = blake2b(
             orjson.dumps([r.get("model"), r.get("item"), r.get("sample"), r.get("pass")]), digest_size=16
         ).digest()

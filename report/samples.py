@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from report.load import atomic_write, read_json
+from report.load import all_rows, atomic_write, read_json
 
 MAX_ITEMS = 5000
 STATUSES = ("correct", "partial", "wrong", "unextractable", "error", "unscored")
@@ -145,23 +145,16 @@ def final_calls(results: Path, scored: Scored) -> Calls:
     the rows the scorer read), for the kept items only. One pass over results.jsonl without an index
     of every row, so a 1M-row run costs memory only for the few thousand items the viewer shows."""
     out: dict[str, dict[str, dict[tuple, dict[str, Any]]]] = {}
-    if not results.is_file():
-        return {}
-    with results.open("rb") as f:
-        for line in f:
-            try:
-                r = orjson.loads(line)
-            except orjson.JSONDecodeError:  # a torn last line
-                continue
-            mine = scored.get(r.get("model"))  # type: ignore[arg-type]
-            item = str(r.get("item"))
-            if mine is None or item not in mine:
-                continue
-            calls = out.setdefault(r["model"], {}).setdefault(item, {})
-            k = (r.get("sample") or 0, str(r.get("pass")))
-            prev = calls.get(k)
-            if prev is None or not r.get("error") or prev.get("e"):
-                calls[k] = _compact_call(r)
+    for r in all_rows(results):
+        mine = scored.get(r.get("model"))  # type: ignore[arg-type]
+        item = str(r.get("item"))
+        if mine is None or item not in mine:
+            continue
+        calls = out.setdefault(r["model"], {}).setdefault(item, {})
+        k = (r.get("sample") or 0, str(r.get("pass")))
+        prev = calls.get(k)
+        if prev is None or r.get("error") is None or prev.get("e") is not None:
+            calls[k] = _compact_call(r)
     return {m: {i: [c[k] for k in sorted(c)] for i, c in d.items()} for m, d in out.items()}
 
 

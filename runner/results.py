@@ -91,21 +91,36 @@ def scan(path: Path) -> Iterator[tuple[int, Row]]:
             off += len(line)
 
 
-def index(path: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """Per identity, the offset of its best row: (done = successes, final = best of any kind)."""
-    done: dict[str, int] = {}
-    final: dict[str, int] = {}
-    for off, r in scan(path):
-        ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
-        if r.get("error") is None:
-            done[ident] = off
-            final[ident] = off
-        elif ident not in done:
-            final[ident] = off
+def results_files(run_dir: Path) -> list[Path]:
+    """results.jsonl and the `--join` workers' results.<host>-<pid>.jsonl: one run, read together."""
+    return sorted(p for p in run_dir.glob("results*.jsonl") if p.is_file())
+
+
+Loc = int | tuple[Path, int]
+"""Where a row is: an offset in the file asked about, or (another file of the run, offset)."""
+
+
+def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
+    """Per identity, the location of its best row over every results file of the run directory:
+    (done = successes, final = best of any kind). Rows of `path` itself are plain offsets."""
+    done: dict[str, Loc] = {}
+    final: dict[str, Loc] = {}
+    for p in [path, *(q for q in results_files(path.parent) if q != path)]:
+        own = p == path
+        for off, r in scan(p):
+            ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
+            loc = off if own else (p, off)
+            if r.get("error") is None:
+                done[ident] = loc
+                final[ident] = loc
+            elif ident not in done:
+                final[ident] = loc
     return done, final
 
 
-def read_at(path: Path, offset: int) -> Row:
+def read_at(path: Path, offset: Loc) -> Row:
+    if isinstance(offset, tuple):
+        path, offset = offset
     with path.open("rb") as f:
         f.seek(offset)
         return orjson.loads(f.readline())
@@ -116,10 +131,16 @@ def final_rows(path: Path) -> Iterator[Row]:
     reads. Sorted, so that scores (bootstrap resamples included) never depend on completion order."""
     _, final = index(path)
     order = sorted(final.items(), key=lambda kv: _sort_key(kv[0]))
-    with path.open("rb") as f:
-        for _, off in order:
+    files: dict[Path, Any] = {}
+    try:
+        for _, loc in order:
+            p, off = loc if isinstance(loc, tuple) else (path, loc)
+            f = files.get(p) or files.setdefault(p, p.open("rb"))
             f.seek(off)
             yield orjson.loads(f.readline())
+    finally:
+        for f in files.values():
+            f.close()
 
 
 def _sort_key(identity: str) -> tuple[str, str, int, str]:
