@@ -30,7 +30,11 @@ def default_cache_dir() -> Path:
 
 
 class AsyncCache:
-    def __init__(self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512) -> None:
+    def __init__(
+        self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512, shared: Any = None
+    ) -> None:
+        self.shared = shared
+        """A second layer under this one (cache.pg.PgCache): asked on a local miss, given every answer."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache = diskcache.Cache(
@@ -63,6 +67,10 @@ class AsyncCache:
                     if k == key:
                         v = pending
                         break
+        if v is None and self.shared is not None:
+            v = await self.shared.get(key)
+            if v is not None:
+                self.put(key, v, share=False)
         if v is None:
             self.misses += 1
         else:
@@ -87,7 +95,9 @@ class AsyncCache:
     def _get_many(self, keys: list[str]) -> list[Any]:
         return [_decode(self._cache.get(k)) for k in keys]
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any], share: bool = True) -> None:
+        if share and self.shared is not None:
+            self.shared.put(key, value)
         with self._lock:
             self._pending.append((key, value))
             big = len(self._pending) >= self._max_batch
@@ -113,6 +123,8 @@ class AsyncCache:
         if self._flusher is not None:
             await self._flusher
         await asyncio.get_running_loop().run_in_executor(self._pool, self._write_pending)
+        if self.shared is not None:
+            await self.shared.aclose()
         self._pool.shutdown(wait=True)
         self._cache.close()
 

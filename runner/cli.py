@@ -237,17 +237,15 @@ def cmd_score(argv: list[str]) -> int:
 
 
 def cmd_report(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="evalsweep report", description="Leaderboards and cost/accuracy frontier."
-    )
-    p.add_argument("run_dirs", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--models-table", type=Path, help="model metadata CSV (format of VRB's models.csv)")
-    a = p.parse_args(argv)
-    from report import main as report_main
+    from report import cli_main
 
-    report_main(a.run_dirs, a.out, a.models_table)
-    return EXIT_OK
+    return cli_main(argv)
+
+
+def cmd_view(argv: list[str]) -> int:
+    from report.serve import cli_main
+
+    return cli_main(argv)
 
 
 def cmd_models(argv: list[str]) -> int:
@@ -293,26 +291,39 @@ def cmd_cache(argv: list[str]) -> int:
     import orjson
 
     from cache.store import default_cache_dir, prune, stats
+    from runner.config import shared_urls
 
     p = argparse.ArgumentParser(prog="evalsweep cache", description="Inspect or prune the response cache.")
     sub = p.add_subparsers(dest="action", required=True)
     s = sub.add_parser("stats")
     s.add_argument("--cache-dir", type=Path)
+    s.add_argument("--config", help="for [shared] cache_url (or set EVALSWEEP_CACHE_URL)")
     pr = sub.add_parser("prune")
     pr.add_argument("--cache-dir", type=Path)
+    pr.add_argument("--config", help="for [shared] cache_url (or set EVALSWEEP_CACHE_URL)")
     pr.add_argument("--older-than", type=float, metavar="DAYS")
     pr.add_argument("--model", help="provider model id whose entries to drop")
     pr.add_argument("--all", action="store_true")
     a = p.parse_args(argv)
     d = a.cache_dir or default_cache_dir()
+    url = shared_urls(load_config(a.config)).cache_url
     if a.action == "stats":
-        print(orjson.dumps(stats(d), option=orjson.OPT_INDENT_2).decode())
+        out = stats(d)
+        if url:
+            from cache import pg
+
+            out["shared"] = pg.stats(url)
+        print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
         return EXIT_OK
     if a.older_than is None and a.model is None and not a.all:
         raise ConfigError("cache prune: say what to drop: --older-than DAYS, --model ID or --all")
-    print(
-        f"removed {prune(d, older_than_days=a.older_than, model=a.model, everything=a.all)} entries from {d}"
-    )
+    how = {"older_than_days": a.older_than, "model": a.model, "everything": a.all}
+    print(f"removed {prune(d, **how)} entries from {d}")
+    if url:
+        from cache import pg
+        from runner.config import redact_url
+
+        print(f"removed {pg.prune(url, **how)} entries from the shared cache {redact_url(url)}")
     return EXIT_OK
 
 
@@ -336,6 +347,7 @@ COMMANDS = {
     "sweep": cmd_sweep,
     "score": cmd_score,
     "report": cmd_report,
+    "view": cmd_view,
     "models": cmd_models,
     "cache": cmd_cache,
     "demo": cmd_demo,
@@ -354,12 +366,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(
-            "usage: evalsweep {demo,run,sweep,score,report,models,cache} ... | --version\n"
+            "usage: evalsweep {demo,run,sweep,score,report,view,models,cache} ... | --version\n"
             "  demo                     offline demo: sim/ models on bundled JEEBench, scored, reported\n"
             "  run SUITE --models a,b   run a suite (jeebench, marvel, m3gia, vrb, jsonl:PATH)\n"
             "  sweep SWEEP.toml         many runs in one scheduler\n"
             "  score RUN_DIR            score a run: scored.jsonl, scores.json, tables\n"
-            "  report RUN_DIR... --out  leaderboards, cost/accuracy frontier, HTML\n"
+            "  report RUN_DIR... --out  leaderboards, cost/accuracy frontier, HTML, sample viewer\n"
+            "  view RUN_DIR...          the report served on 127.0.0.1\n"
             "  models                   models the config defines\n"
             "  cache stats|prune        the response cache",
             file=sys.stderr,
