@@ -94,21 +94,36 @@ def scan(path: Path) -> Iterator[tuple[int, Row]]:
             off += len(line)
 
 
-def index(path: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """Per identity, the offset of its best row: (done = successes, final = best of any kind)."""
-    done: dict[str, int] = {}
-    final: dict[str, int] = {}
-    for off, r in scan(path):
-        ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
-        if r.get("error") is None:
-            done[ident] = off
-            final[ident] = off
-        elif ident not in done:
-            final[ident] = off
+def results_files(run_dir: Path) -> list[Path]:
+    """results.jsonl and the `--join` workers' results.<host>-<pid>.jsonl: one run, read together."""
+    return sorted(p for p in run_dir.glob("results*.jsonl") if p.is_file())
+
+
+Loc = int | tuple[Path, int]
+"""Where a row is: an offset in the file asked about, or (another file of the run, offset)."""
+
+
+def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
+    """Per identity, the location of its best row over every results file of the run directory:
+    (done = successes, final = best of any kind). Rows of `path` itself are plain offsets."""
+    done: dict[str, Loc] = {}
+    final: dict[str, Loc] = {}
+    for p in [path, *(q for q in results_files(path.parent) if q != path)]:
+        own = p == path
+        for off, r in scan(p):
+            ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
+            loc = off if own else (p, off)
+            if r.get("error") is None:
+                done[ident] = loc
+                final[ident] = loc
+            elif ident not in done:
+                final[ident] = loc
     return done, final
 
 
-def read_at(path: Path, offset: int) -> Row:
+def read_at(path: Path, offset: Loc) -> Row:
+    if isinstance(offset, tuple):
+        path, offset = offset
     with path.open("rb") as f:
         f.seek(offset)
         return orjson.loads(f.readline())
@@ -118,41 +133,48 @@ def final_rows(path: Path) -> Iterator[Row]:
     """The deduplicated rows of a run, sorted by (model, item, sample, pass): what the scoring stage
     reads. Sorted, so that scores (bootstrap resamples included) never depend on completion order.
     Streams: the identities are held as small integer columns (see `final_offsets`), rows read back
-    one at a time."""
-    order = final_offsets(path)
-    if not len(order):
-        return
-    with path.open("rb") as f:
-        for off in order.tolist():
+    one at a time from every results file of the run."""
+    paths, which, offsets = final_offsets(path)
+    files: dict[int, Any] = {}
+    try:
+        for k, off in zip(which.tolist(), offsets.tolist(), strict=True):
+            f = files.get(k) or files.setdefault(k, paths[k].open("rb"))
             f.seek(off)
             yield orjson.loads(f.readline())
+    finally:
+        for f in files.values():
+            f.close()
 
 
-def final_offsets(path: Path) -> np.ndarray:
-    """Byte offsets of each identity's best row (the last success, else the last error), in (model, item,
-    sample, pass) order. Per row it keeps six integers, per distinct model/item/pass one string: about
+def final_offsets(path: Path) -> tuple[list[Path], np.ndarray, np.ndarray]:
+    """(files, file index, byte offset) of each identity's best row over every results file of the run
+    (the last success, else the last error, reading `path` first as `index` does), in (model, item,
+    sample, pass) order. Per row it keeps seven integers, per distinct model/item/pass one string: about
     60 MB for a million rows, where a dict of identity strings and a sort of their tuples took ~500 MB."""
+    paths = [path, *(q for q in results_files(path.parent) if q != path)]
     codes: dict[str, dict[str, int]] = {"model": {}, "item": {}, "pass": {}}
-    cols = {k: array("q") for k in ("model", "item", "sample", "pass", "ok", "offset")}
-    for off, r in scan(path):
-        try:
-            ident = [r["model"], r["item"], r["pass"]]
-            sample = int(r["sample"])
-        except (KeyError, TypeError, ValueError):
-            ident, sample = [], 0
-        if len(ident) < 3 or not all(isinstance(v, str) for v in ident):
-            raise ConfigError(
-                f"{path}: the row at byte {off} is not a results row (model, item, sample, pass)"
-            )
-        for k, v in zip(("model", "item", "pass"), ident, strict=True):
-            c = codes[k]
-            cols[k].append(c.setdefault(v, len(c)))
-        cols["sample"].append(sample)
-        cols["ok"].append(r.get("error") is None)
-        cols["offset"].append(off)
+    cols = {k: array("q") for k in ("model", "item", "sample", "pass", "ok", "file", "offset")}
+    for k_file, p in enumerate(paths):
+        for off, r in scan(p):
+            try:
+                ident = [r["model"], r["item"], r["pass"]]
+                sample = int(r["sample"])
+            except (KeyError, TypeError, ValueError):
+                ident, sample = [], 0
+            if len(ident) < 3 or not all(isinstance(v, str) for v in ident):
+                raise ConfigError(
+                    f"{p}: the row at byte {off} is not a results row (model, item, sample, pass)"
+                )
+            for k, v in zip(("model", "item", "pass"), ident, strict=True):
+                c = codes[k]
+                cols[k].append(c.setdefault(v, len(c)))
+            cols["sample"].append(sample)
+            cols["ok"].append(r.get("error") is None)
+            cols["file"].append(k_file)
+            cols["offset"].append(off)
     n = len(cols["offset"])
     if not n:
-        return np.empty(0, dtype=np.int64)
+        return paths, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     arr = {k: np.frombuffer(v, dtype=np.int64) for k, v in cols.items()}
     ranks = {}
     for k in ("model", "item", "pass"):  # code -> rank of its string in sorted order
@@ -168,4 +190,5 @@ def final_offsets(path: Path) -> np.ndarray:
     ident = np.stack([ranks["model"][idx], ranks["item"][idx], arr["sample"][idx], ranks["pass"][idx]])
     last = np.ones(n, dtype=bool)  # the last row of each identity: its best
     last[:-1] = (ident[:, 1:] != ident[:, :-1]).any(axis=0)
-    return arr["offset"][idx[last]]
+    best = idx[last]
+    return paths, arr["file"][best], arr["offset"][best]

@@ -27,6 +27,7 @@ from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.config import Config, ConfigError, shared_urls
+from runner.leases import open_leases, results_name
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index
 from runner.scheduler import RunCtx, Scheduler, Stats
@@ -40,6 +41,8 @@ class RunPlan:
     spec: RunSpec
     models: list[str]
     out: Path | None = None
+    join: bool = False
+    """--join: one of several workers sharing this run directory (runner.leases)."""
 
 
 def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
@@ -108,8 +111,9 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise
         print(f"[{run_name}] deviation from the paper's protocol: {d}", file=sys.stderr)
     write_json(man_path, manifest)
-    done, _ = index(out / RESULTS)
-    writer = ResultsWriter(out / RESULTS)
+    results = out / (results_name() if plan.join else RESULTS)
+    done, _ = index(results)
+    writer = ResultsWriter(results)
     return RunCtx(
         name=run_name,
         spec=plan.spec,
@@ -118,6 +122,7 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
         run_dir=out,
         writer=writer,
         done=done,
+        join=plan.join,
     )
 
 
@@ -149,7 +154,8 @@ def execute(
         s = get_suite(p.spec.suite)
         if s.check is not None:
             s.check(p.spec)
-    shared_urls(cfg)  # a bad EVALSWEEP_*_URL is refused before anything starts
+    if not shared_urls(cfg).cache_url and any(p.join for p in plans):  # (a bad EVALSWEEP_*_URL: refused)
+        raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
     runs = [prepare(p, cfg, models, command) for p in plans]
@@ -207,6 +213,9 @@ async def _main(
         from runner.budget_redis import attach
 
         budgets = await attach(models, shared.redis_url, shared.lease_s)
+    for r in runs:
+        if r.join:
+            r.leases = await open_leases(r, shared)
     cache = (
         None
         if no_cache
@@ -256,6 +265,9 @@ async def _main(
     try:
         await sched.run(runs)
     finally:
+        for r in runs:
+            if r.leases is not None:
+                await r.leases.aclose()
         watcher.cancel()
         try:
             await watcher

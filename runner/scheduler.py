@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,9 @@ class RunCtx:
     stats: dict[str, Stats] = field(default_factory=dict)
     batcher: Any = None
     """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
+    join: bool = False
+    leases: Any = None
+    """runner.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
 
     @property
     def has_follow_up(self) -> bool:
@@ -137,7 +140,7 @@ class Scheduler:
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
         tasks: set[asyncio.Task[Any]] = set()
-        for req in run.suite.build(run.spec):
+        async for req in requests(run, model, lambda: self.stopping):
             if self.stopping:
                 break
             await window.acquire()
@@ -145,6 +148,8 @@ class Scheduler:
                 window.release()
                 break
             t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
+            if run.leases is not None:
+                run.leases.started(model, t)
             tasks.add(t)
             self._tasks.add(t)
             t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
@@ -430,6 +435,16 @@ class Scheduler:
             elif row["error"] is None:
                 stats.cost_known = False
         return rows
+
+
+async def requests(run: RunCtx, model: str, stopping: Callable[[], bool]) -> AsyncIterator[Request]:
+    """The suite's requests; for a --join worker, only those of the units it wins."""
+    if run.leases is not None:
+        async for req in run.leases.requests(model, lambda: run.suite.build(run.spec), stopping):
+            yield req
+        return
+    for req in run.suite.build(run.spec):
+        yield req
 
 
 def _contiguous(samples: list[int]) -> list[list[int]]:

@@ -197,28 +197,34 @@ def test_score_cli_streams_scored_rows_and_reports_coverage(tmp_path: Path) -> N
 
 def test_final_rows_match_the_identity_dict_method(tmp_path: Path) -> None:
     """The compact final_offsets keeps what the dict of identities kept: per identity the last success,
-    else the last error, in (model, item, sample, pass) order."""
+    else the last error, over every results file of the run, in (model, item, sample, pass) order."""
     from core.types import row_identity
     from runner.results import final_offsets, final_rows, index
 
     rng = np.random.default_rng(5)
     path = tmp_path / "results.jsonl"
-    lines = []
-    for k in range(3000):
-        model = ["b", "a", "c/x"][int(rng.integers(3))]
-        item = f"q{int(rng.integers(400))}"
-        lines.append(orjson.dumps({"model": model, "item": item, "sample": int(rng.integers(3)),
-                                   "pass": ["answer", "judge"][int(rng.integers(2))], "k": k,
-                                   "error": None if rng.random() < 0.6 else "HTTP 500"}) + b"\n")  # fmt: skip
-    path.write_bytes(b"".join(lines))
+    for name, n in (("results.jsonl", 3000), ("results.host-1.jsonl", 500)):
+        lines = []
+        for k in range(n):
+            model = ["b", "a", "c/x"][int(rng.integers(3))]
+            item = f"q{int(rng.integers(400))}"
+            lines.append(orjson.dumps({"model": model, "item": item, "sample": int(rng.integers(3)),
+                                       "pass": ["answer", "judge"][int(rng.integers(2))], "k": k,
+                                       "error": None if rng.random() < 0.6 else "HTTP 500"}) + b"\n")  # fmt: skip
+        (tmp_path / name).write_bytes(b"".join(lines))
     _, final = index(path)
 
     def key(ident: str) -> tuple:
         m, i, s, p = ident.split("\x1f")
         return m, i, int(s), p
 
-    want = [off for _, off in sorted(final.items(), key=lambda kv: key(kv[0]))]
-    assert final_offsets(path).tolist() == want
+    want = [
+        loc if isinstance(loc, tuple) else (path, loc)
+        for _, loc in sorted(final.items(), key=lambda kv: key(kv[0]))
+    ]
+    paths, which, offsets = final_offsets(path)
+    assert [(paths[k], off) for k, off in zip(which.tolist(), offsets.tolist(), strict=True)] == want
+    assert any(p != path for p, _ in want)
     got = list(final_rows(path))
     assert [row_identity(r["model"], r["item"], r["sample"], r["pass"]) for r in got] == sorted(
         final, key=key
