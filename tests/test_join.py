@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import orjson
 from runner.leases import shard_of
 from runner.results import final_rows, results_files
 from suites.jsonl import prompt_of
-from tests.helpers import REPO, cli, run_args, write_config, write_dataset
+from tests.helpers import cli, run_args, spawn, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 
@@ -28,15 +27,7 @@ def _cfg(path: Path, base_url: str, pg_url: str) -> Path:
 
 def _worker(args: list[str], tmp: Path, name: str) -> subprocess.Popen[str]:
     """A worker on its own "host": its own local cache, the run directory and Postgres shared."""
-    env = {**os.environ, "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{name}")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(args, {**os.environ, "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{name}")})
 
 
 def _lines(p: Path) -> list[dict]:
