@@ -3,12 +3,20 @@
 Reads run in a small thread pool; writes are queued and committed in one SQLite transaction per
 batch (per-call commits are what makes peers slow). A value is one sample's answer:
 `{"text", "usage", "cost_usd", "finish_reason", "model", "t"}` — never a key or a header.
+
+A damaged cache never costs rows: one that cannot be opened is moved aside (`cache.db.corrupt-<ts>`)
+and a fresh one started; a read or write error later turns the cache off for the rest of the run
+(one warning; calls go to the provider). A write error that means the disk is full is different: it
+is a fault of the run, reported through `on_fault` so the run stops launching calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 import os
+import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +25,9 @@ from typing import Any
 
 import diskcache
 import orjson
+
+log = logging.getLogger("evalsweep")
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def default_cache_dir() -> Path:
@@ -31,9 +42,12 @@ class AsyncCache:
     def __init__(self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(
-            str(self.directory), size_limit=2**40, eviction_policy="none", cull_limit=0
-        )
+        self._cache = _open(self.directory)
+        self.broken: str | None = None
+        """Why the cache was turned off mid-run (reads then miss, writes are dropped)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_fault: Any = None
+        """Called with a message when a write fails because the disk is full (the run must stop)."""
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalsweep-cache")
         self._pending: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
@@ -83,9 +97,26 @@ class AsyncCache:
         loop.run_in_executor(self._pool, self._get_many, [k for k, _ in batch]).add_done_callback(deliver)
 
     def _get_many(self, keys: list[str]) -> list[Any]:
-        return [_decode(self._cache.get(k)) for k in keys]
+        if self.broken:
+            return [None] * len(keys)
+        try:
+            return [_decode(self._cache.get(k)) for k in keys]
+        except (sqlite3.Error, OSError) as e:
+            self._off(e)
+            return [None] * len(keys)
+
+    def _off(self, e: BaseException) -> None:
+        if self.broken is None:
+            self.broken = f"{type(e).__name__}: {e}"
+            log.warning(
+                "the response cache in %s is damaged or unreadable (%s): running without it "
+                "(no result is lost; move it aside or delete it to start a fresh one)",
+                self.directory,
+                self.broken,
+            )
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        self._loop = asyncio.get_running_loop()
         with self._lock:
             self._pending.append((key, value))
             big = len(self._pending) >= self._max_batch
@@ -101,18 +132,64 @@ class AsyncCache:
     def _write_pending(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
-        if not batch:
+        if not batch or self.broken:
             return
-        with self._cache.transact():
-            for k, v in batch:
-                self._cache.set(k, orjson.dumps(v))  # raw bytes: no pickle either way
+        try:
+            with self._cache.transact():
+                for k, v in batch:
+                    self._cache.set(k, orjson.dumps(v))  # raw bytes: no pickle either way
+        except (sqlite3.Error, OSError) as e:
+            if _disk_full(e):
+                if self.on_fault is not None and self._loop is not None:
+                    msg = f"cannot write the response cache in {self.directory}: {e}"
+                    self._loop.call_soon_threadsafe(self.on_fault, msg)
+                return
+            self._off(e)
 
     async def aclose(self) -> None:
         if self._flusher is not None:
             await self._flusher
         await asyncio.get_running_loop().run_in_executor(self._pool, self._write_pending)
         self._pool.shutdown(wait=True)
-        self._cache.close()
+        try:
+            self._cache.close()
+        except (sqlite3.Error, OSError):
+            pass
+
+
+def _open(directory: Path) -> diskcache.Cache:
+    """Open the cache, or move a damaged one aside and start fresh (with one warning)."""
+    try:
+        c = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none", cull_limit=0)
+        try:
+            c._sql("SELECT rowid FROM Cache LIMIT 1").fetchall()  # reads the header and the root page
+        except BaseException:
+            c.close()
+            raise
+        return c
+    except (sqlite3.Error, OSError) as e:
+        if _disk_full(e):
+            raise
+        ts = time.strftime("%Y%m%d-%H%M%S")
+        for name in ("cache.db", "cache.db-wal", "cache.db-shm"):
+            p = directory / name
+            if p.exists():
+                p.rename(directory / f"{name}.corrupt-{ts}")
+        log.warning(
+            "the response cache %s is damaged (%s: %s): moved it aside as cache.db.corrupt-%s and "
+            "started a fresh one",
+            directory / "cache.db",
+            type(e).__name__,
+            e,
+            ts,
+        )
+        return diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none", cull_limit=0)
+
+
+def _disk_full(e: BaseException) -> bool:
+    if isinstance(e, OSError) and e.errno in _FULL:
+        return True
+    return "disk is full" in str(e) or "No space left" in str(e)
 
 
 def stats(directory: Path) -> dict[str, Any]:

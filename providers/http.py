@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from providers.base import ProviderError, error_for_status, parse_retry_after
+from providers.base import ProviderError, error_for_status, header_secrets, parse_retry_after, scrub
 
 
 async def post(session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]) -> bytes:
@@ -14,7 +14,8 @@ async def post(session: aiohttp.ClientSession, url: str, data: bytes, headers: d
             raw = await resp.read()
             if resp.status != 200:
                 ra = parse_retry_after(resp.headers.get("Retry-After"))
-                raise error_for_status(resp.status, raw.decode("utf-8", "replace"), ra)
+                body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
+                raise error_for_status(resp.status, body, ra)
             return raw
     except ProviderError:
         raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import time
@@ -20,14 +21,16 @@ from typing import Any
 import orjson
 
 from cache.store import AsyncCache, default_cache_dir
-from core.types import Row
+from core.types import Row, row_identity
 from runner import progress
+from runner.atomic import write_json
 from runner.batch import Batcher
 from runner.batchjournal import pending_models
 from runner.batchplan import choose
 from runner.config import Config, ConfigError
+from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models
-from runner.results import RESULTS, ResultsWriter, index
+from runner.results import RESULTS, ResultsWriter, index, read_manifest
 from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
@@ -56,10 +59,23 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-    tmp.replace(path)
+EXIT_ABORTED = 4
+"""The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
+
+
+def write_manifest(path: Path, data: Any) -> None:
+    """Atomically; on a full disk (no room for the temp copy) overwrite in place, so the manifest still
+    says the truth: a manifest left `running` by a run that stopped would be a lie."""
+    try:
+        write_json(path, data)
+    except OSError:
+        raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        try:
+            with path.open("r+b") as f:
+                f.write(raw)
+                f.truncate()
+        except OSError as e:
+            log.error("cannot update %s: %s", path, e.strerror)
 
 
 def judges_of(spec: RunSpec) -> list[str]:
@@ -71,13 +87,43 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     suite = get_suite(plan.spec.suite)
     run_name = suite.run_name(plan.spec)
     out = plan.out or Path("runs") / run_name
+    check_out_dir(out, "--out")
     out.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_dir(out)
+    try:
+        return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
+    except BaseException:
+        unlock(lock)
+        raise
+
+
+def check_out_dir(path: Path, flag: str) -> None:
+    """A directory we may create or use: not a file, not under a file, writable."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"{flag} {path}: {p} is a file, not a directory")
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise ConfigError(f"{flag} {path}: {p} is not writable")
+            return
+
+
+def _prepare(
+    plan: RunPlan,
+    cfg: Config,
+    models: dict[str, ModelEntry],
+    command: str,
+    out: Path,
+    suite: Any,
+    run_name: str,
+    lock: int,
+) -> RunCtx:
     man_path = out / "manifest.json"
     fp = spec_fingerprint(plan.spec)
     manifest: dict[str, Any] = {}
     if man_path.exists():
-        manifest = orjson.loads(man_path.read_bytes())
-        old = {k: manifest.get("spec", {}).get(k) for k in fp}
+        manifest = read_manifest(out)
+        old = {k: manifest["spec"].get(k) for k in fp}
         if orjson.dumps(old, option=orjson.OPT_SORT_KEYS) != orjson.dumps(fp, option=orjson.OPT_SORT_KEYS):
             raise ConfigError(
                 f"{out} holds a run made with other settings ({old}); this command has {fp}. "
@@ -114,6 +160,7 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
         run_dir=out,
         writer=writer,
         done=done,
+        lock=lock,
     )
 
 
@@ -147,9 +194,12 @@ def execute(
             s.check(p.spec)
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
-    runs = [prepare(p, cfg, models, command) for p in plans]
-    handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
+    runs: list[RunCtx] = []
+    handlers: list[logging.Handler] = []
     try:
+        for p in plans:
+            runs.append(prepare(p, cfg, models, command))
+        handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
         for r in runs:
             total = _count(r)
             for m in r.models:
@@ -173,6 +223,7 @@ def execute(
     finally:
         for r in runs:
             r.writer.close()
+            unlock(r.lock)
         for h in handlers:
             logging.getLogger("evalsweep").removeHandler(h)
             h.close()
@@ -206,6 +257,10 @@ async def _main(
             log.warning("[%s] %s %s/%s: %s", run.name, row["model"], row["item"], row["pass"], row["error"])
 
     sched.on_error = on_error
+    for r in runs:
+        r.writer.on_fault = sched.abort
+    if cache is not None:
+        cache.on_fault = sched.abort
     if batch_why:
         for r in runs:
             r.batcher = Batcher(sched, r.run_dir)
@@ -250,9 +305,23 @@ async def _main(
         if cache is not None:
             await cache.aclose()
         await close_models(models)
-    status = "interrupted" if interrupted else "complete"
+    unsaved = sum(r.writer.flush() for r in runs)
+    if sched.fault is None and not interrupted:
+        for r in runs:
+            account(r, sched)
     n_err = 0
     for r in runs:
+        r_err = sum(st.errors + st.skipped for st in r.stats.values())
+        n_err += r_err
+        status = (
+            "aborted"
+            if sched.fault
+            else "interrupted"
+            if interrupted
+            else "complete_with_errors"
+            if r_err
+            else "complete"
+        )
         man_path = r.run_dir / "manifest.json"
         man = orjson.loads(man_path.read_bytes())
         man.update(
@@ -263,10 +332,31 @@ async def _main(
                 "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
             }
         )
+        if sched.fault:
+            man["abort_reason"] = sched.fault
+            man["unsaved_rows"] = r.writer.unsaved_rows
+        else:
+            man.pop("abort_reason", None)
+            man.pop("unsaved_rows", None)
         if batch_why:
             man["batch"] = batch_why
-        write_json(man_path, man)
-        n_err += sum(st.errors + st.skipped for st in r.stats.values())
+        write_manifest(man_path, man)
+    if sched.fault:
+        kept = (
+            ""
+            if not unsaved
+            else (
+                f" {unsaved} answers could not be saved to results.jsonl"
+                + ("" if cache is None else " (those that reached the cache are not paid again)")
+                + "."
+            )
+        )
+        print(
+            f"\nevalsweep: stopped: {sched.fault}.{kept}\nNo new calls were launched after the first "
+            f"failed write. Free space (or fix the fault) and resume with:\n  {command}",
+            file=sys.stderr,
+        )
+        return EXIT_ABORTED
     if interrupted:
         if in_flight:
             print(
@@ -288,6 +378,23 @@ async def _main(
         )
         return 3
     return 0
+
+
+def account(run: RunCtx, sched: Scheduler) -> None:
+    """The invariant, checked after a run that was neither stopped nor interrupted: every planned
+    first-pass (model, item, sample) has a final row. One that has none (a bug of ours) gets an error
+    row now, so the run says so (exit 3) and a rerun retries it, instead of it vanishing."""
+    _, final = index(run.writer.path)
+    for model in run.models:
+        stats = run.stats.setdefault(model, Stats())
+        for req in run.suite.build(run.spec):
+            for s in range(req.sample, req.sample + req.decoding.n):
+                if row_identity(model, req.item, s, req.pass_) in final:
+                    continue
+                r = req.model_copy(update={"model": model})
+                row = sched._error_row(r, s, "", "internal error: the call ended without a row", "internal")
+                sched._emit(run, stats, [row])
+                log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)
 
 
 def _attach_log(path: Path) -> logging.Handler:

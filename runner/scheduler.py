@@ -57,6 +57,8 @@ class RunCtx:
     stats: dict[str, Stats] = field(default_factory=dict)
     batcher: Any = None
     """runner.batch.Batcher when some model of this run sends its calls as batches."""
+    lock: int = -1
+    """The run directory's lock (runner.lock), held until the run ends."""
 
     @property
     def has_follow_up(self) -> bool:
@@ -110,6 +112,8 @@ class Scheduler:
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_error: Callable[[RunCtx, Row], None] | None = None
+        self.fault: str | None = None
+        """Why the run stopped by a fault of ours (disk full, a broken suite): the run is `aborted`."""
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -122,6 +126,13 @@ class Scheduler:
         """Stop launching work; in-flight calls finish (or are cancelled by `cancel`)."""
         self.stopping = True
 
+    def abort(self, why: str) -> None:
+        """A fault of ours (a failed write...): stop launching calls; in-flight ones finish into memory."""
+        if self.fault is None:
+            self.fault = why
+            log.error("stopping: %s", why)
+        self.stop()
+
     def cancel(self) -> None:
         for t in list(self._tasks):
             t.cancel()
@@ -133,17 +144,21 @@ class Scheduler:
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
         tasks: set[asyncio.Task[Any]] = set()
-        for req in run.suite.build(run.spec):
-            if self.stopping:
-                break
-            await window.acquire()
-            if self.stopping:
-                window.release()
-                break
-            t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
-            tasks.add(t)
-            self._tasks.add(t)
-            t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
+        try:
+            for req in run.suite.build(run.spec):
+                if self.stopping:
+                    break
+                await window.acquire()
+                if self.stopping:
+                    window.release()
+                    break
+                t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
+                tasks.add(t)
+                self._tasks.add(t)
+                t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
+        except Exception as e:  # a suite that fails mid-build stops the run, never silently
+            log.exception("building %s requests for %s failed", run.name, model)
+            self.abort(f"{run.name}: building requests for {model} failed: {type(e).__name__}: {e}")
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -176,7 +191,15 @@ class Scheduler:
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
         if todo:
-            for row in await self._call(run, req, todo, stats):
+            try:
+                got = await self._call(run, req, todo, stats)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # never lose a planned row to a bug: an error row, retried on resume
+                log.exception("internal error on %s %s %s", req.model, req.item, req.pass_)
+                msg = f"internal error: {type(e).__name__}: {e}"
+                got = self._emit(run, stats, [self._error_row(req, s, "", msg, "internal") for s in todo])
+            for row in got:
                 rows[row["sample"] - req.sample] = row
         if not run.has_follow_up:
             return
@@ -191,7 +214,12 @@ class Scheduler:
                     update={"sample": s, "decoding": req.decoding.model_copy(update={"n": 1})}
                 )
             )
-            for nxt in run.suite.follow_up(sreq, row, run.spec):
+            try:
+                nexts = run.suite.follow_up(sreq, row, run.spec)
+            except Exception:
+                log.exception("follow-up of %s %s failed", req.model, req.item)
+                continue
+            for nxt in nexts:
                 if not nxt.model:
                     nxt = nxt.model_copy(update={"model": req.model})
                 await self._process(run, nxt)
@@ -247,6 +275,10 @@ class Scheduler:
         lane = min(m.lanes, key=lambda ln: ln.load)
         n, start = len(group), group[0]
         est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
+        tpm = lane.endpoint.tpm
+        if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
+            msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
+            return [self._error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
         provider = lane.provider
 
         async def attempt() -> Completion:
@@ -273,7 +305,13 @@ class Scheduler:
             return [self._error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
         breaker.failures = 0
         lane.reconcile(est, _total(comp))
-        return self._rows_from(req, m, comp, group, keys, attempts, latency, lane.name)
+        try:
+            if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
+                comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]
+            return self._rows_from(req, m, comp, group, keys, attempts, latency, lane.name)
+        except Exception as e:  # a provider that slipped an ill-typed completion past its parse
+            msg = lane.scrub(f"malformed completion: {type(e).__name__}: {e}")
+            return [self._error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
 
     # --- rows ------------------------------------------------------------------------------------
 
