@@ -12,7 +12,7 @@ from suites.base import get_suite
 def estimate(
     plans: list[Any], cfg: Config, batch: str = "off", deadline_s: float = 8 * 3600.0, prefer: str = "latency"
 ) -> list[dict[str, Any]]:
-    from runner.batchplan import batch_discount, decide, live_seconds
+    from runner.batch.plan import batch_discount, decide, live_seconds
     from runner.run import judges_of
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
@@ -57,7 +57,7 @@ def dry_run(
 ) -> int:
     from rich.table import Table
 
-    from runner.batchplan import BATCH_WALL, fmt_duration
+    from runner.batch.plan import BATCH_WALL, fmt_duration
     from runner.term import console
 
     rows = estimate(plans, cfg, batch, deadline_s, prefer)

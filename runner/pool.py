@@ -26,7 +26,7 @@ class ModelEntry:
     provider_cacheable: bool = True
     supports_n: bool = True
     batch: bool = False
-    """Send this model's calls as provider batches (decided per run by runner.batchplan)."""
+    """Send this model's calls as provider batches (decided per run by runner.batch.plan)."""
     _est: dict[int, int] = field(default_factory=dict)
 
     @property

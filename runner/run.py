@@ -24,9 +24,9 @@ from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
 from runner import progress
 from runner.atomic import write_json
-from runner.batch import Batcher
-from runner.batchjournal import pending_models
-from runner.batchplan import choose
+from runner.batch.batcher import Batcher
+from runner.batch.journal import pending_models
+from runner.batch.plan import choose
 from runner.config import Config, ConfigError
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models
@@ -187,7 +187,7 @@ def execute(
     """Run every plan in one scheduler. Returns the exit code (0 ok, 1 errors in rows, 130 interrupted).
 
     `batch` (off | on | auto), `deadline_s` and `prefer` pick the models whose calls go out as provider
-    batches (runner.batchplan); models with batches still in flight in a run directory always do."""
+    batches (runner.batch.plan); models with batches still in flight in a run directory always do."""
     for p in plans:
         s = get_suite(p.spec.suite)
         if s.check is not None:

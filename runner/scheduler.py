@@ -56,7 +56,7 @@ class RunCtx:
     done: dict[str, int]
     stats: dict[str, Stats] = field(default_factory=dict)
     batcher: Any = None
-    """runner.batch.Batcher when some model of this run sends its calls as batches."""
+    """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
     lock: int = -1
     """The run directory's lock (runner.lock), held until the run ends."""
 

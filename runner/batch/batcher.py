@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from providers.batch_base import BATCH_KINDS, batch_api
-from runner.batchjournal import Batch, Journal, load_journal
+from runner.batch.journal import Batch, Journal, load_journal
 from runner.lanes import Lane
 from runner.pool import ModelEntry
 from runner.scheduler import Scheduler, _contiguous, _split

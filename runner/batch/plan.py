@@ -14,7 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from runner.batch import batch_lanes
+from runner.batch.batcher import batch_lanes
 from runner.pool import ModelEntry, estimate_tokens
 
 log = logging.getLogger("evalsweep")
