@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 import time
@@ -27,6 +26,7 @@ from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
+from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models
@@ -87,7 +87,7 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     suite = get_suite(plan.spec.suite)
     run_name = suite.run_name(plan.spec)
     out = plan.out or Path("runs") / run_name
-    check_out_dir(out, "--out")
+    check_dir_arg("--out", out)
     out.mkdir(parents=True, exist_ok=True)
     lock = lock_run_dir(out)
     try:
@@ -95,17 +95,6 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     except BaseException:
         unlock(lock)
         raise
-
-
-def check_out_dir(path: Path, flag: str) -> None:
-    """A directory we may create or use: not a file, not under a file, writable."""
-    for p in (path, *path.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise ConfigError(f"{flag} {path}: {p} is a file, not a directory")
-            if not os.access(p, os.W_OK | os.X_OK):
-                raise ConfigError(f"{flag} {path}: {p} is not writable")
-            return
 
 
 def _prepare(
