@@ -19,7 +19,7 @@ Fault injection (deterministic), for any model:
   truncated (half a JSON body), the malformed 200s of MALFORMED (content an object/int, usage counts as
   strings, message a string, choices a list of ints, null content with finish_reason "stop"), garbage
   (one of MALFORMED, by hash), big (a valid 5 MB answer), bad_utf8 (invalid UTF-8 in the content),
-  echo_error (HTTP 500 whose body echoes the Authorization header after 280 chars of text) and
+  echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text) and
   echo_success (a 200 whose text echoes it).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
@@ -257,7 +257,7 @@ class MockServer:
         if kind == "500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
         if kind == "echo_error":
-            pad = "x" * 280
+            pad = "x" * 200
             return web.json_response(
                 {"error": {"message": f"{pad} bad request from Authorization: Bearer {key}"}}, status=500
             )
