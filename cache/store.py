@@ -43,7 +43,7 @@ class AsyncCache:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache = _open(self.directory)
-        self.broken: str | None = None
+        self.broken: str | None = None if self._cache is not None else "could not be opened"
         """Why the cache was turned off mid-run (reads then miss, writes are dropped)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_fault: Any = None
@@ -152,38 +152,53 @@ class AsyncCache:
         await asyncio.get_running_loop().run_in_executor(self._pool, self._write_pending)
         self._pool.shutdown(wait=True)
         try:
-            self._cache.close()
+            if self._cache is not None:
+                self._cache.close()
         except (sqlite3.Error, OSError):
             pass
 
 
-def _open(directory: Path) -> diskcache.Cache:
-    """Open the cache, or move a damaged one aside and start fresh (with one warning)."""
+_CORRUPT = ("not a database", "malformed", "corrupt")
+
+
+def _open(directory: Path) -> diskcache.Cache | None:
+    """Open the cache; a damaged one is moved aside (`cache.db.corrupt-<ts>`) and a fresh one started;
+    one that cannot be opened for another reason (I/O error, no space) is left alone and the run goes
+    without a cache. Each case with one warning; None means no cache."""
     try:
-        c = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none", cull_limit=0)
-        try:
-            c._sql("SELECT rowid FROM Cache LIMIT 1").fetchall()  # reads the header and the root page
-        except BaseException:
-            c.close()
-            raise
-        return c
+        return _open_checked(directory)
     except (sqlite3.Error, OSError) as e:
-        if _disk_full(e):
-            raise
-        ts = time.strftime("%Y%m%d-%H%M%S")
-        for name in ("cache.db", "cache.db-wal", "cache.db-shm"):
-            p = directory / name
-            if p.exists():
-                p.rename(directory / f"{name}.corrupt-{ts}")
-        log.warning(
-            "the response cache %s is damaged (%s: %s): moved it aside as cache.db.corrupt-%s and "
-            "started a fresh one",
-            directory / "cache.db",
-            type(e).__name__,
-            e,
-            ts,
-        )
-        return diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none", cull_limit=0)
+        why = f"{type(e).__name__}: {e}"
+        if not any(w in str(e) for w in _CORRUPT):
+            log.warning("cannot open the response cache in %s (%s): running without it", directory, why)
+            return None
+    ts = time.strftime("%Y%m%d-%H%M%S")
+    for name in ("cache.db", "cache.db-wal", "cache.db-shm"):
+        p = directory / name
+        if p.exists():
+            p.rename(directory / f"{name}.corrupt-{ts}")
+    log.warning(
+        "the response cache %s is damaged (%s): moved it aside as cache.db.corrupt-%s and started a "
+        "fresh one",
+        directory / "cache.db",
+        why,
+        ts,
+    )
+    try:
+        return _open_checked(directory)
+    except (sqlite3.Error, OSError) as e:
+        log.warning("cannot start a fresh cache in %s (%s): running without it", directory, e)
+        return None
+
+
+def _open_checked(directory: Path) -> diskcache.Cache:
+    c = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none", cull_limit=0)
+    try:
+        c._sql("SELECT rowid FROM Cache LIMIT 1").fetchall()  # reads the header and the root page
+    except BaseException:
+        c.close()
+        raise
+    return c
 
 
 def _disk_full(e: BaseException) -> bool:

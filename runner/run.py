@@ -30,7 +30,7 @@ from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models
-from runner.results import RESULTS, ResultsWriter, index, read_manifest
+from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
@@ -187,7 +187,11 @@ def execute(
     handlers: list[logging.Handler] = []
     try:
         for p in plans:
-            runs.append(prepare(p, cfg, models, command))
+            try:
+                runs.append(prepare(p, cfg, models, command))
+            except OSError as e:  # a full or read-only disk before anything was sent
+                print(f"evalsweep: stopped: {write_error(Path(e.filename or '.'), e)}", file=sys.stderr)
+                return EXIT_ABORTED
         handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
         for r in runs:
             total = _count(r)
@@ -386,8 +390,22 @@ def account(run: RunCtx, sched: Scheduler) -> None:
                 log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)
 
 
+class _LogFile(logging.FileHandler):
+    """log.txt; a failed write (disk full) is not worth a traceback per log line: the run's own fault
+    handling reports the disk, so the log just stops."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        self.failed = True
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:
+            pass
+
+
 def _attach_log(path: Path) -> logging.Handler:
-    h = logging.FileHandler(path)
+    h = _LogFile(path)
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logging.getLogger("evalsweep").addHandler(h)
     return h
