@@ -19,8 +19,28 @@ from providers.parse import anthropic_message
 
 DEFAULT_BASE = "https://api.anthropic.com"
 VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 1024
-"""Messages requires max_tokens; used when a suite leaves it open."""
+FALLBACK_MAX_TOKENS = 4096
+"""For a model neither the config nor litellm's map knows: the smallest maximum output of any Claude model
+(Claude 3), so no model refuses it. Set `max_output_tokens` for the model in the config to raise it."""
+_CONFIGURED: dict[str, int] = {}
+
+
+def configure_max_output(model_id: str, tokens: int) -> None:
+    """The config's `max_output_tokens` for a model (runner.pool calls this while wiring models)."""
+    _CONFIGURED[model_id] = tokens
+
+
+def max_output_tokens(model_id: str) -> int:
+    """Messages requires max_tokens. When a suite leaves it open the model's own maximum is sent (never a
+    hidden cap that cuts a step-by-step answer before its final line): the config's, else litellm's
+    bundled map (read as JSON, litellm is not imported), else FALLBACK_MAX_TOKENS."""
+    if model_id in _CONFIGURED:
+        return _CONFIGURED[model_id]
+    from providers.pricing import map_entry
+
+    entry = map_entry(model_id) or map_entry(f"anthropic/{model_id}")
+    n = entry.get("max_output_tokens") or entry.get("max_tokens")
+    return int(n) if isinstance(n, int) and n > 0 else FALLBACK_MAX_TOKENS
 
 
 def anthropic_headers(api_key: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -54,7 +74,7 @@ def messages_body(req: Request, model_id: str, params: dict[str, Any]) -> dict[s
     d = req.decoding
     body: dict[str, Any] = {
         "model": model_id,
-        "max_tokens": d.max_tokens or DEFAULT_MAX_TOKENS,
+        "max_tokens": d.max_tokens or max_output_tokens(model_id),
         "messages": msgs,
         "temperature": d.temperature,
     }

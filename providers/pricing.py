@@ -25,11 +25,17 @@ def _cost_map() -> dict:
         return {}
 
 
-def list_prices(model_id: str) -> tuple[float | None, float | None]:
-    """USD per million input/output tokens from litellm's cost map, or (None, None) when unknown."""
+def map_entry(model_id: str) -> dict:
+    """litellm's bundled entry for a model id (also tried without a `provider/` prefix), or {}."""
     cm = _cost_map()
     entry = cm.get(model_id) or cm.get(model_id.split("/", 1)[-1])
-    if not isinstance(entry, dict):
+    return entry if isinstance(entry, dict) else {}
+
+
+def list_prices(model_id: str) -> tuple[float | None, float | None]:
+    """USD per million input/output tokens from litellm's cost map, or (None, None) when unknown."""
+    entry = map_entry(model_id)
+    if not entry:
         return None, None
     cin, cout = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
     return (cin * 1e6 if cin is not None else None, cout * 1e6 if cout is not None else None)

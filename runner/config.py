@@ -102,6 +102,8 @@ class ModelCfg(BaseModel):
     omit: list[str] = Field(default_factory=list)
     """Request fields this model refuses (e.g. ["temperature"] for o-series): never sent."""
     max_consecutive_failures: int = Field(10, ge=1)
+    max_output_tokens: int | None = Field(None, ge=1)
+    """Sent as max_tokens when a suite leaves it unset (native Anthropic; default: litellm's model map)."""
     open_weights: bool | None = None
     reasoning: bool | None = None
     release_date: str | None = None

@@ -124,6 +124,10 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
             lp_in, lp_out = list_prices(m.model_id)
             pin = lp_in if pin is None else pin
             pout = lp_out if pout is None else pout
+        if m.max_output_tokens is not None:
+            from providers.anthropic import configure_max_output
+
+            configure_max_output(m.model_id, m.max_output_tokens)
         provider = lanes[0].provider
         out[name] = ModelEntry(
             cfg=m,

@@ -138,6 +138,10 @@ def _prepare(
             "status": "running",
         }
     )
+    deviations = suite.deviations(plan.spec) if suite.deviations else []
+    manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
+    for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise
+        print(f"[{run_name}] deviation from the paper's protocol: {d}", file=sys.stderr)
     write_json(man_path, manifest)
     done, _ = index(out / RESULTS)
     writer = ResultsWriter(out / RESULTS)

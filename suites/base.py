@@ -8,6 +8,7 @@ self-critique, LLM-judge extraction), and `score` on the deduplicated rows of a 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,54 @@ class Suite:
     """Validate data/options before anything is sent; raise SuiteError with a clear message."""
     count: Callable[[RunSpec], int] | None = None
     """First-pass calls per model (samples included), for progress and ETA; default: iterate `build`."""
+    deviations: Callable[[RunSpec], list[str]] | None = None
+    """How this run departs from the paper's protocol (empty: the paper's protocol). Said before the run
+    starts, recorded in the manifest, in scores.json (`protocol.deviations`) and under every table."""
+
+
+TRUNCATED = ("length", "max_tokens")
+"""finish_reason of an answer cut by the token limit (OpenAI-compatible / Anthropic)."""
+
+
+class Truncation:
+    """Counts, as a run's rows stream past, each model's answers and those cut by the token limit."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.cut: Counter[str] = Counter()
+
+    def watch(self, rows: Iterable[Row]) -> Iterator[Row]:
+        for r in rows:
+            if not r.get("error") and r.get("pass", "answer") == "answer":
+                self.calls[r["model"]] += 1
+                self.cut[r["model"]] += r.get("finish_reason") in TRUNCATED
+            yield r
+
+
+def with_protocol(report: ScoreReport, deviations: list[str], truncation: Truncation | None = None) -> ScoreReport:
+    """Record `deviations` in scores.json (`protocol: {"protocol": paper|custom, "deviations": [...]}`) and
+    show them under every table, next to the numbers. With `truncation`: each model's `truncated` answers
+    and `truncation_rate` (finish_reason length), and a table when any answer was cut."""
+    if truncation is not None:
+        for m, s in report.models.items():
+            n = truncation.calls[m]
+            s["truncated"] = truncation.cut[m]
+            s["truncation_rate"] = truncation.cut[m] / n if n else None
+        if any(truncation.cut.values()):
+            report.tables.append(
+                Table(
+                    title="answers cut by the token limit (finish_reason length)",
+                    columns=["model", "answers", "truncated", "rate"],
+                    rows=[[m, truncation.calls[m], s["truncated"], s["truncation_rate"]] for m, s in report.models.items()],
+                    note="A cut answer usually lacks its final line; raise max_tokens (config `max_output_tokens`).",
+                )
+            )
+    report.extra["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
+    if deviations:
+        line = "Deviations from the paper's protocol: " + "; ".join(deviations) + "."
+        for t in report.tables:
+            t.note = f"{t.note}\n{line}".strip()
+    return report
 
 
 def get_suite(name: str) -> Suite:

@@ -58,6 +58,7 @@ class MockBatchServer(MockServer):
         self.batches: dict[str, dict[str, Any]] = {}
         self.submissions: Counter[str] = Counter()  # custom_id -> times submitted in a batch
         self.auth: Counter[str] = Counter()  # keys seen on batch calls
+        self.max_tokens: dict[str, int] = {}  # model -> the max_tokens of its last live Messages call
         self._n = 0
 
     def app(self) -> web.Application:
@@ -222,6 +223,7 @@ class MockBatchServer(MockServer):
             self.per_model[body["model"]] += 1
             self.keys[key] += 1
             self._seen[(body["model"], prompt)] += 1
+            self.max_tokens[body["model"]] = body["max_tokens"]
         return web.json_response(_message(body["model"], prompt))
 
     async def create_anthropic(self, request: web.Request) -> web.Response:

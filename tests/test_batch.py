@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from core.types import ImagePart, Message, Request, user
-from providers.anthropic import messages_body
+from providers.anthropic import FALLBACK_MAX_TOKENS, messages_body
 from runner.cli import _duration, main
 from runner.config import ConfigError, load_config
 from suites.jsonl import prompt_of
@@ -282,7 +282,8 @@ def test_anthropic_params_system_apart_images_as_base64_blocks(tmp_path: Path):
         decoding={"temperature": 0.3, "top_p": 0.9},
     )
     body = messages_body(req, "claude-x", {"stop_sequences": ["END"]})
-    assert body["system"] == "Be brief." and body["max_tokens"] == 1024 and body["model"] == "claude-x"
+    assert body["system"] == "Be brief." and body["model"] == "claude-x"
+    assert body["max_tokens"] == FALLBACK_MAX_TOKENS  # unknown to litellm's map and to the config
     assert body["temperature"] == 0.3 and body["top_p"] == 0.9 and body["stop_sequences"] == ["END"]
     (msg,) = body["messages"]
     assert msg["role"] == "user" and [b["type"] for b in msg["content"]] == ["text", "image", "text"]

@@ -233,8 +233,8 @@ def test_follow_up_critique_then_judge_terminates() -> None:
     assert [r.pass_ for r in out] == ["critique", "judge"]
     crit, judge = out
     assert text_of(crit.messages[0].content).endswith(
-        hedge + "\n-----------\nFind any problems(if any) with the given solution. If there are any errors, "
-        "correct it and give the new answer."
+        hedge + "\n-----------\nFind problems(if any) with the given solutions. If there are any errors, "
+        "correct it and give the new answer."  # §4.4's text
     )
     assert judge.via == "sim/judge" and judge.model == "m"
     assert [r.pass_ for r in follow_up(crit, _row(crit, hedge, "critique"), spec)] == ["critique-judge"]
@@ -265,7 +265,7 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
             "text": "Fixed: the answer is (B).",
             "error": None,
         },
-        # 2016-p1-2 (gold D): the critique has no answer, the original stands
+        # 2016-p1-2 (gold D): the critique gives no answer; the paper re-evaluates the new answer: none
         {
             "model": "m",
             "item": "2016-p1-2",
@@ -302,7 +302,11 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
         "critique",
         1.0,
     )
-    assert (by["2016-p1-2"]["extracted"], by["2016-p1-2"]["source"]) == ("D", "original")
+    assert (by["2016-p1-2"]["extracted"], by["2016-p1-2"]["source"], by["2016-p1-2"]["score"]) == (
+        None,
+        "critique",
+        0.0,
+    )
     assert (by["2016-p1-14"]["extracted"], by["2016-p1-14"]["stage"], by["2016-p1-14"]["score"]) == (
         "9",
         "judge",
@@ -310,8 +314,8 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
     )
     assert by["2016-p1-15"]["extracted"] is None and by["2016-p1-15"]["errors"] == 1
     s = rep.models["m"]
-    assert s["overall"] == pytest.approx(3 / 4) and s["critique_used"] == 1
-    assert s["marks"] == {"positive": 9.0, "negative": 0.0, "total": 9.0}
+    assert s["overall"] == pytest.approx(2 / 4) and s["critique_used"] == 2
+    assert s["marks"] == {"positive": 6.0, "negative": 0.0, "total": 6.0}
 
 
 HELD_OUT = range(2022, 2024)  # never looked at while the rules were written (tuned on 2016-2021)

@@ -71,8 +71,10 @@ def test_marks_rules_and_totals() -> None:
 def test_self_consistency_rules() -> None:
     # majority among non-None; None casts no vote
     assert self_consistency(["A", "B", "B", None, None, None], "MCQ") == "B"
-    # ties: the value seen first
-    assert self_consistency(["C", "A", "A", "C"], "MCQ") == "C"
+    # ties (the paper is silent): as the authors' get_aggregate, the first letter A-D / the smallest value
+    assert self_consistency(["C", "A", "A", "C"], "MCQ") == "A"
+    assert self_consistency(["D", "B", "B", "D", None], "MCQ") == "B"
+    assert self_consistency([7.0, 3.5, 7.0, 3.5], "Numeric") == 3.5
     assert self_consistency([None, None], "MCQ") is None
     # numbers compared by value, not string
     assert self_consistency([2.0, 3.0, 2.0, 3.0, 3.0], "Integer") == 3.0

@@ -194,6 +194,13 @@ def _row(
     return {"model": "m", "item": req.item, "sample": sample, "pass": pass_, "text": text, "error": error}
 
 
+def test_defaults_are_the_papers(tmp_path: Path) -> None:
+    """5 iterations (App. F) and the authors' 2048 max new tokens, greedy."""
+    make_parquet(tmp_path, "en", ["1"])
+    [req] = SUITE.build(spec(tmp_path, languages="en"))
+    assert (req.decoding.n, req.decoding.max_tokens, req.decoding.temperature) == (5, 2048, 0.0)
+
+
 def test_follow_up_judge_only_for_unparseable_answers(tmp_path: Path) -> None:
     make_parquet(tmp_path, "en", ["1"])
     s = spec(tmp_path, languages="en", judge="sim/medium")
@@ -203,8 +210,16 @@ def test_follow_up_judge_only_for_unparseable_answers(tmp_path: Path) -> None:
     assert SUITE.follow_up(req, _row(req, "yellow star"), spec(tmp_path, languages="en")) == []  # no --judge
     [j] = SUITE.follow_up(req, _row(req, "yellow star", sample=3), s)
     assert (j.pass_, j.via, j.model, j.sample, j.decoding.temperature) == ("judge", "sim/medium", "m", 3, 0.0)
-    text = j.messages[0].content
-    assert "Answer: yellow star" in text and "(D) yellow star" in text and "Z" in text
+    system, prompt = j.messages
+    assert (system.role, system.content) == ("system", "You are a helpful assistant.")
+    assert j.decoding.max_tokens == 10  # the authors' API_MAX_OUTPUT
+    text = prompt.content
+    # the authors' choice_extraction prompt, worked examples included, {options} as their printed list
+    assert text.startswith("You are an AI assistant who will help me to match an answer with several options")
+    assert "\nExample 1: \nQuestion: What is the main object in image? \nOptions: (A) teddy bear" in text
+    assert "Answer: Spider \nYour output: Z \nNow it's your turn: \nQuestion: " in text
+    assert "\nOptions: ['(A) " in text and "'(D) yellow star']" in text
+    assert text.endswith("\nAnswer:  yellow star  \nYour output:")
     assert j.sim["correct"] == "D"  # a good judge maps the option text to its letter
     assert SUITE.follow_up(j, _row(req, "D", pass_="judge"), s) == []
 
@@ -258,7 +273,7 @@ def test_score_rules_of_the_metric(tmp_path: Path) -> None:
     m = report.models["m"]
     letters = ("A", "B", "C", "D")
     r0 = float(extract.random_letter("m", "en/151", 0, letters) == "D")  # stage 3, iteration 0
-    r1 = float(extract.random_letter("m", "en/46", 1, letters) == "D")  # judge said Z -> stage 3
+    r1 = 0.0  # judge said Z: scored wrong, as the authors do (no random letter)
     it0 = [1, 0, 0, 1, r0, 0]
     it1 = [0, 1, 1, r1, 1, 1]
     assert m["accuracy"] == pytest.approx((sum(it0) / 6 + sum(it1) / 6) / 2)
@@ -290,11 +305,12 @@ def test_score_rules_of_the_metric(tmp_path: Path) -> None:
         }
     )  # Grw and RG involve none of these questions
     assert m["by_language"] == pytest.approx({"en": m["accuracy"]})
-    assert m["stages"] == {"rule": 7, "judge": 1, "random": 2, "error": 1, "missing": 1}
+    assert m["stages"] == {"rule": 7, "judge": 2, "random": 1, "error": 1, "missing": 1}
     assert m["gia"] == {"en": None} and m["gia_normalized"] == {"en": None}  # 6 of 300 questions: no GIA
     assert len(report.scored) == 12 and all(r["stage"] for r in report.scored)
     by_key = {(r["item"], r["sample"]): r for r in report.scored}
     assert by_key[("en/46", 0)]["stage"] == "judge" and by_key[("en/46", 0)]["extracted"] == "D"
+    assert by_key[("en/46", 1)]["stage"] == "judge" and by_key[("en/46", 1)]["extracted"] is None
     assert by_key[("en/16", 0)]["error"] == "HTTP 500" and by_key[("en/16", 0)]["score"] == 0.0
     assert by_key[("en/211", 0)]["stage"] == "missing"
 
@@ -302,7 +318,7 @@ def test_score_rules_of_the_metric(tmp_path: Path) -> None:
 def test_cluster_and_factor_accuracy_pool_questions(tmp_path: Path) -> None:
     make_parquet(tmp_path, "en", ["1", "2", "16"])  # OV, OV, GI: all Gc, all Common Sense
     rows = _rows("m", {("en/1", 0): "D", ("en/2", 0): "D", ("en/16", 0): "A"})
-    m = SUITE.score(rows, spec(tmp_path, languages="en"), tmp_path).models["m"]
+    m = SUITE.score(rows, spec(tmp_path, languages="en", samples=1), tmp_path).models["m"]
     # sum F_i T_i / sum F_i = 2/3, not the mean of the type accuracies (1 + 0) / 2
     assert m["by_cluster"]["Common Sense"] == pytest.approx(2 / 3)
     assert m["by_factor"] == pytest.approx({"Gc": 2 / 3})

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from core.types import Request, Row, text_of, user
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError, group_rows, judge_request
+from suites.base import (
+    RunSpec,
+    ScoreReport,
+    Suite,
+    SuiteError,
+    Truncation,
+    group_rows,
+    judge_request,
+    with_protocol,
+)
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import Marks, aggregate, mark_totals, marks_for, score_answer, self_consistency
@@ -161,9 +170,10 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
         errors += bool(by[(s, "answer")].get("error"))
         source = "original"
         if (s, "critique") in by:
-            crit, cstage = _read(by[(s, "critique")], by.get((s, CRITIQUE_JUDGE)), it)
-            if crit is not None:
-                ans, stage, source = crit, cstage, "critique"
+            crow = by[(s, "critique")]
+            if not crow.get("error"):  # the paper re-evaluates the new answer, even when it gives none
+                ans, stage = _read(crow, by.get((s, CRITIQUE_JUDGE)), it)
+                source = "critique"
             sources.append(source)
         answers.append(ans)
         stages.append(stage)
@@ -183,7 +193,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
     items = items_by_id()
     per_model: dict[str, list[dict[str, Any]]] = {}
     questions: dict[str, list[dict[str, Any]]] = {}
-    for (model, item), grp in group_rows(rows):
+    trunc = Truncation()
+    for (model, item), grp in group_rows(trunc.watch(rows)):
         it = items.get(item)
         if it is None:
             raise SuiteError(f"{run_dir}: results hold item {item!r}, which is not in the JEEBench data")
@@ -234,7 +245,26 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
         models[model] = s
     scored = [r for m in sorted(per_model) for r in per_model[m]]
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm}
-    return ScoreReport(models=models, scored=scored, tables=tables(models, variant), extra=extra)
+    report = ScoreReport(models=models, scored=scored, tables=tables(models, variant), extra=extra)
+    return with_protocol(report, deviations(spec), trunc)
+
+
+def deviations(spec: RunSpec) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol)."""
+    variant, out = _variant(spec), []
+    sc = variant == "cot-sc"
+    if spec.samples not in (None, SC_SAMPLES if sc else 1):
+        out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
+    if spec.temperature not in (None, SC_TEMPERATURE if sc else 0.0):
+        out.append(f"temperature {spec.temperature} (the paper: {SC_TEMPERATURE if sc else 0})")
+    if sc:
+        out.append(
+            "Table 6's CoT row is sample 0 of this SC run at T=0.5 (the paper: a greedy CoT run, "
+            "`--variant cot`)"
+        )
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of the 515 questions")
+    return out
 
 
 def _count(values: Iterable[str | None]) -> dict[str, int]:
@@ -254,4 +284,5 @@ SUITE = Suite(
     headline="overall",
     run_name=lambda spec: f"jeebench-{spec.opt('variant', 'cot')}",
     check=check,
+    deviations=deviations,
 )

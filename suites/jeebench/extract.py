@@ -20,7 +20,7 @@ LETTERS = "ABCD"
 _WRAPPED = re.compile(r"\\(?:textbf|text|mathrm|mathbf|textrm|bf)\s*\{\s*((?:\(\s*[A-D]\s*\)\s*)+)\}")
 _WRAPPED_OPEN = re.compile(r"\\(?:textbf|text|mathrm|mathbf|textrm|bf)\s*\{\s*\(\s*([A-D])\s*\)")
 _WRAPPED_BARE = re.compile(r"\\(?:textbf|text|textrm|bf)\s*\{\s*([A-D])\s*\}")
-_BRACKET = re.compile(r"(?<!\\)\[\s*([A-D])\s*\]")
+_BRACKET = re.compile(r"(?<!\\)\[\s*([A-D](?:\s*(?:,|and|&)\s*[A-D])*)\s*\]")
 _BOLD = re.compile(r"\*\*\(?([A-D])\)?\*\*")
 _GROUP = re.compile(r"\(\s*([A-D](?:\s*(?:,|and|&)\s*[A-D])+)\s*\)")
 _SEP = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*)"
@@ -41,7 +41,7 @@ def _normalise(text: str) -> str:
     t = _WRAPPED.sub(r"\1", t)
     t = _WRAPPED_BARE.sub(r"(\1)", t)
     t = _WRAPPED_OPEN.sub(r"(\1)\\text{", t)
-    t = _BRACKET.sub(r"(\1)", t)
+    t = _BRACKET.sub(lambda m: ", ".join(f"({c})" for c in re.findall(r"[A-D]", m.group(1))), t)
     t = _BOLD.sub(r"(\1)", t)
     t = re.sub(r"(?:(?<=^)|(?<=[\s,:]))([A-D])\)(?=\s)", r"(\1)", t, flags=re.M)
     t = _BARE_LIST.sub(lambda m: m.group(1) + re.sub(r"([A-D])", r"(\1)", m.group(2)), t)
@@ -172,11 +172,40 @@ def _letter_candidates(t: str, asks_false: bool, multiple: bool) -> list[tuple[i
             letters = set(re.findall(r"[A-D]", b.group(1))) if b else set()
         if letters:
             cands.append((pos, "".join(sorted(letters)), False))
+    for pos, letters in _option_lines(t, asks_false):
+        cands.append((pos, letters, False))
     for m in _ALL.finditer(t):
         cands.append((m.start(), LETTERS, False))
     for m in _NONE.finditer(t):
         cands.append((m.start(), None, False))
     return sorted(cands, key=lambda c: c[0])
+
+
+# "The correct options are:" / "Hence the statements that hold are" followed by one option per line
+_LIST = re.compile(
+    r"(?m)^(?P<head>[^\n]{0,200}?)[ \t]*\n(?:[ \t]*\n)?"
+    r"(?P<items>(?:[ \t]*(?:[-*•]|\d+[.)])?[ \t]*\(\s*[A-D]\s*\)[^\n]*(?:\n|$))+)"
+)
+_LIST_CUE = re.compile(r"\b(?:hold|holds|correct|true|valid|right)\b", re.I)
+_LIST_WALK = re.compile(r"\b(?:each|check|analy[sz]|examin|evaluat|consider|verify|let'?s|let\s+us)", re.I)
+_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d+[.)])?[ \t]*\(\s*([A-D])\s*\)")
+
+
+def _option_lines(t: str, asks_false: bool) -> list[tuple[int, str]]:
+    """A conclusion that lists the chosen options one per line after a heading sentence."""
+    out = []
+    for m in _LIST.finditer(t):
+        head, items = m.group("head"), m.group("items")
+        if not (_CUE.search(head) or _CONCLUDE.search(head) or _LIST_CUE.search(head)) or _LIST_WALK.search(head):
+            continue
+        if not head.rstrip(" *").endswith((":", "are", "is")):
+            continue
+        if any(re.search(rf"\b{_NEG}\b", ln, re.I) for ln in items.splitlines()):
+            continue  # a walk through the options with verdicts, not a list of the chosen ones
+        if bool(re.search(r"\b(?:false|incorrect|wrong)\b", head, re.I)) != asks_false:
+            continue
+        out.append((m.start("items"), "".join(sorted(set(_ITEM.findall(items))))))
+    return out
 
 
 def _verdicts(t: str, asks_false: bool) -> str:
@@ -267,8 +296,18 @@ def _value_after_anchor(seg: str) -> float | None | bool:
 _FINAL_NUM = re.compile(r"final\s+answer|\banswer\s*(?:is|:|=)", re.I)
 
 
-def extract_number(text: str, qtype: str) -> float | None:
-    t = text
+_ASKS_ABS = re.compile(
+    r"(?:value|magnitude|what)\s+(?:of|is)\s*(?:the\s+)?\$?\s*(?:\\left)?\s*(?:\\mid|\\vert|\|)", re.I
+)
+
+
+def asks_absolute(question: str | None) -> bool:
+    """The question asks for |X| (a non-negative quantity), so a signed final "X = -4" answers 4."""
+    return bool(question and _ASKS_ABS.search(question[-400:]))
+
+
+def extract_number(text: str, qtype: str, question: str | None = None) -> float | None:
+    t = re.sub(r"\*\*|__", " ", text)  # markdown bold around a number: "**Answer: 6**"
     cands: list[tuple[int, float | None]] = []
     for pos, content in _boxed(t):
         v = _value_after_anchor(content)
@@ -287,6 +326,8 @@ def extract_number(text: str, qtype: str) -> float | None:
     ans = cands[-1][1]
     if ans is None:
         return None
+    if ans < 0 and asks_absolute(question):
+        ans = -ans
     if qtype == "Integer" and abs(ans - round(ans)) > 1e-9:
         return None
     return ans
@@ -307,7 +348,7 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
         return None
     if qtype in ("MCQ", "MCQ(multiple)"):
         return extract_letters(text, qtype, question)
-    return extract_number(text, qtype)
+    return extract_number(text, qtype, question)
 
 
 def parse_answer(s: str | None, qtype: str) -> Answer:

@@ -103,9 +103,13 @@ def option_shares(answers: Sequence[Answer]) -> dict[str, float]:
 def self_consistency(
     answers: Sequence[Answer], qtype: str, tau_single: float = 0.0, tau_multiple: float = 0.5
 ) -> Answer:
-    """The aggregate answer of n samples. MCQ and numbers: majority among non-None answers, ties → the
-    value seen first, numbers compared by value; an MCQ winner is kept only if its share >= tau_single.
-    MCQ(multiple): every letter with share >= tau_multiple (none → None)."""
+    """The aggregate answer of n samples. MCQ and numbers: majority among non-None answers, numbers
+    compared by value; an MCQ winner is kept only if its share >= tau_single. MCQ(multiple): every letter
+    with share >= tau_multiple (none → None).
+
+    Ties (the paper is silent) break as in the authors' compute_metrics.get_aggregate: np.argmax over the
+    A-D counts takes the first letter, np.unique's sorted values the smallest number. Unlike theirs, eight
+    unreadable samples aggregate to None (their argmax over all-zero counts answers "A")."""
     if qtype == "MCQ(multiple)":
         shares = option_shares(answers)
         chosen = "".join(c for c in "ABCD" if shares[c] >= tau_multiple - 1e-12)
@@ -115,10 +119,11 @@ def self_consistency(
         if a is None:
             continue
         key = float(a) if qtype in ("Integer", "Numeric") else a
-        counts[key] = counts.get(key, 0) + 1  # dicts keep first-seen order, so max() breaks ties by it
+        counts[key] = counts.get(key, 0) + 1
     if not counts:
         return None
-    best = max(counts, key=lambda k: counts[k])
+    top = max(counts.values())
+    best = min(k for k, c in counts.items() if c == top)  # first letter A-D / smallest value
     if qtype == "MCQ" and counts[best] / len(answers) < tau_single - 1e-12:
         return None
     return best

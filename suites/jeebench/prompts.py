@@ -1,5 +1,5 @@
 """The paper's prompts, verbatim from the authors' inference code (typos included: "the final will be",
-"upto", "problems(if any)"). One user message, empty system prompt."""
+"upto"; §4.4's "problems(if any)"). One user message, empty system prompt."""
 
 from __future__ import annotations
 
@@ -28,9 +28,11 @@ EXAM = {
 
 COT_SUFFIX = "Let's think step by step.\n"
 CRITIQUE = (
-    "\n-----------\nFind any problems(if any) with the given solution. If there are any errors, correct it and "
+    "\n-----------\nFind problems(if any) with the given solutions. If there are any errors, correct it and "
     "give the new answer."
 )
+"""§4.4's self-critique instruction as the paper quotes it ("Find problems(if any) with the given
+solutions..."), appended after the CoT prompt and the model's first solution."""
 
 
 def question_text(item: Item) -> str:

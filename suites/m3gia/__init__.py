@@ -16,14 +16,24 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.types import ImagePart, Request, Row, user
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError
+from core.types import ImagePart, Message, Request, Row, user
+from suites.base import RunSpec, ScoreReport, Suite, SuiteError, Truncation, with_protocol
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages
-from suites.m3gia.prompts import judge_prompt, judge_sim, prompt_text, sim_hints
+from suites.m3gia.prompts import (
+    JUDGE_MAX_TOKENS,
+    JUDGE_SYSTEM,
+    judge_prompt,
+    judge_sim,
+    prompt_text,
+    sim_hints,
+)
 
 NAME = "m3gia"
-MAX_TOKENS = 1024
+MAX_TOKENS = 2048
+"""The authors' inference_only.py default (--max-new-tokens 2048)."""
+ITERATIONS = 5
+"""The paper averages every metric over 5 iterations (App. F)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,6 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge", metavar="MODEL", help="LLM that maps answers the rules cannot parse to a letter"
     )
+
+
+def iterations(spec: RunSpec) -> int:
+    return spec.samples or ITERATIONS
 
 
 def _langs(spec: RunSpec) -> list[str]:
@@ -97,7 +111,7 @@ def build(spec: RunSpec) -> Iterator[Request]:
                 suite=spec.suite,
                 item=q.item,
                 messages=[user(*parts, prompt_text(q, mode))],
-                decoding={"temperature": temp, "n": spec.samples or 1, "max_tokens": MAX_TOKENS},
+                decoding={"temperature": temp, "n": iterations(spec), "max_tokens": MAX_TOKENS},
                 sim=sim_hints(q),
                 meta=_meta(q),
             )
@@ -108,7 +122,7 @@ def count(spec: RunSpec) -> int:
     n = sum(
         1 for lang in _langs(spec) for _ in load(spec.opt("data_dir"), lang, limit=spec.limit, images=False)
     )
-    return n * (spec.samples or 1)
+    return n * iterations(spec)
 
 
 def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
@@ -128,22 +142,44 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
             sample=row["sample"],
             pass_="judge",
             via=judge,
-            messages=[user(judge_prompt(q, text))],
-            decoding={"temperature": 0.0, "max_tokens": 16},
+            messages=[Message(role="system", content=JUDGE_SYSTEM), user(judge_prompt(q, text))],
+            decoding={"temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS},
             sim=judge_sim(q, text),
             meta=req.meta,
         )
     ]
 
 
+def deviations(spec: RunSpec) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol)."""
+    out = []
+    if not spec.opt("judge"):
+        out.append(
+            "no --judge: stage 2 (the authors' choice_extraction LLM judge) is skipped, so answers the rules "
+            "cannot read get a random letter (stage 3)"
+        )
+    if iterations(spec) != ITERATIONS:
+        out.append(f"{iterations(spec)} iteration(s) instead of the paper's {ITERATIONS} (App. F)")
+    if spec.temperature not in (None, 0.0):
+        out.append(f"temperature {spec.temperature} instead of greedy decoding")
+    if _mode(spec) == "suffix":
+        out.append("suffix prompt (the paper's ablation; its main results use the prefix prompt)")
+    if spec.opt("no_images", False):
+        out.append("images removed (the paper's text-only ablation)")
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of each language's 300 questions (no GIA)")
+    return out
+
+
 def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
     qs = [
         q for lang in _langs(spec) for q in load(spec.opt("data_dir"), lang, limit=spec.limit, images=False)
     ]
-    models, scored, unmatched = score.score_rows(rows, qs, spec.samples or 1)
+    trunc = Truncation()
+    models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec))
     corr = score.pearson(models)
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
-    return ScoreReport(
+    report = ScoreReport(
         models=models,
         scored=scored,
         tables=score.tables(models, corr, note),
@@ -155,6 +191,7 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
             "judge": spec.opt("judge"),
         },
     )
+    return with_protocol(report, deviations(spec), trunc)
 
 
 def run_name(spec: RunSpec) -> str:
@@ -179,4 +216,5 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     count=count,
+    deviations=deviations,
 )

@@ -25,20 +25,36 @@ def prompt_text(q: Question, mode: str = "prefix") -> str:
     return PREFIX + "\n" + body if mode == "prefix" else body + "\n" + SUFFIX
 
 
-# Stage 2: the paper's extraction step asks a chat model to match the answer to an option or say Z.
+# Stage 2, verbatim from the authors' utils/prompt_config.py ("choice_extraction"), sent with their system
+# prompt at temperature 0 and max_tokens 10 (utils/eval_utils.py: chat_completion_openai, API_MAX_OUTPUT).
+JUDGE_SYSTEM = "You are a helpful assistant."
+JUDGE_MAX_TOKENS = 10
 JUDGE = (
-    "You match a model's answer to a multiple-choice question with the option it chose. Use only the literal "
-    "meaning of the answer and the options; do not solve the question yourself. Reply with the single "
-    "letter of the matching option ({letters}), or Z if the answer matches no option or gives none.\n\n"
-    "Question: {question}\nOptions: {options}\nAnswer: {answer}\nYour output:"
+    "You are an AI assistant who will help me to match an answer with several options of a single-choice "
+    "question. You are provided with a question, several options, and an answer, and you need to find which "
+    "option is most similar to the answer. If the meaning of all options are significantly different from the "
+    "answer, output Z. You should only do the matching based exactly on the literal meaning of the options and "
+    "answer. You should not perform any external inference based on your knowledge during the matching. Your "
+    "should output a single uppercase character in A, B, C, D, E, F (if they are valid options), and Z. \n"
+    "Example 1: \nQuestion: What is the main object in image? \nOptions: (A) teddy bear (B) rabbit (C) cat "
+    "(D) dog \nAnswer: a cute teddy bear \nYour output: A \nExample 2: \nQuestion: \nWhat is the main object "
+    "in image? \nOptions: (A) teddy bear (B) rabbit (C) cat (D) dog \nAnswer: Spider \nYour output: Z \n"
+    "Now it's your turn: \nQuestion: {question} \nOptions: {options} \nAnswer: {answer} \nYour output:"
 )
 
 
+def judged_answer(response: str) -> str:
+    """The response as the authors hand it to the judge: their parser's stripped, space-padded copy."""
+    for ch in [",", ".", "!", "?", ";", ":", "'"]:
+        response = response.strip(ch)
+    return " " + response + " "
+
+
 def judge_prompt(q: Question, response: str) -> str:
+    """The authors fill {options} with the Python list of "(X) option" strings, printed as a list."""
     question = q.hint + "\n" + q.question if q.hint and q.question else (q.question or q.hint)
-    return JUDGE.format(
-        letters=", ".join(q.letters), question=question, options=choices_line(q), answer=response.strip()
-    )
+    choices = [f"({x}) {o}" for x, o in zip(q.letters, q.options, strict=True)]
+    return JUDGE.format(question=question, options=str(choices), answer=judged_answer(response))
 
 
 # --- simulated responses, in the styles real models answer this prompt with

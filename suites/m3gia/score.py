@@ -34,9 +34,8 @@ def extract_one(
     if letter is not None:
         return letter, "rule"
     if judge is not None and not judge.get("error"):
-        letter = extract.from_judge(judge.get("text"), q.letters)
-        if letter is not None:
-            return letter, "judge"
+        # a reply of Z (no option matches) or anything not a valid letter is scored wrong, as the authors do
+        return extract.from_judge(judge.get("text"), q.letters), "judge"
     return extract.random_letter(model, q.item, iteration, q.letters), "random"
 
 

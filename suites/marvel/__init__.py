@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.types import Request, Row
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError, judge_request
+from suites.base import RunSpec, ScoreReport, Suite, SuiteError, Truncation, judge_request, with_protocol
 from suites.marvel import sim
 from suites.marvel.data import KINDS, Puzzle, by_id, check_images, data_dir, load
 from suites.marvel.extract import extract, judge_instruction
@@ -133,8 +133,36 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     return [judge_request(req, row, judge, judge_instruction(kind, p), sim=hints)]
 
 
+def deviations(spec: RunSpec) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol)."""
+    opts, out = options(spec), []
+    if not spec.opt("judge"):
+        out.append(
+            "no --judge: responses the rules cannot read count as wrong (the paper re-extracts them with GPT-4)"
+        )
+    out.append("refusals count as wrong in the headline figures (the paper reports the left set without them)")
+    if "coarse-context" in opts.kinds:
+        out.append(
+            "coarse perception questions show the numbered puzzle image (the paper removes the choice indices, §4)"
+        )
+    if opts.shots:
+        out.append(
+            "few-shot CoT demonstrations are built from the one-line explanations (some Sequence explanations "
+            "name choices by letter while the answers are numbers)"
+        )
+    if opts.task == "pattern":
+        out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")
+    if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
+        out.append(f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the paper: 1, greedy)")
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of the 770 puzzles")
+    return out
+
+
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
-    return score_rows(rows, spec, run_dir, options(spec).kinds)
+    trunc = Truncation()
+    report = score_rows(trunc.watch(rows), spec, run_dir, options(spec).kinds)
+    return with_protocol(report, deviations(spec), trunc)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -182,4 +210,5 @@ SUITE = Suite(
     headline="avr",
     run_name=run_name,
     check=check,
+    deviations=deviations,
 )

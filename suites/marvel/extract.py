@@ -55,7 +55,7 @@ def _lines(text: str) -> list[str]:
 _C = r"(?:choice|option|answer choice|candidate|panel)"
 _N = r"([1-4]|one|two|three|four)\b"
 _ANSWER = re.compile(
-    rf"\b(?:final answer|answer|correct (?:choice|option)|solution)\s*(?:is|:|would be|should be|=)\s*"
+    rf"\b(?:final answer|answer|correct (?:choice|option)|solution)\s*(?:is|:|would be|should be|=)\s*:?\s*"
     rf"(?:{_C}\s*(?:#|no\.|number)?\s*[(\[]?\s*{_N}|[(\[]?\s*([1-4])\b(?![.,]\d))",
     re.I,
 )

@@ -9,13 +9,13 @@ Item ids are "{dataset}/{id}". sim.py writes realistic responses for the `sim/..
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from core.types import Request
-from suites.base import RunSpec, Suite
+from core.types import Request, Row
+from suites.base import RunSpec, ScoreReport, Suite, Truncation, with_protocol
 from suites.vrb import data, prompt, sim
-from suites.vrb.score import score
+from suites.vrb.score import score as score_rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +55,24 @@ def build(spec: RunSpec) -> Iterator[Request]:
         )
 
 
+def deviations(spec: RunSpec) -> list[str]:
+    """Departures from the reference protocol (README.md: Protocol)."""
+    out = [
+        "skill effects: a fixed-effects logit (model, dataset, category dummies) over every annotated item but "
+        "the fatal ones (the reference: random model and dataset effects, items with image errors dropped)"
+    ]
+    if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
+        out.append(f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the reference: 1, 0)")
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of the items")
+    return out
+
+
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+    trunc = Truncation()
+    return with_protocol(score_rows(trunc.watch(rows), spec, run_dir), deviations(spec), trunc)
+
+
 def run_name(spec: RunSpec) -> str:
     ds = spec.opt("datasets")
     return "vrb-" + "-".join(n.strip() for n in str(ds).split(",") if n.strip()) if ds else "vrb"
@@ -68,4 +86,5 @@ SUITE = Suite(
     headline="accuracy",
     run_name=run_name,
     check=check,
+    deviations=deviations,
 )
