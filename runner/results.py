@@ -218,7 +218,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 def check_run_dir(run_dir: Path) -> None:
     """What `evalsweep score` needs before it reads anything: a manifest and a results file."""
     if not run_dir.is_dir():
-        raise ConfigError(f"{run_dir}: no such run directory")
+        raise ConfigError(f"{run_dir}: not a run directory (no such directory)")
     read_manifest(run_dir)
     if not (run_dir / RESULTS).is_file():
         raise ConfigError(f"{run_dir}: no {RESULTS} (the run never wrote a row); run it first")

@@ -381,9 +381,12 @@ def account(run: RunCtx, sched: Scheduler) -> None:
     """The invariant, checked after a run that was neither stopped nor interrupted: every planned
     first-pass (model, item, sample) has a final row. One that has none (a bug of ours) gets an error
     row now, so the run says so (exit 3) and a rerun retries it, instead of it vanishing."""
+    short = [m for m in run.models if run.answered.get(m, 0) < run.stats[m].total]
+    if not short:
+        return
     _, final = index(run.writer.path)
-    for model in run.models:
-        stats = run.stats.setdefault(model, Stats())
+    for model in short:
+        stats = run.stats[model]
         for req in run.suite.build(run.spec):
             for s in range(req.sample, req.sample + req.decoding.n):
                 if row_identity(model, req.item, s, req.pass_) in final:

@@ -59,6 +59,9 @@ class RunCtx:
     """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
     lock: int = -1
     """The run directory's lock (runner.lock), held until the run ends."""
+    answered: dict[str, int] = field(default_factory=dict)
+    """Per model, first-pass identities with a final row (resumed or written now): the invariant's
+    cheap check (runner.run.account reads the file only when this falls short of the plan)."""
 
     @property
     def has_follow_up(self) -> bool:
@@ -188,6 +191,8 @@ class Scheduler:
                 todo.append(s)
             else:
                 stats.resumed += 1
+                if req.pass_ == "answer":
+                    run.answered[req.model] = run.answered.get(req.model, 0) + 1
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
         if todo:
@@ -420,6 +425,7 @@ class Scheduler:
             run.writer.write(row)
             if row["pass"] == "answer":
                 stats.done += 1
+                run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
             if row["cached"]:
                 stats.cached += 1
             if row["error"] is not None:

@@ -163,7 +163,7 @@ CASES: dict[str, tuple[Callable[[Path, MockServer], list[str]], str]] = {
         lambda t, m: _damaged_manifest(b"nope")(t, m)[:0] + ["score", str(t / "run")],
         "manifest.json: not valid JSON",
     ),
-    "score: not a directory": (lambda t, m: ["score", str(t / "missing")], "no such run directory"),
+    "score: not a directory": (lambda t, m: ["score", str(t / "missing")], "not a run directory (no such directory)"),
     "sweep: samples 0": (
         lambda t, m: ["sweep", str(_sweep(t, m, "samples = 0")), "--no-live"],
         "runs[0]: --samples: must be >= 1",
