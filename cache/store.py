@@ -19,7 +19,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +271,13 @@ def _decode(v: Any) -> Any:
         except orjson.JSONDecodeError:
             return None
     return v
+
+
+@contextmanager
+def probe(directory: Path | None) -> Iterator[Callable[[str], bool]]:
+    """`key in cache` for planning (`--dry-run`): no directory is made when there is none."""
+    if directory is None or not (Path(directory) / "cache.db").exists():
+        yield lambda key: False
+        return
+    with diskcache.Cache(str(directory)) as c:
+        yield c.__contains__

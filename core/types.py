@@ -31,6 +31,8 @@ class Completion:
     finish_reasons: list[str | None] = field(default_factory=list)
     cost_usd: float | None = None
     """Set by providers that know their own cost (sim); else the runner prices the usage."""
+    limits: dict[str, float] | None = None
+    """The answer's x-ratelimit-* limits (providers.http.parse_limits), learned by the lane."""
 
 
 class TextPart(BaseModel):

@@ -25,28 +25,39 @@ class ProviderError(Exception):
         retryable: bool = False,
         rate_limited: bool = False,
         retry_after: float | None = None,
+        quota: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.retryable = retryable or rate_limited
-        self.rate_limited = rate_limited
+        self.quota = quota
+        """The key has no credit left / billing / disabled: its lane stops, retrying cannot help."""
+        self.retryable = (retryable or rate_limited) and not quota
+        self.rate_limited = rate_limited and not quota
         self.retry_after = retry_after
+        self.limits: dict[str, float] | None = None
+        """The answer's x-ratelimit-* headers (providers.http), for the lane to learn from."""
 
     @property
     def kind(self) -> str:
+        if self.quota:
+            return "quota"
         if self.rate_limited:
             return "rate_limit"
         return "transient" if self.retryable else "fatal"
 
 
 def error_for_status(status: int, body: str, retry_after: float | None = None) -> ProviderError:
-    """Map an HTTP status to a retry class: 429/408/409/5xx retry; 400/401/403/404/422 never do."""
+    """Map an answer to a retry class by its meaning first, then its status: quota/billing/disabled
+    keys stop the lane (OpenAI sends insufficient_quota as a 429); overloaded (Anthropic 529) and
+    429/408/409/5xx retry; 400/401/403/404/422 never do."""
     snippet = " ".join(body.split())[:300]
+    if _QUOTA.search(body):
+        return ProviderError(f"HTTP {status} out of quota: {snippet}", status=status, quota=True)
     if status == 429:
         return ProviderError(
             f"HTTP 429 rate limited: {snippet}", status=status, rate_limited=True, retry_after=retry_after
         )
-    if status in (408, 409) or status >= 500:
+    if status in (408, 409) or status >= 500 or "overloaded_error" in body:
         return ProviderError(
             f"HTTP {status}: {snippet}", status=status, retryable=True, retry_after=retry_after
         )
@@ -92,6 +103,47 @@ def header_secrets(headers: dict[str, str]) -> list[str]:
         elif "key" in kl or "token" in kl or "secret" in kl:
             out.append(v)
     return out
+
+
+_QUOTA = re.compile(
+    r"insufficient_quota|billing_hard_limit|billing_not_active|credit balance is too low"
+    r"|account_deactivated|api key (?:is |has been )?disabled|key_disabled|exceeded your current quota",
+    re.IGNORECASE,
+)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: str) -> float | None:
+    """OpenAI's reset format (`6m0s`, `1s`, `20ms`, `1h2m3.5s`) or plain seconds, as seconds."""
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if not parts or "".join(a + u for a, u in parts) != value.replace(" ", ""):
+        return None
+    return sum(float(a) * _UNIT[u] for a, u in parts)
+
+
+def retry_after_of(headers: Any, limits: dict[str, float] | None) -> float | None:
+    """How long the server asked us to wait: Retry-After, else retry-after-ms, else the reset time
+    of the x-ratelimit budget that ran out (or the soonest reset when none says 0)."""
+    ra = parse_retry_after(headers.get("Retry-After"))
+    if ra is not None:
+        return ra
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    if not limits:
+        return None
+    resets = [(limits.get(f"remaining_{d}"), limits[f"reset_{d}"]) for d in ("requests", "tokens")
+              if f"reset_{d}" in limits]
+    empty = [r for rem, r in resets if rem == 0]
+    return max(empty) if empty else min((r for _, r in resets), default=None)
 
 
 def parse_retry_after(value: str | None) -> float | None:

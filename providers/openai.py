@@ -67,8 +67,10 @@ class OpenAIProvider:
         return await self.post(data, api_key, n)
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
-        raw = await http.post(self._get_session(), self.url, data, self._headers_for(api_key))
-        return parse_chat(raw, n)
+        raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))
+        comp = parse_chat(raw, n)
+        comp.limits = limits
+        return comp
 
 
 def parse_chat(raw: bytes, n: int = 1) -> Completion:

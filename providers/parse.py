@@ -58,9 +58,14 @@ def finish(v: Any, where: str) -> str | None:
     raise malformed(f"{where} is {type(v).__name__}")
 
 
-def checked(texts: list[str | None], reasons: list[str | None], ins: Any, outs: Any) -> Completion:
-    """The final check every provider's parse ends with: null text only with a reason that explains it."""
+def checked(
+    texts: list[str | None], reasons: list[str | None], ins: Any, outs: Any, seen: list[bool] | None = None
+) -> Completion:
+    """The final check every provider's parse ends with: null text only with a reason that explains it.
+    Choices not `seen` (a server that ignored `n`) stay (None, None) for the scheduler to send again."""
     for i, (t, r) in enumerate(zip(texts, reasons, strict=True)):
+        if seen is not None and not seen[i]:
+            continue
         if t is None and r not in NO_TEXT_OK:
             raise malformed(f"choice {i} has no text (finish_reason={r!r})")
     return Completion(
@@ -94,12 +99,12 @@ def openai_chat(body: Any, n: int) -> Completion:
         texts[idx] = content_text(msg.get("content"), f"choices[{i}].message.content")
         reasons[idx] = finish(ch.get("finish_reason"), f"choices[{i}].finish_reason")
         seen[idx] = True
-    if not all(seen):
+    if not any(seen):
         raise ProviderError(f"response has {len(choices)} choices, {n} requested", retryable=True)
     usage = body.get("usage")
     if not isinstance(usage, dict):
         usage = {}
-    return checked(texts, reasons, usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    return checked(texts, reasons, usage.get("prompt_tokens"), usage.get("completion_tokens"), seen)
 
 
 def anthropic_message(body: Any) -> Completion:

@@ -34,8 +34,11 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
         "--no-live", dest="live", action="store_false", help="plain log lines instead of the live view"
     )
     p.add_argument(
-        "--dry-run", action="store_true", help="print calls, estimated tokens and cost; send nothing"
+        "--dry-run",
+        action="store_true",
+        help="print the remaining calls (finished rows and cache hits skipped), tokens and cost; send nothing",
     )
+    p.add_argument("--no-score", action="store_true", help="do not score and report when the calls are done")
     p.add_argument(
         "--batch",
         choices=("off", "on", "auto"),
@@ -107,12 +110,11 @@ def cmd_run(argv: list[str]) -> int:
         limit=a.limit,
     )
     cfg = load_config(a.config)
-    plan = RunPlan(spec=spec, models=_models_arg(a.models), out=a.out)
+    out = a.out or Path("runs") / get_suite(a.suite).run_name(spec)
+    plan = RunPlan(spec=spec, models=_models_arg(a.models), out=out)
     if a.dry_run:
-        from runner.dryrun import dry_run
-
-        return dry_run([plan], cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer)
-    return execute(
+        return _dry_run([plan], cfg, a)
+    code = execute(
         [plan],
         cfg,
         command="evalsweep run " + shlex.join(argv),
@@ -125,6 +127,28 @@ def cmd_run(argv: list[str]) -> int:
         deadline_s=a.deadline,
         prefer=a.prefer,
     )
+    return _finish(code, [out], a.no_score)
+
+
+def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
+    """Plan what is left: the run directories' finished rows and the cache's answers are skipped."""
+    from cache.store import default_cache_dir
+    from runner.dryrun import dry_run
+
+    cache = None
+    if not (a.no_cache or a.refresh):
+        cache = a.cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
+    return dry_run(plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache)
+
+
+def _finish(code: int, run_dirs: list[Path], no_score: bool) -> int:
+    """Score and report a run or sweep that ran to its end (errors in rows included)."""
+    if no_score or code not in (EXIT_OK, EXIT_ROW_ERRORS):
+        return code
+    from runner.finish import report_dir_of, score_and_report
+
+    score_and_report(run_dirs, report_dir_of(run_dirs))
+    return code
 
 
 _RUN_KEYS = {"suite", "models", "samples", "temperature", "limit", "out"}
@@ -188,10 +212,8 @@ def cmd_sweep(argv: list[str]) -> int:
     if a.config:
         cfg = load_config(a.config)
     if a.dry_run:
-        from runner.dryrun import dry_run
-
-        return dry_run(plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer)
-    return execute(
+        return _dry_run(plans, cfg, a)
+    code = execute(
         plans,
         cfg,
         command="evalsweep sweep " + shlex.join(argv),
@@ -204,6 +226,7 @@ def cmd_sweep(argv: list[str]) -> int:
         deadline_s=a.deadline,
         prefer=a.prefer,
     )
+    return _finish(code, [p.out for p in plans if p.out is not None], a.no_score)
 
 
 def cmd_score(argv: list[str]) -> int:
@@ -331,9 +354,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("evalsweep").setLevel(logging.INFO)
+    if argv and argv[0] in ("--version", "-V"):
+        from runner import __version__
+
+        print(f"evalsweep {__version__}")
+        return EXIT_OK
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(
-            "usage: evalsweep {demo,run,sweep,score,report,models,cache} ...\n"
+            "usage: evalsweep {demo,run,sweep,score,report,models,cache} ... | --version\n"
             "  demo                     offline demo: sim/ models on bundled JEEBench, scored, reported\n"
             "  run SUITE --models a,b   run a suite (jeebench, marvel, m3gia, vrb, jsonl:PATH)\n"
             "  sweep SWEEP.toml         many runs in one scheduler\n"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.config import Config, Endpoint
+from runner.finish import score_and_report
 from runner.run import RunPlan, execute
-from runner.score import score_run
 from suites.base import RunSpec
 
 DEMO_MODELS = ["sim/frontier", "sim/strong", "sim/medium", "sim/open-large", "sim/weak"]
@@ -33,13 +33,7 @@ def demo(
     code = execute(plans, cfg, command=f"evalsweep demo --out {out}", cache_dir=out / "cache", live=live)
     if code not in (0, 3):
         return code
-    for p in plans:
-        assert p.out is not None
-        score_run(p.out)
-    from report import main as report_main
-
-    report_main([p.out for p in plans if p.out is not None], out / "report", None)
-    print(f"\nreport: {out / 'report' / 'index.html'}")
+    score_and_report([p.out for p in plans if p.out is not None], out / "report")
     return code
 
 

@@ -1,107 +1,221 @@
-"""`--dry-run`: what an overnight sweep will send and roughly cost, before a cent is spent."""
+"""`--dry-run`: what an overnight sweep still has to send and roughly cost, before a cent is spent.
+
+Plans the remaining work only: rows already finished in the run directory (what a rerun resumes) and
+answers already in the cache (what a rerun replays for free) are counted, not priced. Cost comes as
+expected (output tokens at this model's mean in the run so far, else half of max_tokens) and max (every
+call writes max_tokens). A model without a price adds "+ unknown for models X" to the totals instead of
+making them disappear.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from cache.key import cache_keys
+from cache.store import probe
+from core.types import row_identity
 from runner.config import Config
-from runner.pool import build_models, estimate_tokens
+from runner.pool import ModelEntry, build_models, estimate_tokens
+from runner.results import RESULTS, scan
 from suites.base import get_suite
 
+DEFAULT_MAX_TOKENS = 256
+"""What a request without max_tokens is priced at (the scheduler's estimate assumes the same)."""
 
-def estimate(
-    plans: list[Any], cfg: Config, batch: str = "off", deadline_s: float = 8 * 3600.0, prefer: str = "latency"
-) -> list[dict[str, Any]]:
-    from runner.batch.plan import batch_discount, decide, live_seconds
-    from runner.run import judges_of
 
-    models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
-    out = []
+@dataclass
+class Plan:
+    """The remaining first-pass work of one (run, model)."""
+
+    run: str
+    model: str
+    calls: int = 0
+    finished: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    max_output_tokens: int = 0
+    out_tokens_seen: list[int] = field(default_factory=lambda: [0, 0])
+    """[output tokens, successful rows] of this model in the run directory: the expected-output basis."""
+
+    def expected_output_tokens(self) -> float:
+        tokens, n = self.out_tokens_seen
+        if n:
+            return min(self.max_output_tokens, self.calls * tokens / n)
+        return 0.5 * self.max_output_tokens
+
+
+def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
+    """Identities with a successful row, and per model [output tokens, rows] of those rows."""
+    done: set[str] = set()
+    seen: dict[str, list[int]] = {}
+    if run_dir is None:
+        return done, seen
+    for _, r in scan(run_dir / RESULTS):
+        if r.get("error") is None:
+            done.add(row_identity(r["model"], r["item"], r["sample"], r["pass"]))
+            out = (r.get("usage") or {}).get("output_tokens")
+            if out is not None and r["pass"] == "answer":
+                s = seen.setdefault(r["model"], [0, 0])
+                s[0] += out
+                s[1] += 1
+    return done, seen
+
+
+def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callable[[str], bool]) -> list[Plan]:
+    """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits."""
+    out: list[Plan] = []
     for p in plans:
         suite = get_suite(p.spec.suite)
         if suite.check is not None:
             suite.check(p.spec)
-        calls = tin = tout = 0
+        done, seen = _finished(p.out)
+        name = suite.run_name(p.spec)
+        todo = {m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0])) for m in dict.fromkeys(p.models)}
         for r in suite.build(p.spec):
-            n = r.decoding.n
-            calls += n
-            est = estimate_tokens(r)
-            mx = r.decoding.max_tokens or 256
-            tin += (est - mx) * n
-            tout += mx * n
-        for name in p.models:
-            m = models[name]
-            cost = m.cost(tin, tout)
-            live_s = live_seconds(m, calls, tin / max(calls, 1), tout / max(calls, 1))
-            disc = batch_discount(m)
-            out.append(
-                {
-                    "run": suite.run_name(p.spec),
-                    "model": name,
-                    "calls": calls,
-                    "input_tokens": tin,
-                    "max_output_tokens": tout,
-                    "est_cost_usd_max": cost,
-                    "est_input_cost_usd": m.cost(tin, 0),
-                    "est_live_s": live_s,
-                    "batch_cost_usd_max": None if disc is None or cost is None else cost * (1 - disc),
-                    "batch_supported": disc is not None,
-                    "mode": "batch" if decide(m, batch, deadline_s, prefer, live_s) else "live",
-                }
-            )
+            mx = r.decoding.max_tokens or DEFAULT_MAX_TOKENS
+            tin = estimate_tokens(r) - mx
+            samples = range(r.sample, r.sample + r.decoding.n)
+            for model, plan in todo.items():
+                m = models[model]
+                left = [s for s in samples if row_identity(model, r.item, s, r.pass_) not in done]
+                plan.finished += len(samples) - len(left)
+                if left and m.provider_cacheable:
+                    keys = cache_keys(r, m.cache_id, m.cfg.params, left)
+                    hits = sum(map(in_cache, keys))
+                    plan.cached += hits
+                    n = len(left) - hits
+                else:
+                    n = len(left)
+                plan.calls += n
+                plan.input_tokens += tin * n
+                plan.max_output_tokens += mx * n
+        out.extend(todo.values())
     return out
 
 
+def estimate(
+    plans: list[Any],
+    cfg: Config,
+    batch: str = "off",
+    deadline_s: float = 8 * 3600.0,
+    prefer: str = "latency",
+    cache_dir: Path | None = None,
+) -> list[dict[str, Any]]:
+    """One dict per (run, model); `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
+    from runner.batch.plan import batch_discount, decide, live_seconds
+    from runner.run import judges_of
+
+    models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
+    with probe(cache_dir) as in_cache:
+        todo = remaining(plans, models, in_cache)
+    rows = []
+    for t in todo:
+        m = models[t.model]
+        exp_out = t.expected_output_tokens()
+        cost = m.cost(t.input_tokens, t.max_output_tokens)
+        live_s = live_seconds(
+            m, t.calls, t.input_tokens / max(t.calls, 1), t.max_output_tokens / max(t.calls, 1)
+        )
+        disc = batch_discount(m)
+        rows.append(
+            {
+                "run": t.run,
+                "model": t.model,
+                "calls": t.calls,
+                "finished": t.finished,
+                "cached": t.cached,
+                "input_tokens": t.input_tokens,
+                "max_output_tokens": t.max_output_tokens,
+                "est_cost_usd": m.cost(t.input_tokens, round(exp_out)),
+                "est_cost_usd_max": cost,
+                "est_input_cost_usd": m.cost(t.input_tokens, 0),
+                "est_live_s": live_s,
+                "batch_cost_usd_max": None if disc is None or cost is None else cost * (1 - disc),
+                "batch_supported": disc is not None,
+                "mode": "batch" if t.calls and decide(m, batch, deadline_s, prefer, live_s) else "live",
+            }
+        )
+    return rows
+
+
+def money(x: float | None) -> str:
+    """Dollars; sub-cent amounts keep two significant digits instead of showing $0.00."""
+    if x is None:
+        return "?"
+    return f"${x:,.2f}" if x >= 0.01 or x == 0 else f"${x:.2g}"
+
+
+def total_line(label: str, rows: list[dict[str, Any]], values: list[float | None]) -> str:
+    """`label: $X` with "+ unknown for models a, b" when some of them have no price."""
+    unknown = sorted({d["model"] for d, v in zip(rows, values, strict=True) if v is None and d["calls"]})
+    known = sum(v for v in values if v is not None)
+    text = f"{label}: {money(known)}"
+    if unknown:
+        text += f" + unknown for models {', '.join(unknown)} (set price_in/price_out in the config)"
+    return text
+
+
 def dry_run(
-    plans: list[Any], cfg: Config, batch: str = "off", deadline_s: float = 8 * 3600.0, prefer: str = "latency"
+    plans: list[Any],
+    cfg: Config,
+    batch: str = "off",
+    deadline_s: float = 8 * 3600.0,
+    prefer: str = "latency",
+    cache_dir: Path | None = None,
 ) -> int:
     from rich.table import Table
 
     from runner.batch.plan import BATCH_WALL, fmt_duration
     from runner.term import console
 
-    rows = estimate(plans, cfg, batch, deadline_s, prefer)
-    t = Table(title="dry run: first-pass calls (follow-up passes such as critique/judge come on top)")
+    rows = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir)
+    t = Table(
+        title="dry run: remaining first-pass calls (follow-up passes such as critique/judge come on top)"
+    )
     for c in (
         "run",
         "model",
-        "calls",
-        "input tokens (est)",
-        "output tokens (max)",
-        "input cost",
-        "cost (max)",
-        "live time",
-        "batch cost (max)",
-        "batch time",
+        "to do",
+        "done",
+        "cached",
+        "tokens in",
+        "out (max)",
+        "cost",
+        "max",
+        "live",
+        "batch max",
         "mode",
     ):
-        t.add_column(c)
-    money = lambda x: "?" if x is None else f"${x:,.2f}"  # noqa: E731
+        t.add_column(c, justify="left" if c in ("run", "model", "mode") else "right")
     for d in rows:
         t.add_row(
             d["run"],
             d["model"],
             f"{d['calls']:,}",
+            f"{d['finished']:,}",
+            f"{d['cached']:,}",
             f"{d['input_tokens']:,}",
             f"{d['max_output_tokens']:,}",
-            money(d["est_input_cost_usd"]),
+            money(d["est_cost_usd"]),
             money(d["est_cost_usd_max"]),
-            fmt_duration(d["est_live_s"]),
+            fmt_duration(d["est_live_s"]) if d["calls"] else "-",
             money(d["batch_cost_usd_max"]) if d["batch_supported"] else "-",
-            BATCH_WALL if d["batch_supported"] else "-",
             d["mode"],
         )
     console().print(t)
-    total = [d["est_cost_usd_max"] for d in rows]
-    if all(x is not None for x in total):
-        print(
-            f"total (max): ${sum(total):,.2f}; unknown prices show '?' (set price_in/price_out in the config)"
-        )
-    chosen = [d["batch_cost_usd_max"] if d["mode"] == "batch" else d["est_cost_usd_max"] for d in rows]
-    if any(d["mode"] == "batch" for d in rows) and all(x is not None for x in chosen):
-        print(f"total (max) with --batch {batch}: ${sum(chosen):,.2f}")
+    calls, finished, cached = (sum(d[k] for d in rows) for k in ("calls", "finished", "cached"))
+    print(f"remaining: {calls:,} calls ({finished:,} finished rows and {cached:,} cache hits skipped)")
+    print(total_line("total expected", rows, [d["est_cost_usd"] for d in rows]))
+    print(total_line("total max", rows, [d["est_cost_usd_max"] for d in rows]))
+    if any(d["mode"] == "batch" for d in rows):
+        chosen = [d["batch_cost_usd_max"] if d["mode"] == "batch" else d["est_cost_usd_max"] for d in rows]
+        print(total_line(f"total max with --batch {batch}", rows, chosen))
     print(
-        "live time: rough, from RPM/TPM/concurrency and ~1 s + output at 50 tok/s per call; "
-        "batches finish within 24 h, most within about an hour"
+        "cost: expected uses each model's mean output so far in this run (else half of max_tokens); "
+        "max assumes every call writes max_tokens. live time: rough, from RPM/TPM/concurrency and "
+        f"~1 s + output at 50 tok/s per call; batches: {BATCH_WALL}"
     )
     return 0

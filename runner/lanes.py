@@ -1,20 +1,48 @@
-"""A lane = one (endpoint, API key): its RPM/TPM pacing, concurrency cap, 429 back-off and retries.
+"""A lane = one (endpoint, API key): RPM/TPM pacing, a concurrency cap, 429 handling and retries.
 
-Pacing is smooth: providers enforce per-minute limits over short windows (60,000 RPM may mean 1,000
-per second), so a lane never admits more than a second's share of its limit in any second. aiolimiter's
-leaky bucket gives that when its burst capacity is small: in any window of T seconds it admits at most
-`capacity + rate*T`, so we set rate = limit/s - capacity. On repeated 429s the lane halves its rate
-and later recovers it step by step (AIMD), honouring Retry-After for the whole lane.
+Pacing is GCRA on absolute slots: admission k of a lane gets the slot `t0 + k/rate` (the "theoretical
+arrival time" advances by 1/rate per admission, never from the moment a late timer woke us), so timer
+lateness does not accumulate. A lane that fell behind (a slow callback, a GC pause) catches up on the
+slots it missed, up to `BURST_S` of them, spending the burst the provider's one-second window allows
+instead of throwing it away; a sliding log of the last second's admissions guarantees that no
+one-second window ever holds more than a second's share of the limit (providers enforce per-minute
+limits over short windows: 60,000 RPM may mean 1,000 per second). A fresh lane starts on its first
+slot, not with a burst: a burst of new connections arrives at the server spread out, and the
+window's first requests must not be the late ones.
+
+Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
+`x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when the provider
+says the key's budget is empty (`x-ratelimit-remaining-*: 0`). A lane whose recent attempts are mostly
+refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
+refused) and recovers additively while quiet (AIMD), so a storm of random 429s costs at most ~2x,
+never a stop per 429.
+Limits the provider reports (`x-ratelimit-limit-*`) are adopted when the config has none or a higher
+one. A quota/billing/disabled-key error stops the lane for good: the pool moves its calls elsewhere.
+
+The seam: all pacing *state* of a lane lives in a budget object, so another process-wide or
+cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implementing:
+
+    reserve(tokens) -> float     claim the next RPM slot (and `tokens` of TPM); seconds to wait for it
+    confirm() -> float           at the slot: 0 = admitted (recorded), else seconds to wait and re-confirm
+    reconcile(est, actual)       correct the TPM account once the real usage is known
+    pause(seconds)               nobody on this key is admitted before now + seconds (key exhausted)
+    set_limits(rpm, tpm)         the effective per-minute limits (config or provider), None = unlimited
+    factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
+    await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
+
+The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from aiolimiter import AsyncLimiter
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -27,23 +55,111 @@ from providers.base import ProviderError, scrub
 from runner.config import Endpoint
 
 T = TypeVar("T")
+log = logging.getLogger("evalsweep")
 
-SAFETY = 0.975  # pace below a limit: timer and network jitter must not tip us over it
+BURST_S = 0.25  # a lane catches up this much lateness at once (within the one-second window's share)
+WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
+MARGIN_S = 0.008  # ... measured at the server, after send jitter: keep the window this much wider
+MARGIN_MAX = 0.05  # a paced lane that still meets 429s widens it (a loaded machine jitters more)
+FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
+MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
+PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
 
 
-def smooth_limiter(per_minute: float) -> AsyncLimiter:
-    """A leaky bucket that admits at most per_minute/60 in any one-second window.
+class LocalBudget:
+    """One lane's pacing state in this process: GCRA slots, a 1 s window log, a concurrency lease."""
 
-    With capacity 1 admissions are spaced 1/rate apart, so a 1 s window holds at most `rate` of them:
-    pace at 97.5%, leaving ~25 ms a second for jitter. Above ~75/s a late timer wake-up would lose
-    its slot for good, so allow a burst of c = 2% of a second's share and pace at rate = 99% - c: any
-    window still holds <= c + rate.
-    """
-    limit = per_minute / 60.0
-    c = max(1, round(0.02 * limit))
-    if c == 1:
-        return AsyncLimiter(1, 1.0 / (limit * SAFETY))
-    return AsyncLimiter(c, c / (0.99 * limit - c))
+    def __init__(self, rpm: float | None, tpm: float | None, max_concurrency: int) -> None:
+        self.max_concurrency = max_concurrency
+        self.factor = 1.0
+        self.paused_until = 0.0
+        self._tat = 0.0  # next free request slot (monotonic seconds)
+        self._tok_tat = 0.0  # next free token slot
+        self._log: deque[float] = deque()
+        self.margin = MARGIN_S
+        self._used = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.probing = False
+        self.set_limits(rpm, tpm)
+
+    def set_limits(self, rpm: float | None, tpm: float | None) -> None:
+        self.rpm, self.tpm = rpm, tpm
+        self._rescale()
+
+    def set_factor(self, f: float) -> None:
+        self.factor = f
+        self._rescale()
+
+    def _rescale(self) -> None:
+        f = self.factor
+        self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
+        self._Tt = 60.0 / (self.tpm * f) if self.tpm else 0.0  # seconds per token
+        self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
+        cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
+        self._cap = 1 if self.probing else cap
+        self._wake()
+
+    def reserve(self, tokens: int) -> float:
+        now = time.monotonic()
+        if not self._tat:
+            self._tat = self._tok_tat = now  # start on the first slot, without a burst
+        slot = max(now - BURST_S, self.paused_until)
+        if self._T:
+            slot = max(slot, self._tat)
+            self._tat = slot + self._T
+        if self._Tt:
+            slot = max(slot, self._tok_tat)
+            self._tok_tat = slot + tokens * self._Tt
+        return slot - now
+
+    def confirm(self) -> float:
+        now = time.monotonic()
+        if now < self.paused_until:
+            return self.paused_until - now
+        if self._per_window:
+            log_ = self._log
+            span = WINDOW_S + self.margin
+            while log_ and now - log_[0] >= span:
+                log_.popleft()
+            if len(log_) >= self._per_window:
+                return log_[-self._per_window] + span - now
+            log_.append(now)
+        return 0.0
+
+    def reconcile(self, est: int, actual: int) -> None:
+        if self._Tt:
+            self._tok_tat += (actual - est) * self._Tt
+
+    def pause(self, seconds: float) -> None:
+        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+
+    async def acquire(self) -> None:
+        while self._used >= self._cap:
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._wake()  # pass on a wake-up we will not use
+                raise
+        self._used += 1
+
+    def release(self) -> None:
+        self._used -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        free = self._cap - self._used
+        while free > 0 and self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                free -= 1
+
+    def set_probing(self, on: bool) -> None:
+        self.probing = on
+        self._rescale()
 
 
 class Lane:
@@ -53,18 +169,20 @@ class Lane:
         self.api_key = api_key
         self.provider = provider
         self.max_concurrency = endpoint.max_concurrency
-        self.sem = asyncio.Semaphore(endpoint.max_concurrency)
+        self.budget = LocalBudget(endpoint.rpm, endpoint.tpm, endpoint.max_concurrency)
+        self.source = {"rpm": "config" if endpoint.rpm else None, "tpm": "config" if endpoint.tpm else None}
+        self.reported: dict[str, float] = {}
+        self._seen_limits: tuple[float | None, float | None] = (None, None)
+        if endpoint.kind in PROBE_KINDS and not (endpoint.rpm and endpoint.tpm):
+            self.budget.set_probing(True)  # the first answer tells us the key's limits (or that none come)
+        self.stopped: str | None = None
         self.in_flight = 0
-        self.factor = 1.0
-        self.paused_until = 0.0
-        self._last_cut = 0.0
-        self._episode = 0.0
-        self._last_429 = 0.0
-        self._last_raise = 0.0
-        self.token_debt = 0.0
+        self.queued = 0
+        self.admitted = 0
+        self._looked = self._started = (time.monotonic(), 0)
         self.rate_limited = 0
         self.retries = 0
-        self._build_limiters()
+        self._bucket = (0.0, 0, 0)  # (start, attempts, 429s) of the current one-second bucket
         self._retry_kw = dict(
             stop=stop_after_attempt(endpoint.max_attempts),
             retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
@@ -73,65 +191,161 @@ class Lane:
         # Full jitter: many lanes retrying at once do not stampede the provider together.
         self._backoff = wait_random_exponential(multiplier=endpoint.retry_initial_s, max=endpoint.retry_max_s)
 
-    def _build_limiters(self) -> None:
-        e = self.endpoint
-        self.rpm = smooth_limiter(e.rpm * self.factor) if e.rpm else None
-        if e.tpm:
-            per_s = e.tpm * self.factor / 60.0 * SAFETY
-            cap = max(1.0, per_s * 0.1)
-            self.tpm_cap = cap
-            self.tpm = (
-                AsyncLimiter(cap, cap / max(per_s - cap, 1e-9)) if per_s > cap else AsyncLimiter(cap, 60.0)
-            )
-        else:
-            self.tpm = None
+    # --- what the pool and the live view read ------------------------------------------------------
+
+    @property
+    def tpm(self) -> float | None:
+        return self.budget.tpm
+
+    @property
+    def rpm(self) -> float | None:
+        return self.budget.rpm
+
+    @property
+    def factor(self) -> float:
+        return self.budget.factor
 
     @property
     def load(self) -> float:
-        """How busy the lane is, for picking among a model's lanes (paused lanes last)."""
-        busy = self.in_flight / self.max_concurrency
-        return busy + (10.0 if self.paused_until > time.monotonic() else 0.0) + (1.0 - self.factor)
+        """How busy the lane is, for picking among a model's lanes (paused and slowed lanes last)."""
+        if self.stopped:
+            return math.inf
+        b = self.budget
+        busy = (self.in_flight + self.queued) / self.max_concurrency
+        return busy + (10.0 if b.paused_until > time.monotonic() else 0.0) + (1.0 - b.factor)
+
+    def describe(self, whole_run: bool = False) -> dict[str, Any]:
+        """Limit, its source and use (requests a minute, and that / rpm) since the last look (live
+        view) or over the whole run (manifest.json)."""
+        b = self.budget
+        now = time.monotonic()
+        t0, n0 = self._started if whole_run else self._looked
+        per_min = (self.admitted - n0) / max(now - t0, 1e-9) * 60.0 if self.admitted else 0.0
+        if not whole_run and now - t0 >= 5.0:
+            self._looked = (now, self.admitted)
+        return {
+            "lane": self.name,
+            "rpm": b.rpm,
+            "rpm_source": self.source["rpm"],
+            "tpm": b.tpm,
+            "tpm_source": self.source["tpm"],
+            "factor": round(b.factor, 3),
+            "rpm_used": round(per_min, 1),
+            "use": round(per_min / b.rpm, 3) if b.rpm else None,
+            "admitted": self.admitted,
+            "rate_limited": self.rate_limited,
+            "retries": self.retries,
+            "stopped": self.stopped,
+        }
+
+    # --- one attempt -----------------------------------------------------------------------------
 
     async def _admit(self, est_tokens: int) -> None:
-        wait = self.paused_until - time.monotonic()
-        while wait > 0:  # Retry-After applies to the whole lane
-            await asyncio.sleep(wait)
-            wait = self.paused_until - time.monotonic()
-        if self.rpm is not None:
-            await self.rpm.acquire()
-        if self.tpm is not None:
-            # Pay the estimate plus what earlier calls under-estimated (or minus what they over-
-            # estimated), in bucket-sized steps: a call bigger than a second's share just waits longer.
-            need = est_tokens + self.token_debt
-            self.token_debt = min(need, 0.0)
-            while need > 0:
-                take = min(need, self.tpm_cap)
-                await self.tpm.acquire(take)
-                need -= take
+        b = self.budget
+        wait = b.reserve(est_tokens)
+        while True:
+            if wait > 0:
+                await asyncio.sleep(wait)
+            wait = b.confirm()
+            if wait <= 0:
+                return
 
-    def _on_rate_limited(self, retry_after: float | None) -> None:
+    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, float]:
+        b = self.budget
+        self.queued += 1
+        try:
+            await b.acquire()
+        finally:
+            self.queued -= 1
+        try:
+            await self._admit(est_tokens)
+            if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
+                raise ProviderError(self.stopped, quota=True)
+            self.in_flight += 1
+            self.admitted += 1
+            t0 = time.perf_counter()
+            try:
+                result = await fn()
+            except ProviderError as e:
+                self._on_error(e)
+                raise
+            finally:
+                self.in_flight -= 1
+        finally:
+            b.release()
+        self._on_answer(getattr(result, "limits", None), False)
+        return result, time.perf_counter() - t0
+
+    def _on_error(self, e: ProviderError) -> None:
+        if e.quota:
+            self.stop(str(e))
+            return
+        if e.status is not None:  # the server answered: limits known (or known to be absent)
+            self._on_answer(e.limits, e.rate_limited)
+
+    def stop(self, reason: str) -> None:
+        if not self.stopped:
+            self.stopped = f"out of quota on {self.name}: {self.scrub(reason)[:200]}"
+            log.warning("lane %s stopped: %s", self.name, self.stopped)
+
+    def _on_answer(self, limits: dict[str, float] | None, limited: bool) -> None:
+        b = self.budget
+        if b.probing:
+            b.set_probing(False)
+        if limits:
+            self._learn(limits)
+        if limited:
+            self.rate_limited += 1
+            if b.rpm:  # paced at the limit and still refused: arrivals jitter more than we allowed
+                b.margin = min(MARGIN_MAX, b.margin + 0.004)
+        # AIMD over one-second buckets: when most of a second's attempts were 429s the limit is far
+        # below our rate: halve it; when 20-50% were, slow by 3/4 but not below FLOOR; recover by 0.1
+        # after each quiet second. A storm of random 429s (~30%, unrelated to our rate) thus costs at
+        # most 1/FLOOR; each refused request also waits what it was told.
         now = time.monotonic()
-        self.rate_limited += 1
-        if now - self._last_429 > 5.0:
-            self._episode = now  # a new run of 429s
-        self._last_429 = now
-        if retry_after:
-            self.paused_until = max(self.paused_until, now + retry_after)
-        # One burst of 429s (a server hiccup, jitter at the window edge) is answered by the pause
-        # alone; 429s that persist past a second mean the limit is really lower: halve the rate,
-        # at most once a second, for as long as they continue.
-        if now - self._episode >= 1.0 and now - self._last_cut > 1.0 and self.factor > 0.05:
-            self.factor = max(0.05, self.factor * 0.5)
-            self._last_cut = now
-            self._build_limiters()
+        start, tries, n429 = self._bucket
+        tries, n429 = tries + 1, n429 + limited
+        if now - start < 1.0:
+            self._bucket = (start, tries, n429)
+            return
+        self._bucket = (now, 0, 0)
+        if n429 >= 3 and n429 >= 0.5 * tries:  # most refused: we send well above the real limit
+            b.set_factor(max(MIN_FACTOR, b.factor * 0.5))
+        elif n429 >= 3 and n429 >= 0.2 * tries:
+            if b.factor > FLOOR:
+                b.set_factor(max(FLOOR, b.factor * 0.75))
+        elif n429 == 0:
+            if b.factor < 1.0:
+                b.set_factor(min(1.0, b.factor + 0.1))
+            b.margin = max(MARGIN_S, b.margin - 0.0005)
 
-    def _on_success(self) -> None:
-        if self.factor < 1.0:
-            now = time.monotonic()
-            if now - self._last_429 > 5.0 and now - self._last_raise > 1.0:  # additive recovery
-                self.factor = min(1.0, self.factor + 0.1)
-                self._last_raise = now
-                self._build_limiters()
+    def _learn(self, lim: dict[str, float]) -> None:
+        """Adopt the key's limits the provider reports; pause when it says the budget is empty."""
+        rpm, tpm = lim.get("limit_requests"), lim.get("limit_tokens")
+        if (rpm, tpm) != self._seen_limits:
+            self._seen_limits = (rpm, tpm)
+            self.reported = {k: v for k, v in (("rpm", rpm), ("tpm", tpm)) if v}
+            b, ep = self.budget, self.endpoint
+            new = {"rpm": b.rpm, "tpm": b.tpm}
+            for dim, rep, conf in (("rpm", rpm, ep.rpm), ("tpm", tpm, ep.tpm)):
+                if not rep:
+                    continue
+                if conf and conf > rep:
+                    log.warning(
+                        "lane %s: configured %s %g is above the %g the provider reports; pacing at %g",
+                        self.name, dim, conf, rep, rep,
+                    )
+                if not conf or conf > rep:
+                    new[dim], self.source[dim] = rep, "provider"
+            if (new["rpm"], new["tpm"]) != (b.rpm, b.tpm):
+                b.set_limits(new["rpm"], new["tpm"])
+        for dim in ("requests", "tokens"):
+            reset = lim.get(f"reset_{dim}")
+            if lim.get(f"remaining_{dim}") == 0 and reset:
+                per = 60.0 / rpm if dim == "requests" and rpm else 1.0
+                self.budget.pause(min(reset, per))
+
+    # --- retries ---------------------------------------------------------------------------------
 
     def _wait(self, state: RetryCallState) -> float:
         backoff = self._backoff(state)
@@ -139,22 +353,6 @@ class Lane:
         if isinstance(exc, ProviderError) and exc.retry_after is not None:
             return max(backoff, exc.retry_after)
         return backoff
-
-    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, float]:
-        async with self.sem:
-            await self._admit(est_tokens)
-            self.in_flight += 1
-            t0 = time.perf_counter()
-            try:
-                result = await fn()
-            except ProviderError as e:
-                if e.rate_limited:
-                    self._on_rate_limited(e.retry_after)
-                raise
-            finally:
-                self.in_flight -= 1
-        self._on_success()
-        return result, time.perf_counter() - t0
 
     async def call(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, int, float]:
         """Run `fn` under the lane's limits with retries; returns (result, attempts, latency_s).
@@ -191,5 +389,5 @@ class Lane:
 
     def reconcile(self, est_tokens: int, actual_tokens: int | None) -> None:
         """Correct the TPM account once the real usage is known (debt or credit for the next call)."""
-        if self.tpm is not None and actual_tokens is not None:
-            self.token_debt += actual_tokens - est_tokens
+        if actual_tokens is not None:
+            self.budget.reconcile(est_tokens, actual_tokens)

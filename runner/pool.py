@@ -6,6 +6,7 @@ clear error before anything is sent.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,8 @@ from core.types import Request, text_of
 from providers.pricing import cost_usd, list_prices
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
 from runner.lanes import Lane
+
+log = logging.getLogger("evalsweep")
 
 
 @dataclass
@@ -148,6 +151,32 @@ async def close_models(models: dict[str, ModelEntry]) -> None:
             if id(lane.provider) not in seen:
                 seen.add(id(lane.provider))
                 await lane.provider.close()
+
+
+def lane_report(models: dict[str, ModelEntry], names: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each model's lanes: limit, its source (config or provider) and use (manifest.json, live view)."""
+    return {n: [ln.describe(whole_run=True) for ln in models[n].lanes] for n in names if n in models}
+
+
+def pick_lane(m: ModelEntry) -> Lane | None:
+    """The model's least busy lane that still has quota; None when every key is out of quota."""
+    lane = min(m.lanes, key=lambda ln: ln.load)
+    return None if lane.stopped else lane
+
+
+def note_ignored_n(m: ModelEntry, lane: Lane, got: int, n: int) -> None:
+    """A server answered `n` samples with fewer choices (llama.cpp, Ollama): the scheduler sends the
+    missing ones as separate calls, and from now on samples go one by one to this endpoint (unless
+    its config insists on `supports_n = true`). Logged once per endpoint."""
+    p, insist = lane.provider, lane.endpoint.supports_n
+    if not getattr(p, "ignores_n", False):
+        p.ignores_n = True
+        log.warning(
+            "endpoint %s returned %d choice(s) for n=%d: it ignores `n`; missing samples go as separate "
+            "calls%s", lane.endpoint.name, got, n, "" if insist else " (set supports_n = false to skip this)",
+        )
+    if not insist:
+        p.supports_n = m.supports_n = False
 
 
 def estimate_tokens(req: Request) -> int:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from runner.scheduler import RunCtx, Stats
@@ -104,26 +105,59 @@ def _table(runs: list[RunCtx]) -> Any:
     return t
 
 
-async def watch(runs: list[RunCtx], *, live: bool | None = None, every_s: float = 10.0) -> None:
-    """Until cancelled: refresh the live view (TTY) or log a line per model every `every_s`."""
+def _lanes_table(lanes: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title="lanes", expand=False)
+    for col in ("lane", "limit", "source", "use", "429s", "factor", "state"):
+        t.add_column(col, justify="left" if col in ("lane", "source", "state") else "right")
+    for d in lanes:
+        t.add_row(*_lane_cells(d))
+    return t
+
+
+def _lane_cells(d: dict[str, Any]) -> list[str]:
+    lim = " ".join(f"{d[k]:g} {k}" for k in ("rpm", "tpm") if d[k]) or "none"
+    src = "/".join(sorted({d[f"{k}_source"] for k in ("rpm", "tpm") if d[k]})) or "-"
+    use = f"{d['rpm_used']:.0f}/min" + (f" ({d['use']:.0%})" if d["use"] is not None else "")
+    state = d["stopped"] or ("slowed" if d["factor"] < 1 else "ok")
+    return [d["lane"], lim, src, use, str(d["rate_limited"]), f"{d['factor']:.2f}", state]
+
+
+async def watch(
+    runs: list[RunCtx],
+    *,
+    live: bool | None = None,
+    every_s: float = 10.0,
+    lanes: Callable[[], list[dict[str, Any]]] | None = None,
+) -> None:
+    """Until cancelled: refresh the live view (TTY) or log a line per model every `every_s`; with
+    `lanes`, also each lane's limit, its source and use."""
+    lanes = lanes or list
     live = sys.stderr.isatty() if live is None else live
     if live:
-        from rich.console import Console
+        from rich.console import Console, Group
         from rich.live import Live
 
-        with Live(_table(runs), console=Console(stderr=True), refresh_per_second=2, transient=False) as lv:
+        def view() -> Any:
+            ls = lanes()
+            return Group(_table(runs), _lanes_table(ls)) if ls else _table(runs)
+
+        with Live(view(), console=Console(stderr=True), refresh_per_second=2, transient=False) as lv:
             try:
                 while True:
                     await asyncio.sleep(0.5)
-                    lv.update(_table(runs))
+                    lv.update(view())
             finally:
-                lv.update(_table(runs))
+                lv.update(view())
     else:
         try:
             while True:
                 await asyncio.sleep(every_s)
                 for d in snapshot(runs):
                     log.info(_line(d))
+                for ln in lanes():
+                    log.info("lane %s", " ".join(_lane_cells(ln)))
         finally:
             for d in snapshot(runs):
                 log.info(_line(d))

@@ -21,6 +21,7 @@ import orjson
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
+from runner import __version__ as VERSION
 from runner import progress
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
@@ -29,13 +30,12 @@ from runner.batch.plan import choose
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError
 from runner.lock import lock_run_dir, unlock
-from runner.pool import ModelEntry, build_models, close_models
+from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")
-VERSION = "0.1.0"
 
 
 @dataclass
@@ -284,7 +284,10 @@ async def _main(
             loop.add_signal_handler(sig, on_sigint)
         except (NotImplementedError, RuntimeError):
             pass
-    watcher = asyncio.create_task(progress.watch(runs, live=live))
+    lanes = [ln for m in models.values() for ln in m.lanes if ln.endpoint.kind not in ("sim", "replay")]
+    watcher = asyncio.create_task(
+        progress.watch(runs, live=live, lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)])
+    )
     t0 = time.monotonic()
     try:
         await sched.run(runs)
@@ -335,6 +338,7 @@ async def _main(
         else:
             man.pop("abort_reason", None)
             man.pop("unsaved_rows", None)
+        man["lanes"] = lane_report(models, r.models)
         if batch_why:
             man["batch"] = batch_why
         write_manifest(man_path, man)

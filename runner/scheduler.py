@@ -20,7 +20,8 @@ from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
 from providers.base import Completion, ProviderError
-from runner.pool import ModelEntry
+from runner.lanes import Lane
+from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.results import ResultsWriter, read_at
 from suites.base import RunSpec, Suite, _no_follow_up
 
@@ -29,7 +30,10 @@ log = logging.getLogger("evalsweep")
 
 @dataclass
 class Stats:
-    """Live counters for one (run, model); read by the progress view, never on a lock."""
+    """Live counters for one (run, model); read by the progress view, never on a lock.
+
+    `total`, `done`, `resumed` and `cached` count first-pass answers (so done + resumed <= total on
+    any resume); errors, tokens and cost count every call, follow-up passes included."""
 
     total: int = 0
     done: int = 0
@@ -190,8 +194,8 @@ class Scheduler:
             if off is None:
                 todo.append(s)
             else:
-                stats.resumed += 1
-                if req.pass_ == "answer":
+                if req.pass_ == "answer":  # progress counts first-pass answers, as `total` does
+                    stats.resumed += 1
                     run.answered[req.model] = run.answered.get(req.model, 0) + 1
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
@@ -277,7 +281,11 @@ class Scheduler:
         breaker = self.breakers[m.cfg.name]
         if breaker.open:
             return [self._error_row(req, s, keys[s], breaker.reason(m.cfg.name), "skipped") for s in group]
-        lane = min(m.lanes, key=lambda ln: ln.load)
+        lane = pick_lane(m)
+        if lane is None:  # every key of this model is out of quota: error rows, and the breaker opens
+            breaker.failures = max(breaker.failures, breaker.threshold)
+            breaker.last_error = m.lanes[0].stopped or "out of quota"
+            return [self._error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
         n, start = len(group), group[0]
         est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
         tpm = lane.endpoint.tpm
@@ -296,6 +304,8 @@ class Scheduler:
         except _BreakerOpen as e:
             return [self._error_row(req, s, keys[s], str(e), "skipped") for s in group]
         except ProviderError as e:
+            if e.quota:  # the lane stopped itself: the model's other keys take its calls
+                return await self._send(req, m, group, keys)
             breaker.failures += 1
             breaker.last_error = lane.scrub(str(e))[:200]
             if breaker.failures == breaker.threshold:
@@ -313,10 +323,51 @@ class Scheduler:
         try:
             if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
                 comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]
+            got = (
+                len(comp.texts)
+                if n == 1
+                else sum(
+                    t is not None or r is not None
+                    for t, r in zip(comp.texts, comp.finish_reasons, strict=False)
+                )
+            )
+            if got < n:  # the server ignored `n`: keep what came back, send the rest one by one
+                return await self._refill(req, m, lane, comp, group, keys, attempts, latency)
             return self._rows_from(req, m, comp, group, keys, attempts, latency, lane.name)
+        except asyncio.CancelledError:
+            raise
         except Exception as e:  # a provider that slipped an ill-typed completion past its parse
             msg = lane.scrub(f"malformed completion: {type(e).__name__}: {e}")
             return [self._error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
+
+    async def _refill(
+        self,
+        req: Request,
+        m: ModelEntry,
+        lane: Lane,
+        comp: Completion,
+        group: list[int],
+        keys: dict[int, str],
+        attempts: int,
+        latency: float,
+    ) -> list[Row]:
+        kept = [
+            i
+            for i, (t, r) in enumerate(zip(comp.texts, comp.finish_reasons, strict=False))
+            if t is not None or r is not None
+        ]
+        note_ignored_n(m, lane, len(kept), len(group))
+        part = Completion(
+            [comp.texts[i] for i in kept],
+            comp.input_tokens,
+            comp.output_tokens,
+            [comp.finish_reasons[i] for i in kept],
+        )
+        rows = self._rows_from(req, m, part, [group[i] for i in kept], keys, attempts, latency, lane.name)
+        rest = [s for i, s in enumerate(group) if i not in kept]
+        for more in await asyncio.gather(*(self._send(req, m, [s], keys) for s in rest)):
+            rows.extend(more)
+        return rows
 
     # --- rows ------------------------------------------------------------------------------------
 
@@ -423,11 +474,10 @@ class Scheduler:
     def _emit(self, run: RunCtx, stats: Stats, rows: list[Row]) -> list[Row]:
         for row in rows:
             run.writer.write(row)
-            if row["pass"] == "answer":
+            if row["pass"] == "answer":  # progress counts first-pass answers, as `total` does
                 stats.done += 1
                 run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
-            if row["cached"]:
-                stats.cached += 1
+            stats.cached += row["cached"]
             if row["error"] is not None:
                 if row.get("error_kind") == "skipped":
                     stats.skipped += 1

@@ -1,19 +1,35 @@
 """The scoring stage: results.jsonl → the suite's scorer → scored.jsonl, scores.json, printed tables.
 
-Re-runnable at any time (a new extractor, a fixed metric) without a single API call.
+Re-runnable at any time (a new extractor, a fixed metric) without a single API call. Rows stream from
+results.jsonl through the suite's scorer; scored rows are written to scored.jsonl as they are made
+(into a temp file renamed at the end, so a kill never leaves a partial file beside scores.json).
+
+Coverage (scores.json, per model): `n_planned` is the number of first-pass (answer) calls the run's
+plan holds per model — the suite's `count`, else its `build`, for the run's own settings and `--limit`
+(the same figure the runner's progress counts to). `n_errors` counts the planned calls whose final row
+is an error (skipped rows included) or whose LLM-judge extraction failed, `n_scored` those answered and
+scored, and `coverage = n_scored / n_planned`; calls never made are in neither count.
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from core.types import Row
 from runner.config import ConfigError
 from runner.results import RESULTS, final_rows
 from runner.run import write_json
-from suites.base import RunSpec, Table, get_suite
+from suites.base import RunSpec, Sink, Suite, SuiteError, Table, get_suite
+
+COVERAGE_KEYS = ("n_planned", "n_scored", "n_errors", "coverage")
+JUDGE_PASSES = ("judge", "critique-judge")
+"""Extraction passes: when one failed, its sample was never read (not scored)."""
 
 
 def load_spec(run_dir: Path) -> RunSpec:
@@ -30,18 +46,85 @@ def load_spec(run_dir: Path) -> RunSpec:
     )
 
 
+def _manifest_models(run_dir: Path) -> list[str]:
+    try:
+        return list(orjson.loads((run_dir / "manifest.json").read_bytes()).get("models") or [])
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return []
+
+
+class Coverage:
+    """Per model, counted off the row stream on its way to the scorer: planned calls answered, and failed
+    (the answer call's final row is an error, or an LLM-judge pass its extraction needed failed, so it
+    was never read). Rows come sorted, so each (model, item, sample) is one run of rows."""
+
+    def __init__(self) -> None:
+        self.ok: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+
+    def watch(self, rows: Iterable[Row]) -> Iterator[Row]:
+        unit: tuple[str, str, int] | None = None
+        answered = failed = False
+        for r in rows:
+            key = (r["model"], r["item"], r.get("sample", 0))
+            if key != unit:
+                if unit is not None and answered:
+                    (self.errors if failed else self.ok)[unit[0]] += 1
+                unit, answered, failed = key, False, False
+            p = r.get("pass", "answer")
+            if p == "answer":
+                answered, failed = True, failed or bool(r.get("error"))
+            elif p in JUDGE_PASSES and r.get("error"):
+                failed = True
+            yield r
+        if unit is not None and answered:
+            (self.errors if failed else self.ok)[unit[0]] += 1
+
+    def fields(self, model: str, planned: int | None) -> dict[str, Any]:
+        scored, errors = self.ok[model], self.errors[model]
+        n = max(planned if planned is not None else 0, scored + errors)
+        return {"n_planned": n, "n_scored": scored, "n_errors": errors, "coverage": scored / n if n else None}
+
+
+def planned_calls(suite: Suite, spec: RunSpec) -> int | None:
+    """First-pass calls per model the run planned (samples included), or None if the plan cannot be
+    rebuilt (then n_planned falls back to the rows present)."""
+    try:
+        if suite.count is not None:
+            return suite.count(spec)
+        return sum(r.decoding.n for r in suite.build(spec))
+    except (SuiteError, OSError):
+        return None
+
+
 def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     spec = load_spec(run_dir)
     suite = get_suite(spec.suite)
-    report = suite.score(final_rows(run_dir / RESULTS), spec, run_dir)
-    with (run_dir / "scored.jsonl").open("wb") as f:
-        for row in report.scored:
-            f.write(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    cov = Coverage()
+    out, tmp = run_dir / "scored.jsonl", run_dir / "scored.jsonl.tmp"
+    opt = orjson.OPT_SERIALIZE_NUMPY
+    try:
+        with tmp.open("wb", buffering=1 << 20) as f:
+            sink = Sink(lambda row: f.write(orjson.dumps(row, option=opt) + b"\n"))
+            report = suite.score(cov.watch(final_rows(run_dir / RESULTS)), spec, run_dir, sink)
+            for row in report.scored if sink.n == 0 else ():  # a scorer that returned its rows instead
+                f.write(orjson.dumps(row, option=opt) + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    planned = planned_calls(suite, spec)
+    for m, s in report.models.items():
+        s.update(cov.fields(m, planned))
     scores = {"suite": spec.suite, "headline": suite.headline, "models": report.models, **report.extra}
+    absent = [m for m in _manifest_models(run_dir) if m not in report.models]
+    if absent:
+        scores["unscored_models"] = {m: cov.fields(m, planned) for m in absent}
     write_json(run_dir / "scores.json", _plain(scores))
     if not quiet:
-        print_tables(report.tables)
-        print(f"wrote {run_dir / 'scores.json'} and {run_dir / 'scored.jsonl'}")
+        print_tables(report.tables, {m: s for m, s in report.models.items()})
+        print(f"wrote {run_dir / 'scores.json'} and {out}")
     return scores
 
 
@@ -50,26 +133,12 @@ def _plain(x: Any) -> Any:
     return orjson.loads(orjson.dumps(x, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS))
 
 
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.0f}" if v.is_integer() and abs(v) >= 2 else f"{v:.3f}"
-    if isinstance(v, list | tuple) and v and all(isinstance(x, float) for x in v):
-        return "[" + ", ".join(f"{x:.3f}" for x in v) + "]"
-    return str(v)
-
-
-def print_tables(tables: list[Table]) -> None:
-    from rich.table import Table as RichTable
-
+def print_tables(tables: list[Table], models: dict[str, dict[str, Any]] | None = None) -> None:
+    """Each table fitted to the terminal (runner.term.fit), models below full coverage marked."""
     from runner.term import console as make_console
+    from runner.term import render
 
     console = make_console()
     for t in tables:
-        rt = RichTable(title=t.title, caption=t.note or None)
-        for c in t.columns:
-            rt.add_column(str(c))
-        for r in t.rows:
-            rt.add_row(*(_cell(v) for v in r))
-        console.print(rt)
+        for rt in render(t, console.width, models or {}):
+            console.print(rt)

@@ -1,14 +1,138 @@
-"""One rich Console policy: the terminal's width on a TTY, wide enough for whole tables in logs."""
+"""One rich Console policy (the terminal's width on a TTY, `$COLUMNS` or 200 columns elsewhere) and the
+score tables fitted to it: a table wider than the console is wrapped into panels that each repeat the
+row label (the model), the headline columns always in the first one, so no cell is ever cut."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Console
+from rich.table import Table as RichTable
+
+from suites.base import Table
+
+LOG_WIDTH = 200
+LABEL_MAX = 28
+"""A row label wider than this folds onto two lines when the table would not fit otherwise."""
+PROSE_MAX = 24
+"""A text column (cells with spaces) wider than this wraps when the table would not fit otherwise."""
+HEADLINES = ("overall", "accuracy", "pattern", "avr", "95% CI", "ci95")
+"""Columns kept beside the label when a table names no `key` columns itself."""
+MARK = "*"
 
 
 def console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
         return Console(stderr=stderr)
-    return Console(stderr=stderr, width=200)
+    cols = os.environ.get("COLUMNS", "")
+    return Console(stderr=stderr, width=int(cols) if cols.isdigit() and int(cols) > 0 else LOG_WIDTH)
+
+
+def cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.0f}" if v.is_integer() and abs(v) >= 2 else f"{v:.3f}"
+    if isinstance(v, list | tuple) and v and all(isinstance(x, float) for x in v):
+        return "[" + ", ".join(f"{x:.3f}" for x in v) + "]"
+    return str(v)
+
+
+def _partial(models: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {
+        m: s for m, s in models.items() if isinstance(s.get("coverage"), float | int) and s["coverage"] < 1
+    }
+
+
+def _mark(label: str, partial: Mapping[str, Any]) -> str:
+    for m in partial:
+        if label == m or label.startswith(m + " "):
+            return label.replace(m, m + MARK, 1)
+    return label
+
+
+def coverage_note(partial: Mapping[str, Mapping[str, Any]]) -> str:
+    """`* below full coverage: m 412/515 answered (80%), 103 errors` for the models marked."""
+    parts = [
+        f"{m} {s['n_scored']}/{s['n_planned']} answered ({100 * s['coverage']:.0f}%), {s['n_errors']} errors"
+        for m, s in partial.items()
+    ]
+    return f"{MARK} below full coverage, metrics over answered items: " + "; ".join(parts)
+
+
+def _panels(widths: list[int], keep: list[int], width: int) -> list[list[int]]:
+    """Column indices per panel, the label (index 0) in each: the `keep` columns in the first panel,
+    every other column in the first panel it fits in (first fit), each panel in the table's order."""
+
+    def cost(cols: list[int]) -> int:
+        return 1 + sum(widths[c] + 3 for c in cols)
+
+    panels = [[0, *keep]]
+    for c in range(1, len(widths)):
+        if c in keep:
+            continue
+        for p in panels:
+            if cost([*p, c]) <= width:
+                p.append(c)
+                break
+        else:
+            panels.append([0, c])
+    return [sorted(p) for p in panels]
+
+
+def render(t: Table, width: int, models: Mapping[str, Mapping[str, Any]] | None = None) -> list[RichTable]:
+    """The table as one or more rich tables no wider than `width`; models below full coverage marked.
+
+    Too wide: columns holding one value in every row move into the note, prose columns wrap at
+    `PROSE_MAX`, a long row label folds at `LABEL_MAX`, and what still does not fit goes on into
+    further panels that repeat the label; numbers are never wrapped or cut."""
+    partial = _partial(models or {})
+    rows = [[cell(v) for v in r] for r in t.rows]
+    cols = [str(c) for c in t.columns]
+    marked: dict[str, Mapping[str, Any]] = {}
+    if partial and cols and cols[0] in ("model", "model (judge)"):
+        rows = [[_mark(r[0], partial), *r[1:]] for r in rows]
+        marked = {m: s for m, s in partial.items() if any(r[0].startswith(m + MARK) for r in rows)}
+    notes = [t.note] if t.note else []
+    names = t.key or tuple(c for c in cols[1:] if c in HEADLINES)
+
+    def natural(i: int) -> int:
+        return max([0, *map(len, cols[i].split()), *(len(r[i]) for r in rows)])
+
+    widths = [natural(i) for i in range(len(cols))]
+    if cols and 1 + sum(w + 3 for w in widths) > width and len(rows) > 1:
+        const = [i for i in range(1, len(cols)) if cols[i] not in names and len({r[i] for r in rows}) == 1]
+        if const:
+            notes.insert(0, "in every row: " + ", ".join(f"{cols[i]} {rows[0][i]}" for i in const))
+            cols = [c for i, c in enumerate(cols) if i not in const]
+            rows = [[v for i, v in enumerate(r) if i not in const] for r in rows]
+            widths = [w for i, w in enumerate(widths) if i not in const]
+    wrap = set()
+    if cols and 1 + sum(w + 3 for w in widths) > width:
+        for i in range(len(cols)):
+            cap = LABEL_MAX if i == 0 else PROSE_MAX
+            if widths[i] > cap and (i == 0 or any(" " in r[i] for r in rows)):
+                widths[i] = cap
+                wrap.add(i)
+    keep = [i for i, c in enumerate(cols) if i > 0 and c in names]
+    panels = _panels(widths, keep, width) if cols else [[]]
+    if marked:
+        notes.append(coverage_note(marked))
+    note = "; ".join(notes)
+    out = []
+    for k, idx in enumerate(panels):
+        title = t.title if k == 0 else f"{t.title} ({k + 1}/{len(panels)})"
+        rt = RichTable(title=title, caption=(note or None) if k == len(panels) - 1 else None)
+        for i in idx:
+            if i in wrap:
+                rt.add_column(cols[i], overflow="fold", max_width=widths[i])
+            else:
+                rt.add_column(cols[i], no_wrap=i > 0, min_width=min(widths[i], width - 4))
+        for r in rows:
+            rt.add_row(*(r[i] for i in idx))
+        out.append(rt)
+    return out

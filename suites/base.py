@@ -3,15 +3,21 @@
 A suite knows its benchmark (load → prompt → extract → score → aggregate) and nothing of HTTP.
 The runner calls `build` lazily per model, `follow_up` on every finished row (second passes:
 self-critique, LLM-judge extraction), and `score` on the deduplicated rows of a run directory.
+
+Scoring streams: `score(rows, spec, run_dir, sink)` reads `rows` once, in (model, item, sample, pass)
+order (`group_rows` / `by_model` walk them one (model, item) group / one model at a time), hands each
+scored row to `sink` as soon as it is made (the runner writes it to scored.jsonl at once) and keeps
+only per-model aggregates. A failed call is not a wrong answer: its scored row has `score: None` and
+the row's `error_kind`, and every metric is computed over the answered items.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from core.types import Request, Row
@@ -46,16 +52,32 @@ class Table:
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
+    key: tuple[str, ...] = ()
+    """Headline columns: kept beside the row label when the terminal is too narrow for the whole table."""
+
+
+class Sink:
+    """Where a scorer puts its scored rows: `write` (the runner: scored.jsonl, written as it goes), or
+    kept in `rows` when there is no writer (tests, small callers)."""
+
+    def __init__(self, write: Callable[[Row], None] | None = None) -> None:
+        self.rows: list[Row] = []
+        self._write = write if write is not None else self.rows.append
+        self.n = 0
+
+    def __call__(self, row: Row) -> None:
+        self._write(row)
+        self.n += 1
 
 
 @dataclass
 class ScoreReport:
     """What a suite's scorer returns. `models` becomes scores.json's `models`; `extra` is merged into
-    scores.json's top level; `scored` are the scored.jsonl rows (one per model and item: `model, item,
-    extracted, gold, score` plus suite fields)."""
+    scores.json's top level; `scored` are the scored.jsonl rows the sink kept (empty when they went to
+    a file: one per model and item: `model, item, extracted, gold, score` plus suite fields)."""
 
     models: dict[str, dict[str, Any]]
-    scored: list[Row]
+    scored: list[Row] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -78,8 +100,9 @@ class Suite:
     name: str
     build: Callable[[RunSpec], Iterable[Request]]
     """Model-agnostic first-pass requests (model left ""), lazily; the runner fills in each model."""
-    score: Callable[[Iterable[Row], RunSpec, Path], ScoreReport]
-    """Rows are the run's successful-or-final rows, one per (model, item, sample, pass)."""
+    score: Callable[..., ScoreReport]
+    """`score(rows, spec, run_dir, sink=None)`: rows are the run's final rows, one per (model, item,
+    sample, pass), sorted; scored rows go to `sink` (a new `Sink()` when None) as they are made."""
     follow_up: Callable[[Request, Row, RunSpec], list[Request]] = _no_follow_up
     """Requests to make once `row` (the answer to `req`, one sample) is in; [] when the item is done.
     Rows with an `error` are passed too, so a suite can decide (usually: no follow-up)."""
@@ -116,7 +139,9 @@ class Truncation:
             yield r
 
 
-def with_protocol(report: ScoreReport, deviations: list[str], truncation: Truncation | None = None) -> ScoreReport:
+def with_protocol(
+    report: ScoreReport, deviations: list[str], truncation: Truncation | None = None
+) -> ScoreReport:
     """Record `deviations` in scores.json (`protocol: {"protocol": paper|custom, "deviations": [...]}`) and
     show them under every table, next to the numbers. With `truncation`: each model's `truncated` answers
     and `truncation_rate` (finish_reason length), and a table when any answer was cut."""
@@ -130,7 +155,10 @@ def with_protocol(report: ScoreReport, deviations: list[str], truncation: Trunca
                 Table(
                     title="answers cut by the token limit (finish_reason length)",
                     columns=["model", "answers", "truncated", "rate"],
-                    rows=[[m, truncation.calls[m], s["truncated"], s["truncation_rate"]] for m, s in report.models.items()],
+                    rows=[
+                        [m, truncation.calls[m], s["truncated"], s["truncation_rate"]]
+                        for m, s in report.models.items()
+                    ],
                     note="A cut answer usually lacks its final line; raise max_tokens (config `max_output_tokens`).",
                 )
             )
@@ -179,9 +207,47 @@ def judge_request(req: Request, row: Row, judge: str, instruction: str, sim: dic
     )
 
 
+def _model_item(r: Row) -> tuple[str, str]:
+    return r["model"], r["item"]
+
+
 def group_rows(rows: Iterable[Row]) -> Iterator[tuple[tuple[str, str], list[Row]]]:
-    """Group rows by (model, item), in first-seen order (samples and passes together)."""
-    groups: dict[tuple[str, str], list[Row]] = {}
-    for r in rows:
-        groups.setdefault((r["model"], r["item"]), []).append(r)
-    yield from groups.items()
+    """Group rows by (model, item), samples and passes together, holding one group at a time.
+
+    The runner's rows come sorted (`runner.results.final_rows`); a list (tests, small callers) is
+    sorted here first, stably, so its groups come out whole in (model, item) order too."""
+    if isinstance(rows, list):
+        rows = sorted(rows, key=_model_item)
+    for key, grp in itertools.groupby(rows, key=_model_item):
+        yield key, list(grp)
+
+
+def by_model(rows: Iterable[Row]) -> Iterator[tuple[str, Iterator[tuple[str, list[Row]]]]]:
+    """(model, its (item, rows) groups) one model at a time, for per-model aggregation."""
+    groups = group_rows(rows)
+    for model, grp in itertools.groupby(groups, key=lambda g: g[0][0]):
+        yield model, ((item, rows) for (_, item), rows in grp)
+
+
+def scored_row(r: Row, **fields: Any) -> Row:
+    """A scored row for answer row `r`: `model, item, sample`, the suite's fields, and for a failed call
+    `score: None` with its `error` and `error_kind` (a failed call is not a wrong answer)."""
+    out: Row = {"model": r["model"], "item": r["item"], "sample": r.get("sample", 0), **fields}
+    if r.get("error"):
+        out.update(score=None, error=r["error"], error_kind=r.get("error_kind") or "error")
+    else:
+        out.setdefault("error", None)
+    return out
+
+
+def ranked(
+    models: Mapping[str, Mapping[str, Any]], key: str | Callable[[Mapping[str, Any]], Any]
+) -> list[str]:
+    """Model names by their headline score, best first (None last), then by name: every table's order."""
+    get = key if callable(key) else (lambda s: s.get(key))
+
+    def k(m: str) -> tuple[bool, float, str]:
+        v = get(models[m])
+        return (not isinstance(v, int | float), -float(v) if isinstance(v, int | float) else 0.0, m)
+
+    return sorted(models, key=k)

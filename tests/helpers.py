@@ -49,9 +49,21 @@ def write_config(
 
 
 def run_args(data: Path, models: str, cfg: Path | None, out: Path | str, *extra: str) -> list[str]:
-    """`evalsweep run jsonl:DATA ...` arguments, as every runner test spells them."""
+    """`evalsweep run jsonl:DATA ...` arguments, as every runner test spells them (the calls only:
+    scoring and the report are tested on their own)."""
     cfg_args = ["--config", str(cfg)] if cfg is not None else []
-    return ["run", f"jsonl:{data}", "--models", models, *cfg_args, "--out", str(out), "--no-live", *extra]
+    return [
+        "run",
+        f"jsonl:{data}",
+        "--models",
+        models,
+        *cfg_args,
+        "--out",
+        str(out),
+        "--no-live",
+        "--no-score",
+        *extra,
+    ]
 
 
 def cli(

@@ -11,6 +11,13 @@ Behaviour by the requested model's name, so one server covers every case:
   timeout-once  per prompt: hang past the client's timeout once, then answer
   reset-once    per prompt: drop the connection once, then answer
   garbage-once  per prompt: a truncated JSON body once, then answer
+  overloaded-once  per prompt: HTTP 529 `overloaded_error` (Anthropic's) once, then answer
+  ratelimit-ms  per prompt: HTTP 429 with only `retry-after-ms` once, then answer
+  ratelimit-reset  per prompt: HTTP 429 with only `x-ratelimit-remaining-requests: 0` and
+                `x-ratelimit-reset-requests` once, then answer
+  no-n-*        ignores `n`: always one choice (llama.cpp, Ollama)
+A key containing `dry` gets OpenAI's HTTP 429 `insufficient_quota` (a key without credit);
+`report_limits = (rpm, tpm)` adds OpenAI's x-ratelimit-* headers to every answer.
 Fault injection (deterministic), for any model:
   a marker `[[fault:KIND]]` in the prompt injects KIND on the first attempt, `[[fault:KIND*N]]` on the
   first N attempts, `[[fault:KIND*]]` on every attempt; without a marker, `faults={KIND: rate}` draws a
@@ -124,7 +131,9 @@ class MockServer:
         timeout_hang_s: float = 5.0,
         faults: dict[str, float] | None = None,
         seed: int = 0,
+        report_limits: tuple[float, float] | None = None,
     ) -> None:
+        self.report_limits = report_limits
         self.latency_s = latency_s
         self.rpm_per_key = rpm_per_key
         self.retry_after = retry_after
@@ -178,6 +187,8 @@ class MockServer:
             self.last_body[model] = body
             seen = self._seen[(model, prompt)]
             limited = self._over_limit(key, now)
+        if "dry" in key:
+            return web.json_response(_QUOTA, status=429)
         fault = self._fault(model, prompt, seen)
         if fault is not None:
             with self._lock:
@@ -201,6 +212,20 @@ class MockServer:
                 status=429,
                 headers={"Retry-After": f"{self.retry_after:g}"},
             )
+        if seen == 1 and model == "overloaded-once":
+            return web.json_response(
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, status=529
+            )
+        if seen == 1 and model == "ratelimit-ms":
+            return web.json_response(
+                {"error": {"message": "slow down"}}, status=429, headers={"retry-after-ms": "300"}
+            )
+        if seen == 1 and model == "ratelimit-reset":
+            return web.json_response(
+                {"error": {"message": "slow down"}},
+                status=429,
+                headers={"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "300ms"},
+            )
         if model == "bad-400":
             return web.json_response({"error": {"message": "invalid parameter 'foo'"}}, status=400)
         if model == "auth-401":
@@ -215,7 +240,7 @@ class MockServer:
             assert request.transport is not None
             request.transport.abort()
             return web.Response(status=500)
-        n = int(body.get("n", 1))
+        n = 1 if model.startswith("no-n-") else int(body.get("n", 1))
         out = chat_completion(model, prompt, n)
         data = orjson.dumps(out)
         if model == "garbage-once" and seen == 1:
@@ -223,7 +248,21 @@ class MockServer:
         else:
             with self._lock:
                 self.answered[(model, prompt)] += 1
-        return web.Response(body=data, content_type="application/json")
+        return web.Response(body=data, content_type="application/json", headers=self._limit_headers(key, now))
+
+    def _limit_headers(self, key: str, now: float) -> dict[str, str] | None:
+        if not self.report_limits:
+            return None
+        rpm, tpm = self.report_limits
+        recent = sum(1 for t in self.times.get(key, [])[-int(rpm) - 1 :] if now - t < 60.0)
+        return {
+            "x-ratelimit-limit-requests": f"{rpm:g}",
+            "x-ratelimit-remaining-requests": f"{max(0, int(rpm) - recent)}",
+            "x-ratelimit-reset-requests": "6m0s",
+            "x-ratelimit-limit-tokens": f"{tpm:g}",
+            "x-ratelimit-remaining-tokens": f"{int(tpm) - 100}",
+            "x-ratelimit-reset-tokens": "20ms",
+        }
 
     # --- fault injection ---------------------------------------------------------------------------
 
@@ -357,6 +396,16 @@ class MockServer:
                 lo += 1
             best = max(best, hi - lo + 1)
         return best
+
+
+_QUOTA = {
+    "error": {
+        "message": "You exceeded your current quota, please check your plan and billing details.",
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "insufficient_quota",
+    }
+}
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:

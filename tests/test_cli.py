@@ -141,7 +141,14 @@ def test_replay_answers_from_file_and_missing_line_is_error_row(tmp_path: Path):
     assert "no line for item 'q2'" in by["q2"]["error"] and by["q2"]["cost_usd"] is None
     assert main(["score", str(out)]) == 0
     scores = json.loads((out / "scores.json").read_text())["models"]["released"]
-    assert scores["n"] == 3 and scores["accuracy"] == pytest.approx(1 / 3)  # q0 right; q1 wrong; q2 error
+    # q0 right; q1 wrong; q2 failed: not a wrong answer, so not in n, and the coverage says so
+    assert scores["n"] == 2 and scores["accuracy"] == pytest.approx(1 / 2)
+    assert {k: scores[k] for k in ("n_planned", "n_scored", "n_errors")} == {
+        "n_planned": 3,
+        "n_scored": 2,
+        "n_errors": 1,
+    }
+    assert scores["coverage"] == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize(

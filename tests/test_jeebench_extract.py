@@ -292,8 +292,27 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
             "error": None,
         },
         {"model": "m", "item": "2016-p1-14", "sample": 0, "pass": "judge", "text": "9", "error": None},
-        # 2016-p1-15: an error row is a None answer, never dropped
-        {"model": "m", "item": "2016-p1-15", "sample": 0, "pass": "answer", "text": None, "error": "timeout"},
+        # 2016-p1-15: a failed call is not a wrong answer: scored None with its kind, never dropped
+        {
+            "model": "m",
+            "item": "2016-p1-15",
+            "sample": 0,
+            "pass": "answer",
+            "text": None,
+            "error": "timeout",
+            "error_kind": "timeout",
+        },  # fmt: skip
+        # 2016-p1-16: unreadable by the rules and the judge call failed: not read, so not scored either
+        {"model": "m", "item": "2016-p1-16", "sample": 0, "pass": "answer", "text": "Hmm.", "error": None},
+        {
+            "model": "m",
+            "item": "2016-p1-16",
+            "sample": 0,
+            "pass": "judge",
+            "text": None,
+            "error": "HTTP 500",
+            "error_kind": "server",
+        },  # fmt: skip
     ]
     rep = SUITE.score(rows, spec, tmp_path)
     by = {r["item"]: r for r in rep.scored}
@@ -313,8 +332,11 @@ def test_score_uses_critique_and_judge_and_counts_errors(tmp_path: Path) -> None
         1.0,
     )
     assert by["2016-p1-15"]["extracted"] is None and by["2016-p1-15"]["errors"] == 1
+    assert (by["2016-p1-15"]["score"], by["2016-p1-15"]["error_kind"]) == (None, "timeout")
+    assert (by["2016-p1-16"]["score"], by["2016-p1-16"]["error_kind"]) == (None, "server")
     s = rep.models["m"]
-    assert s["overall"] == pytest.approx(2 / 4) and s["critique_used"] == 2
+    # 1 and 14 right, 2 wrong (the critique gave no answer); 15 and 16 failed calls: not in n
+    assert s["overall"] == pytest.approx(2 / 3) and s["n"] == 3 and s["critique_used"] == 2
     assert s["marks"] == {"positive": 6.0, "negative": 0.0, "total": 6.0}
 
 

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from core.types import ImagePart, Request, TextPart
-from suites.base import RunSpec, SuiteError, get_suite
+from suites.base import RunSpec, SuiteError, get_suite, ranked
 from suites.m3gia import SUITE, extract, gia
 from suites.m3gia.data import LANGS, answer_key
 from suites.m3gia.prompts import PREFIX
@@ -274,34 +274,34 @@ def test_score_rules_of_the_metric(tmp_path: Path) -> None:
     letters = ("A", "B", "C", "D")
     r0 = float(extract.random_letter("m", "en/151", 0, letters) == "D")  # stage 3, iteration 0
     r1 = 0.0  # judge said Z: scored wrong, as the authors do (no random letter)
-    it0 = [1, 0, 0, 1, r0, 0]
+    it0 = [1, 0, 1, r0]  # answered in iteration 0: en/16 failed (HTTP 500), en/211 missing: not scored
     it1 = [0, 1, 1, r1, 1, 1]
-    assert m["accuracy"] == pytest.approx((sum(it0) / 6 + sum(it1) / 6) / 2)
+    assert m["accuracy"] == pytest.approx((sum(it0) / 4 + sum(it1) / 6) / 2)
     assert m["iterations"] == 2 and m["n_questions"] == 6
     assert m["by_type"] == pytest.approx(
         {
             "Oral Vocabulary": 0.5,
-            "General Information": 0.5,
+            "General Information": 1.0,  # answered in iteration 1 only
             "Logo Problem": (1 + r1) / 2,
             "Algebra": (r0 + 1) / 2,
-            "Number Seres": 0.5,
+            "Number Seres": 1.0,  # answered in iteration 1 only
         }
     )
     assert m["by_cluster"] == pytest.approx(
         {
-            "Common Sense": (2 / 4 + (2 + r1) / 4) / 2,
+            "Common Sense": (2 / 3 + (2 + r1) / 4) / 2,
             "Mathematics": (r0 + 1) / 2,
-            "Reasoning": 0.5,
+            "Reasoning": 1.0,
         }
     )
     assert m["by_factor"] == pytest.approx(
         {
-            "Gc": (2 / 4 + (2 + r1) / 4) / 2,
+            "Gc": (2 / 3 + (2 + r1) / 4) / 2,
             "Gv": (1 + r1) / 2,
-            "Gf": (r0 / 2 + 1) / 2,
+            "Gf": (r0 + 1) / 2,
             "Gq": (r0 + 1) / 2,
-            "RQ": (r0 / 2 + 1) / 2,
-            "I": 0.5,
+            "RQ": (r0 + 1) / 2,
+            "I": 1.0,
         }
     )  # Grw and RG involve none of these questions
     assert m["by_language"] == pytest.approx({"en": m["accuracy"]})
@@ -311,8 +311,9 @@ def test_score_rules_of_the_metric(tmp_path: Path) -> None:
     by_key = {(r["item"], r["sample"]): r for r in report.scored}
     assert by_key[("en/46", 0)]["stage"] == "judge" and by_key[("en/46", 0)]["extracted"] == "D"
     assert by_key[("en/46", 1)]["stage"] == "judge" and by_key[("en/46", 1)]["extracted"] is None
-    assert by_key[("en/16", 0)]["error"] == "HTTP 500" and by_key[("en/16", 0)]["score"] == 0.0
-    assert by_key[("en/211", 0)]["stage"] == "missing"
+    assert by_key[("en/16", 0)]["error"] == "HTTP 500" and by_key[("en/16", 0)]["score"] is None
+    assert by_key[("en/16", 0)]["error_kind"] == "error"
+    assert by_key[("en/211", 0)]["stage"] == "missing" and by_key[("en/211", 0)]["score"] is None
 
 
 def test_cluster_and_factor_accuracy_pool_questions(tmp_path: Path) -> None:
@@ -386,7 +387,8 @@ def test_gia_from_a_full_language(tmp_path: Path) -> None:
     xs = [report.models[m]["gia"]["en"] for m in ("m1", "m2", "m3")]
     ys = [report.models[m]["accuracy"] for m in ("m1", "m2", "m3")]
     assert corr["en"]["r"] == pytest.approx(float(np.corrcoef(xs, ys)[0, 1]))
-    assert any(t.title.startswith("m3gia: GIA") and t.rows[0][0] == "m1" for t in report.tables)
+    gia_table = next(t for t in report.tables if t.title.startswith("m3gia: GIA"))
+    assert [r[0] for r in gia_table.rows] == ranked(report.models, "accuracy")  # best first
 
 
 SIZES = [20, 15, 15, 30, 15, 15, 15, 10, 15, 25, 15, 10, 10, 20, 20, 10, 20, 20]  # questions per sheet column

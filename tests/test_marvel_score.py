@@ -64,17 +64,23 @@ def test_group_accuracy_differs_from_instance(tmp_path: Path) -> None:
     assert s["n_puzzles"] == 4 and s["n_rows"] == 20
 
 
-def test_missing_question_and_error_rows_count_as_wrong(tmp_path: Path) -> None:
+def test_missing_question_counts_as_wrong_and_error_rows_are_not_scored(tmp_path: Path) -> None:
     rows = rows_for("m", {1: set(), 2: set()})
     rows = [r for r in rows if r["item"] != "2/fine"]  # never answered
-    rows = [({**r, "text": None, "error": "HTTP 500"} if r["item"] == "1/avr" else r) for r in rows]
+    rows = [
+        ({**r, "text": None, "error": "HTTP 500", "error_kind": "server"} if r["item"] == "1/avr" else r)
+        for r in rows
+    ]
     rep = SUITE.score(rows, SPEC, tmp_path)
     s = rep.models["m"]
-    assert s["avr"] == 0.5 and s["n_errors"] == 1 and s["choice_none"] == 1
+    assert s["avr"] == 1.0 and s["n"] == 1  # over the answered puzzle only: a failed call is not wrong
+    assert s["n_errors"] == 1 and s["choice_none"] == 0
     assert s["fine"] == 1.0  # over the rows present
+    # puzzle 1's group with the failed AVR call is left out; puzzle 2 misses its fine question (wrong)
     assert s["perc_c"] == 1.0 and s["perc_cf"] == 0.5 and s["perc_cf_avr"] == 0.0
     err = next(x for x in rep.scored if x["item"] == "1/avr")
-    assert err["stage"] == "error" and err["score"] == 0.0 and err["extracted"] is None
+    assert err["stage"] == "error" and err["score"] is None and err["extracted"] is None
+    assert err["error_kind"] == "server"
 
 
 def test_by_pattern_and_configuration(tmp_path: Path) -> None:

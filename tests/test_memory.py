@@ -55,6 +55,7 @@ def test_200k_sim_calls_bounded_memory(tmp_path: Path):
                 str(out),
                 "--no-cache",
                 "--no-live",
+                "--no-score",  # the run's memory; scoring's is measured by bench/scale.py
             ],
             env,
         )

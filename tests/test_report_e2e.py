@@ -28,10 +28,9 @@ def questions(tmp_path: Path) -> Path:
 def test_sim_sweep_score_report(questions: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     a, b = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
     suite = f"jsonl:{questions}"
-    assert (
-        cli(["run", suite, "--models", "sim/strong,sim/weak,sim/random", "--out", str(a), "--no-live"]) == 0
-    )
-    assert cli(["run", suite, "--models", "sim/medium,sim/frontier", "--out", str(b), "--no-live"]) == 0
+    unscored = ["--no-live", "--no-score"]
+    assert cli(["run", suite, "--models", "sim/strong,sim/weak,sim/random", "--out", str(a), *unscored]) == 0
+    assert cli(["run", suite, "--models", "sim/medium,sim/frontier", "--out", str(b), *unscored]) == 0
 
     # not scored yet: a clear error and a non-zero exit, nothing written
     capsys.readouterr()

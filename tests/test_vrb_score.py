@@ -68,30 +68,30 @@ def test_scoring_rules(root: Path, tmp_path: Path) -> None:
         row("m", "x/Q2", "The answer is **C**"),  # wrong
         row("m", "x/Q3", "\\boxed{c}"),  # right, but a fatal image: only in the headline accuracy
         row("m", "y/Q1", "I cannot determine the answer from this image."),  # no answer: wrong
-        row("m", "y/Q2", None, error="HTTP 500 after 6 attempts"),  # an error: wrong, never dropped
+        row("m", "y/Q2", None, error="HTTP 500 after 6 attempts"),  # an error: not scored, never dropped
         row("m", "y/Q2", "D", pass_="judge"),  # other passes are not answers
     ]
     rep = run(rows, root, tmp_path)
     m = rep.models["m"]
-    assert m["accuracy"] == pytest.approx(2 / 5) and m["n"] == 5
-    assert (m["no_answer"], m["errors"]) == (2, 1)
+    assert m["accuracy"] == pytest.approx(2 / 4) and m["n"] == 4  # over the answered items
+    assert (m["no_answer"], m["errors"]) == (1, 1)
     # combined = datasets weighted by question count
     assert m["by_dataset"]["x"]["accuracy"] == pytest.approx(2 / 3)
     assert m["by_dataset"]["y"]["accuracy"] == 0.0
-    assert m["accuracy"] == pytest.approx((3 * 2 / 3 + 2 * 0.0) / 5)
+    assert m["accuracy"] == pytest.approx((3 * 2 / 3 + 1 * 0.0) / 4)
     # fatal x/Q3 left out of categories and skills
     assert (
-        m["by_category"]["Odd One Out"]["accuracy"] == pytest.approx(1 / 3)
-        and m["by_category"]["Odd One Out"]["n"] == 3
+        m["by_category"]["Odd One Out"]["accuracy"] == pytest.approx(1 / 2)
+        and m["by_category"]["Odd One Out"]["n"] == 2
     )
     assert m["by_category"]["Match (Figure)"] == {"accuracy": 0.0, "ci95": [0.0, 0.0], "n": 1}
     assert list(m["by_category"]) == ["Odd One Out", "Match (Figure)"]  # the paper's order
     assert m["by_skill"]["Rotation"]["accuracy"] == pytest.approx(0.5)  # x/Q1 right, x/Q2 wrong
-    assert m["by_skill"]["Counting"]["accuracy"] == 0.0 and m["by_skill"]["Counting"]["n"] == 2  # x/Q2, y/Q2
+    assert m["by_skill"]["Counting"]["accuracy"] == 0.0 and m["by_skill"]["Counting"]["n"] == 1  # x/Q2
     assert m["by_skill"]["Other"]["n"] == 1
     # severity: no_error, minor, medium (moderate read as medium); fatal not a level
     assert {k: v["accuracy"] for k, v in m["by_severity"].items()} == {
-        "no_error": 0.5,
+        "no_error": 1.0,  # x/Q1 (y/Q2 failed)
         "minor": 0.0,
         "medium": 0.0,
     }
@@ -115,6 +115,7 @@ def test_scoring_rules(root: Path, tmp_path: Path) -> None:
         "fatal",
     )
     assert by_item["y/Q2"]["extracted"] is None and by_item["y/Q2"]["error"]
+    assert by_item["y/Q2"]["score"] is None and by_item["y/Q2"]["error_kind"] == "error"
     assert rep.extra["chance"] == 0.25
 
 

@@ -18,16 +18,25 @@ from core.types import Request, Row, text_of, user
 from suites.base import (
     RunSpec,
     ScoreReport,
+    Sink,
     Suite,
     SuiteError,
     Truncation,
-    group_rows,
+    by_model,
     judge_request,
     with_protocol,
 )
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
-from suites.jeebench.metrics import Marks, aggregate, mark_totals, marks_for, score_answer, self_consistency
+from suites.jeebench.metrics import (
+    Marks,
+    aggregate,
+    mark_totals,
+    marks_ci,
+    marks_for,
+    score_answer,
+    self_consistency,
+)
 from suites.jeebench.prompts import JUDGE, VARIANTS, critique_prompt, prompt
 from suites.jeebench.report import (
     calibration,
@@ -145,14 +154,20 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     return out
 
 
+JUDGE_ERROR = "judge-error"
+
+
 def _read(row: Row | None, judge_row: Row | None, it: Item) -> tuple[Answer, str | None]:
-    """(answer, stage) of one response: the rules, else the judge's extraction."""
+    """(answer, stage) of one response: the rules, else the judge's extraction. Stage `judge-error`: the
+    rules could not read it and the judge call failed, so it was never read (not a wrong answer)."""
     if row is None or row.get("error"):
         return None, None
     ans = extract(row.get("text"), it.type, it.question)
     if ans is not None:
         return ans, "rules"
-    if judge_row is not None and not judge_row.get("error"):
+    if judge_row is not None:
+        if judge_row.get("error"):
+            return None, JUDGE_ERROR
         ans = parse_judge(judge_row.get("text"), it.type)
         if ans is not None:
             return ans, "judge"
@@ -160,20 +175,28 @@ def _read(row: Row | None, judge_row: Row | None, it: Item) -> tuple[Answer, str
 
 
 def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
-    """One model's answer to one question from all its rows (samples, critique and judge passes)."""
+    """One model's answer to one question from all its rows (samples, critique and judge passes). A
+    sample whose call failed (or whose needed judge pass failed) is left out: it is not a vote."""
     by: dict[tuple[int, str], Row] = {(r["sample"], r["pass"]): r for r in model_rows}
     samples = sorted({s for s, p in by if p == "answer"})
     answers: list[Answer] = []
-    stages, sources, errors = [], [], 0
+    stages, sources, errors, failed = [], [], 0, None
     for s in samples:
         ans, stage = _read(by.get((s, "answer")), by.get((s, "judge")), it)
-        errors += bool(by[(s, "answer")].get("error"))
+        if by[(s, "answer")].get("error") or stage == JUDGE_ERROR:
+            errors += 1
+            failed = by[(s, "answer")] if by[(s, "answer")].get("error") else by[(s, "judge")]
+            continue
         source = "original"
         if (s, "critique") in by:
             crow = by[(s, "critique")]
             if not crow.get("error"):  # the paper re-evaluates the new answer, even when it gives none
                 ans, stage = _read(crow, by.get((s, CRITIQUE_JUDGE)), it)
                 source = "critique"
+                if stage == JUDGE_ERROR:  # the critique's answer needed the judge, whose call failed
+                    errors += 1
+                    failed = by[(s, CRITIQUE_JUDGE)]
+                    continue
             sources.append(source)
         answers.append(ans)
         stages.append(stage)
@@ -182,71 +205,89 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
         "stages": stages,
         "sources": sources,
         "errors": errors,
+        "failed": failed,
+        "planned": len(samples),
         "year": it.year,
         "type": it.type,
         "gold": it.gold,
     }
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+def _scored(model: str, it: Item, q: dict[str, Any], variant: str, ts: float, tm: float, marks: Marks) -> Row:
+    base = {"model": model, "item": it.id, "subject": it.subject, "type": it.type, "year": it.year,
+            "gold": it.gold, "variant": variant, "errors": q["errors"]}  # fmt: skip
+    if not q["answers"]:  # every sample's call failed: no answer to score
+        f = q["failed"] or {}
+        return {**base, "extracted": None, "score": None, "marks": None,
+                "error": f.get("error") or "judge failed", "error_kind": f.get("error_kind") or "error"}  # fmt: skip
+    final = self_consistency(q["answers"], it.type, ts, tm) if q["planned"] > 1 else q["answers"][0]
+    row: Row = {**base, "extracted": answer_str(final), "score": score_answer(it.gold, final, it.type),
+                "marks": marks_for(it.gold, final, it.type, marks)}  # fmt: skip
+    if q["planned"] > 1:
+        row["samples"] = [answer_str(a) for a in q["answers"]]
+        row["stages"] = q["stages"]
+    else:
+        row["stage"] = q["stages"][0]
+    if q["sources"]:
+        row["source"] = q["sources"][0] if len(q["sources"]) == 1 else q["sources"]
+    return row
+
+
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
+    """One model at a time: its questions' scored rows go to `sink`, its aggregates to scores.json."""
+    sink = sink if sink is not None else Sink()
     variant, (ts, tm), marks = _variant(spec), _taus(spec), Marks.parse(spec.opt("marks"))
     items = items_by_id()
-    per_model: dict[str, list[dict[str, Any]]] = {}
-    questions: dict[str, list[dict[str, Any]]] = {}
     trunc = Truncation()
-    for (model, item), grp in group_rows(trunc.watch(rows)):
-        it = items.get(item)
-        if it is None:
-            raise SuiteError(f"{run_dir}: results hold item {item!r}, which is not in the JEEBench data")
-        q = _question(grp, it)
-        if not q["answers"]:
-            continue  # only follow-up rows survived (cannot happen in a complete run)
-        final = self_consistency(q["answers"], it.type, ts, tm) if len(q["answers"]) > 1 else q["answers"][0]
-        row: dict[str, Any] = {
-            "model": model,
-            "item": item,
-            "subject": it.subject,
-            "type": it.type,
-            "year": it.year,
-            "gold": it.gold,
-            "extracted": answer_str(final),
-            "score": score_answer(it.gold, final, it.type),
-            "marks": marks_for(it.gold, final, it.type, marks),
-            "variant": variant,
-            "errors": q["errors"],
-        }
-        if len(q["answers"]) > 1:
-            row["samples"] = [answer_str(a) for a in q["answers"]]
-            row["stages"] = q["stages"]
-        else:
-            row["stage"] = q["stages"][0]
-        if q["sources"]:
-            row["source"] = q["sources"][0] if len(q["sources"]) == 1 else q["sources"]
-        per_model.setdefault(model, []).append(row)
-        questions.setdefault(model, []).append(q)
-
     models: dict[str, dict[str, Any]] = {}
-    for model, srows in per_model.items():
-        s = aggregate(srows)
-        s["marks"] = mark_totals(r["marks"] for r in srows)
-        s["answered"] = sum(r["extracted"] is not None for r in srows)
-        s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
-        if variant == "cot-critique":
-            s["critique_used"] = sum(r.get("source") == "critique" for r in srows)
-        qs = questions[model]
-        if any(len(q["answers"]) > 1 for q in qs):
-            cal = calibration(*calibration_pairs(qs))
-            if cal["pairs"]:
-                png = run_dir / f"jeebench_reliability_{safe_name(model)}.png"
-                reliability_png(cal, png, f"{model} ({variant})")
-                cal["png"] = png.name
-                s["calibration"] = cal
-            s["thresholding"] = thresholding(qs, marks, ts, tm)
-        models[model] = s
-    scored = [r for m in sorted(per_model) for r in per_model[m]]
+    for model, groups in by_model(trunc.watch(rows)):
+        srows: list[Row] = []
+        qs: list[dict[str, Any]] = []
+        for item, grp in groups:
+            it = items.get(item)
+            if it is None:
+                raise SuiteError(f"{run_dir}: results hold item {item!r}, which is not in the JEEBench data")
+            q = _question(grp, it)
+            if not q["planned"]:
+                continue  # only follow-up rows survived (cannot happen in a complete run)
+            row = _scored(model, it, q, variant, ts, tm, marks)
+            sink(row)
+            if row["score"] is not None:
+                srows.append(row)
+                qs.append(q)
+        models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir)
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm}
-    report = ScoreReport(models=models, scored=scored, tables=tables(models, variant), extra=extra)
+    report = ScoreReport(models=models, scored=sink.rows, tables=tables(models, variant), extra=extra)
     return with_protocol(report, deviations(spec), trunc)
+
+
+def _model_scores(
+    model: str,
+    srows: list[Row],
+    qs: list[dict[str, Any]],
+    variant: str,
+    marks: Marks,
+    ts: float,
+    tm: float,
+    run_dir: Path,
+) -> dict[str, Any]:
+    """One model's scores.json entry over its answered questions."""
+    s = aggregate(srows)
+    s["marks"] = mark_totals(r["marks"] for r in srows)
+    s["marks_ci95"] = marks_ci(srows)
+    s["answered"] = sum(r["extracted"] is not None for r in srows)
+    s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
+    if variant == "cot-critique":
+        s["critique_used"] = sum(r.get("source") == "critique" for r in srows)
+    if any(len(q["answers"]) > 1 for q in qs):
+        cal = calibration(*calibration_pairs(qs))
+        if cal["pairs"]:
+            png = run_dir / f"jeebench_reliability_{safe_name(model)}.png"
+            reliability_png(cal, png, f"{model} ({variant})")
+            cal["png"] = png.name
+            s["calibration"] = cal
+        s["thresholding"] = thresholding(qs, marks, ts, tm)
+    return s
 
 
 def deviations(spec: RunSpec) -> list[str]:

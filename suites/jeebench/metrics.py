@@ -11,6 +11,7 @@ import numpy as np
 from suites.base import SuiteError
 from suites.jeebench.data import SUBJECTS, TYPES
 from suites.jeebench.extract import Answer
+from suites.stats import ci_list
 
 TOLERANCE = 0.01
 
@@ -133,17 +134,24 @@ def self_consistency(
 
 
 def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Plain means over questions: overall, by subject, by type (keys only for groups present)."""
+    """Plain means over the answered questions: overall, by subject, by type (keys only for groups
+    present), each with a 95% percentile bootstrap CI over questions (`ci95`, `ci95_by_subject`,
+    `ci95_by_type`)."""
     scores = [r["score"] for r in rows]
     out: dict[str, Any] = {"overall": float(np.mean(scores)) if scores else None, "n": len(scores)}
-    out["by_subject"] = {
-        s: float(np.mean([r["score"] for r in rows if r["subject"] == s]))
-        for s in SUBJECTS
-        if any(r["subject"] == s for r in rows)
+    out["ci95"] = ci_list(scores)
+    groups = {
+        "by_subject": (SUBJECTS, "subject"),
+        "by_type": (TYPES, "type"),
     }
-    out["by_type"] = {
-        t: float(np.mean([r["score"] for r in rows if r["type"] == t]))
-        for t in TYPES
-        if any(r["type"] == t for r in rows)
-    }
+    for key, (names, field) in groups.items():
+        vals = {g: [r["score"] for r in rows if r[field] == g] for g in names}
+        out[key] = {g: float(np.mean(v)) for g, v in vals.items() if v}
+        out[f"ci95_{key}"] = {g: ci_list(v) for g, v in vals.items() if v}
     return out
+
+
+def marks_ci(rows: Sequence[dict[str, Any]]) -> list[float] | None:
+    """95% percentile bootstrap CI of the total exam marks (questions resampled; total = n x mean)."""
+    ci = ci_list([r["marks"] for r in rows])
+    return None if ci is None else [ci[0] * len(rows), ci[1] * len(rows)]

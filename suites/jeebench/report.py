@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from suites.base import Table
+from suites.base import Table, ranked
 from suites.jeebench.data import SUBJECTS, TEST_YEARS, TYPES, VALIDATION_YEARS
 from suites.jeebench.extract import Answer
 from suites.jeebench.metrics import Marks, mark_totals, marks_for, option_shares, self_consistency
+from suites.stats import ci_list, ci_method
 
 N_BINS = 10
 GRID = np.round(np.arange(0.0, 1.0 + 1e-9, 0.125), 3)
@@ -79,15 +80,27 @@ def reliability_png(cal: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _marks_at(
+def _marks_list(
     questions: Sequence[dict[str, Any]], years: range, ts: float, tm: float, m: Marks
-) -> dict[str, float]:
+) -> list[float]:
     vals = []
     for q in questions:
         if q["year"] in years:
             a: Answer = self_consistency(q["answers"], q["type"], ts, tm)
             vals.append(marks_for(q["gold"], a, q["type"], m))
-    return mark_totals(vals)
+    return vals
+
+
+def _marks_at(
+    questions: Sequence[dict[str, Any]], years: range, ts: float, tm: float, m: Marks
+) -> dict[str, float]:
+    return mark_totals(_marks_list(questions, years, ts, tm, m))
+
+
+def total_ci(marks: Sequence[float]) -> list[float] | None:
+    """95% percentile bootstrap CI of a total of marks (questions resampled; total = n x mean)."""
+    ci = ci_list(marks)
+    return None if ci is None else [ci[0] * len(marks), ci[1] * len(marks)]
 
 
 def thresholding(
@@ -110,6 +123,11 @@ def thresholding(
     return {
         "tau_single": ts_best,
         "tau_multiple": tm_best,
+        "test_ci95": {
+            "cot_sc": total_ci(_marks_list(questions, TEST_YEARS, tau_single, tau_multiple, m)),
+            "cot_sc_thresholding": total_ci(_marks_list(questions, TEST_YEARS, ts_best, tm_best, m)),
+            "single_sample": total_ci(single),
+        },
         "validation_marks": _marks_at(questions, VALIDATION_YEARS, ts_best, tm_best, m),
         "test": {
             "cot_sc": _marks_at(questions, TEST_YEARS, tau_single, tau_multiple, m),
@@ -124,55 +142,89 @@ def safe_name(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model)
 
 
+def _r3(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
 def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
-    cols = [*SUBJECTS, *TYPES, "overall"]
+    """The paper's tables, models ranked by the headline (overall score), CIs named once per table."""
+    cols = [*SUBJECTS, *TYPES]
+    order = ranked(models, "overall")
+    n_max = max((s["n"] for s in models.values()), default=0)
+    note = ci_method(n_max) + "; over answered questions"
     rows = []
-    for name, s in sorted(models.items()):
-        vals = (
-            [s["by_subject"].get(c) for c in SUBJECTS] + [s["by_type"].get(c) for c in TYPES] + [s["overall"]]
-        )
-        rows.append([name, variant, *[None if v is None else round(v, 3) for v in vals]])
+    for name in order:
+        s = models[name]
+        vals = [s["by_subject"].get(c) for c in SUBJECTS] + [s["by_type"].get(c) for c in TYPES]
+        rows.append([name, variant, *map(_r3, vals), _r3(s["overall"]), s.get("ci95"), s["n"]])
     out = [
         Table(
             title=f"jeebench ({variant}): scores (the paper's Table 2 layout)",
-            columns=["model", "variant", *cols],
+            columns=["model", "variant", *cols, "overall", "95% CI", "questions"],
             rows=rows,
+            note=note,
+            key=("overall", "95% CI"),
         )
     ]
     out.append(
         Table(
+            title=f"jeebench ({variant}): 95% CIs by subject and question type",
+            columns=["model", *cols],
+            rows=[
+                [
+                    n,
+                    *(models[n].get("ci95_by_subject", {}).get(c) for c in SUBJECTS),
+                    *(models[n].get("ci95_by_type", {}).get(c) for c in TYPES),
+                ]  # fmt: skip
+                for n in order
+            ],
+            note=note,
+        )
+    )
+    out.append(
+        Table(
             title=f"jeebench ({variant}): exam marks",
-            columns=["model", "variant", "positive", "negative", "total", "answered", "questions"],
+            columns=["model", "variant", "positive", "negative", "total", "95% CI", "answered", "questions"],
             rows=[
                 [
                     n,
                     variant,
-                    s["marks"]["positive"],
-                    s["marks"]["negative"],
-                    s["marks"]["total"],
-                    s["answered"],
-                    s["n"],
+                    models[n]["marks"]["positive"],
+                    models[n]["marks"]["negative"],
+                    models[n]["marks"]["total"],
+                    _ci0(models[n].get("marks_ci95")),
+                    models[n]["answered"],
+                    models[n]["n"],
                 ]
-                for n, s in sorted(models.items())
+                for n in order
             ],
+            note=ci_method(n_max) + " (total = questions x mean marks)",
+            key=("total", "95% CI"),
         )
     )
     th_rows = []
-    for n, s in sorted(models.items()):
-        th = s.get("thresholding")
+    for n in order:
+        th = models[n].get("thresholding")
         if th:
-            t = th["test"]
+            t, tci = th["test"], th.get("test_ci95", {})
             th_rows += [
                 [
                     n,
                     "CoT (single sample: sample 0)",
                     *(t["single_sample"][k] for k in ("positive", "negative", "total")),
+                    _ci0(tci.get("single_sample")),
                 ],
-                [n, "CoT+SC", *(t["cot_sc"][k] for k in ("positive", "negative", "total"))],
+                [
+                    n,
+                    "CoT+SC",
+                    *(t["cot_sc"][k] for k in ("positive", "negative", "total")),
+                    _ci0(tci.get("cot_sc")),
+                ],
                 [
                     n,
                     f"CoT+SC+thresholding (tau_single={th['tau_single']}, tau_multiple={th['tau_multiple']})",
                     *(t["cot_sc_thresholding"][k] for k in ("positive", "negative", "total")),
+                    _ci0(tci.get("cot_sc_thresholding")),
                 ],
             ]
     if th_rows:
@@ -180,14 +232,21 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
             Table(
                 title="jeebench: confidence thresholding, marks on the test years 2022-2023 "
                 "(thresholds tuned on 2016-2021)",
-                columns=["model", "method", "positive", "negative", "total"],
+                columns=["model", "method", "positive", "negative", "total", "95% CI"],
                 rows=th_rows,
+                note=ci_method() + " (test-year questions; thresholds held fixed)",
+                key=("total", "95% CI"),
             )
         )
     cal_rows = [
-        [n, s["calibration"]["MCE"], s["calibration"]["ACE"], s["calibration"]["pairs"]]
-        for n, s in sorted(models.items())
-        if s.get("calibration")
+        [
+            n,
+            models[n]["calibration"]["MCE"],
+            models[n]["calibration"]["ACE"],
+            models[n]["calibration"]["pairs"],
+        ]
+        for n in order
+        if models[n].get("calibration")
     ]
     if cal_rows:
         out.append(
@@ -198,3 +257,8 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
             )
         )
     return out
+
+
+def _ci0(ci: list[float] | None) -> str:
+    """A CI of marks, in whole marks."""
+    return "-" if not ci else f"[{ci[0]:.0f}, {ci[1]:.0f}]"

@@ -1,22 +1,25 @@
 """Generic suite: `evalsweep run jsonl:PATH` over lines {"id", "prompt", "images", "choices", "answer"}.
 
 Multiple choice when `choices` is given (scored by the extracted letter), else free text scored by
-normalised exact match. Accuracy with a 95% bootstrap CI over items.
+normalised exact match. Accuracy over answered rows (a failed call is scored None, not wrong) with a
+95% bootstrap CI over items.
 """
 
 from __future__ import annotations
 
 import re
 import string
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from core.types import Request, Row, user
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError, Table
-from suites.stats import bootstrap_ci, mean
+from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Table, ranked, scored_row
+from suites.stats import ci_list, ci_method, mean
 
 LETTERS = string.ascii_uppercase
 
@@ -141,46 +144,47 @@ def normalize(s: str | None) -> str:
     return " ".join(s.split())
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
-    items = {str(d["id"]): d for d in load(_path(spec))}
-    per_model: dict[str, list[float]] = {}
-    scored: list[Row] = []
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
+    """Accuracy over answered (model, item, sample) rows; a failed call is scored None, not wrong.
+    Keeps per model one float per answered row (8 bytes), nothing else."""
+    sink = sink if sink is not None else Sink()
+    gold_of: dict[str, tuple[str, int]] = {
+        str(d["id"]): (_gold(d), len(d.get("choices") or [])) for d in load(_path(spec))
+    }
+    per_model: dict[str, array[float]] = {}
     for r in rows:
         if r.get("pass") != "answer":
             continue
-        d = items.get(r["item"])
-        if d is None:
+        g = gold_of.get(r["item"])
+        if g is None:
             continue
-        gold = _gold(d)
-        choices = d.get("choices") or []
-        if choices:
-            ext = extract(r.get("text"), len(choices))
+        gold, n_choices = g
+        vals = per_model.setdefault(r["model"], array("d"))
+        if r.get("error"):
+            sink(scored_row(r, extracted=None, gold=gold))
+            continue
+        if n_choices:
+            ext = extract(r.get("text"), n_choices)
             ok = float(ext == gold)
         else:
             ext = normalize(r.get("text")) or None
             ok = float(ext is not None and ext == normalize(gold))
-        per_model.setdefault(r["model"], []).append(ok)
-        scored.append(
-            {
-                "model": r["model"],
-                "item": r["item"],
-                "sample": r["sample"],
-                "extracted": ext,
-                "gold": gold,
-                "score": ok,
-                "error": r.get("error"),
-            }
-        )
+        vals.append(ok)
+        sink(scored_row(r, extracted=ext, gold=gold, score=ok))
     models = {}
     for m, vals in per_model.items():
-        ci = bootstrap_ci(vals)
-        models[m] = {"accuracy": mean(vals), "ci95": list(ci) if ci else None, "n": len(vals)}
+        x = np.frombuffer(vals, dtype=float) if len(vals) else np.empty(0)
+        models[m] = {"accuracy": mean(x), "ci95": ci_list(x), "n": len(x)}
     table = Table(
         title=f"{spec.suite}: accuracy",
         columns=["model", "n", "accuracy", "95% CI"],
-        rows=[[m, v["n"], v["accuracy"], v["ci95"]] for m, v in sorted(models.items())],
+        rows=[
+            [m, models[m]["n"], models[m]["accuracy"], models[m]["ci95"]] for m in ranked(models, "accuracy")
+        ],
+        note=ci_method(max((v["n"] for v in models.values()), default=0)),
+        key=("accuracy", "95% CI"),
     )
-    return ScoreReport(models=models, scored=scored, tables=[table])
+    return ScoreReport(models=models, scored=sink.rows, tables=[table])
 
 
 def check(spec: RunSpec) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.types import ImagePart, Message, Request, Row, user
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError, Truncation, with_protocol
+from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Truncation, with_protocol
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages
 from suites.m3gia.prompts import (
@@ -171,12 +171,12 @@ def deviations(spec: RunSpec) -> list[str]:
     return out
 
 
-def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     qs = [
         q for lang in _langs(spec) for q in load(spec.opt("data_dir"), lang, limit=spec.limit, images=False)
     ]
     trunc = Truncation()
-    models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec))
+    models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec), sink)
     corr = score.pearson(models)
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
     report = ScoreReport(

@@ -1,8 +1,12 @@
 """Scoring: extract each (model, question, iteration), then accuracy by type/cluster/factor/language and GIA.
 
 Every metric is computed per iteration (`sample` index) and averaged over iterations, the paper's
-protocol against randomness. A question with no row for an iteration, or whose row is an API error,
-counts as wrong (stage `missing` / `error`), so denominators are always the selected questions.
+protocol against randomness. A failed call is not a wrong answer: a question whose row for an iteration
+is an error (or whose needed judge pass failed; stage `error`) or is absent (stage `missing`: never
+asked) is scored None and left out, so each figure is over the answered questions (an iteration with
+none answered in a group is left out of that group's mean). GIA's per-type counts are then the answered
+accuracy times the type's question count; with every question answered they are the plain counts.
+Rows are read one model at a time.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ import numpy as np
 from scipy import stats as sps
 
 from core.types import Row
-from suites.base import Table
+from suites.base import Sink, Table, by_model, ranked
 from suites.m3gia import extract, gia
 from suites.m3gia.data import CLUSTERS, FACTORS, LANGS, TYPES, Question, answer_key, factor_labels
-from suites.stats import bootstrap_ci
+from suites.stats import bootstrap_ci, ci_method
 
 STAGES = ("rule", "judge", "random", "error", "missing")
 
@@ -33,17 +37,36 @@ def extract_one(
     letter = extract.by_rules(answer.get("text"), q.letters, q.options)
     if letter is not None:
         return letter, "rule"
-    if judge is not None and not judge.get("error"):
+    if judge is not None and judge.get("error"):
+        return None, "error"  # the judge call failed: not read, so not scored (a failed call is not wrong)
+    if judge is not None:
         # a reply of Z (no option matches) or anything not a valid letter is scored wrong, as the authors do
         return extract.from_judge(judge.get("text"), q.letters), "judge"
     return extract.random_letter(model, q.item, iteration, q.letters), "random"
 
 
 def _mean_over_iterations(t: np.ndarray, mask: np.ndarray) -> float | None:
-    """Mean over iterations of the per-iteration accuracy on the masked questions."""
+    """Mean over iterations of the per-iteration accuracy on the masked questions (NaN: unanswered)."""
     if not mask.any():
         return None
-    return float(t[mask].mean(axis=0).mean())
+    sub = t[mask]
+    nan = np.isnan(sub)
+    if not nan.any():
+        return float(sub.mean(axis=0).mean())
+    n = (~nan).sum(axis=0)
+    ok = n > 0
+    return float((np.nansum(sub, axis=0)[ok] / n[ok]).mean()) if ok.any() else None
+
+
+def _type_count(t: np.ndarray) -> float:
+    """Correct answers of a question type (rows of t), averaged over iterations; unanswered questions
+    count at the type's answered accuracy of that iteration."""
+    nan = np.isnan(t)
+    if not nan.any():
+        return float(t.sum(axis=0).mean())
+    n = (~nan).sum(axis=0)
+    ok = n > 0
+    return float((np.nansum(t, axis=0)[ok] / n[ok] * t.shape[0]).mean()) if ok.any() else 0.0
 
 
 def _breakdown(t: np.ndarray, qs: Sequence[Question], sel: np.ndarray) -> dict[str, Any]:
@@ -72,8 +95,13 @@ def model_scores(t: np.ndarray, qs: Sequence[Question], stages: dict[str, int]) 
     types = np.array([q.qtype for q in qs])
     everything = np.ones(len(qs), dtype=bool)
     out = _breakdown(t, qs, everything)
-    ci = bootstrap_ci(t.mean(axis=1).tolist())
+    answered = ~np.isnan(t).all(axis=1)
+    per_q = np.nansum(t[answered], axis=1) / (~np.isnan(t[answered])).sum(axis=1)
+    if not np.isnan(t).any():
+        per_q = t.mean(axis=1)
+    ci = bootstrap_ci(per_q.tolist())
     out.update(n_questions=len(qs), iterations=int(t.shape[1]), ci95=list(ci) if ci else None)
+    out["n"] = int(answered.sum())
     out["by_language"], out["gia"], out["gia_normalized"], per_lang = {}, {}, {}, {}
     for lang in LANGS:
         sel = langs == lang
@@ -81,7 +109,7 @@ def model_scores(t: np.ndarray, qs: Sequence[Question], stages: dict[str, int]) 
             continue
         b = _breakdown(t, qs, sel)
         # the GIA input: per-type correct counts, summed over questions, averaged over iterations
-        b["type_counts"] = {ty: float(t[sel & (types == ty)].sum(axis=0).mean()) for ty in TYPES}
+        b["type_counts"] = {ty: _type_count(t[sel & (types == ty)]) for ty in TYPES}
         complete = {q.qid for q, s in zip(qs, sel, strict=True) if s} == set(answer_key(lang))
         g = gia.gia(b["type_counts"], lang) if complete else None
         out["by_language"][lang] = b["accuracy"]
@@ -94,53 +122,60 @@ def model_scores(t: np.ndarray, qs: Sequence[Question], stages: dict[str, int]) 
 
 
 def score_rows(
-    rows: Iterable[Row], qs: Sequence[Question], iterations: int
+    rows: Iterable[Row], qs: Sequence[Question], iterations: int, sink: Sink | None = None
 ) -> tuple[dict[str, Any], list[Row], int]:
-    """Per-model scores, the scored rows, and how many rows matched no selected question."""
-    index = {q.item: i for i, q in enumerate(qs)}
-    answers: dict[tuple[str, str, int], Row] = {}
-    judges: dict[tuple[str, str, int], Row] = {}
-    models: dict[str, None] = {}
-    unmatched = 0
-    for r in rows:
-        if r["item"] not in index:
-            unmatched += 1
-            continue
-        models.setdefault(r["model"], None)
-        iterations = max(iterations, int(r["sample"]) + 1)
-        key = (r["model"], r["item"], int(r["sample"]))
-        if r.get("pass") == "judge":
-            judges[key] = r
-        elif r.get("pass") == "answer":
-            answers[key] = r
+    """Per-model scores, the scored rows the sink kept, and how many rows matched no selected question.
+    Reads one model's rows at a time; its scored rows go to `sink` as soon as the model is done."""
+    sink = sink if sink is not None else Sink()
+    index = {q.item for q in qs}
     per_model: dict[str, Any] = {}
-    scored: list[Row] = []
-    for m in models:
-        t = np.zeros((len(qs), iterations))
-        stages = dict.fromkeys(STAGES, 0)
-        for i, q in enumerate(qs):
-            for s in range(iterations):
-                key = (m, q.item, s)
-                answer = answers.get(key)
-                letter, stage = extract_one(q, m, s, answer, judges.get(key))
-                t[i, s] = float(letter == q.answer)
-                stages[stage] += 1
-                scored.append(
-                    {
-                        "model": m,
-                        "item": q.item,
-                        "sample": s,
-                        "lang": q.lang,
-                        "question_type": q.qtype,
-                        "extracted": letter,
-                        "gold": q.answer,
-                        "score": float(t[i, s]),
-                        "stage": stage,
-                        "error": answer.get("error") if answer else None,
-                    }
-                )
-        per_model[m] = model_scores(t, qs, stages)
-    return per_model, scored, unmatched
+    unmatched = 0
+    for m, groups in by_model(rows):
+        answers: dict[tuple[str, int], Row] = {}
+        judges: dict[tuple[str, int], Row] = {}
+        n_iter = iterations
+        for item, grp in groups:
+            if item not in index:
+                unmatched += len(grp)
+                continue
+            for r in grp:
+                n_iter = max(n_iter, int(r["sample"]) + 1)
+                key = (item, int(r["sample"]))
+                if r.get("pass") == "judge":
+                    judges[key] = r
+                elif r.get("pass") == "answer":
+                    answers[key] = r
+        if not answers and not judges:
+            continue
+        per_model[m] = _score_model(m, qs, n_iter, answers, judges, sink)
+    return per_model, sink.rows, unmatched
+
+
+def _score_model(
+    m: str,
+    qs: Sequence[Question],
+    iterations: int,
+    answers: dict[tuple[str, int], Row],
+    judges: dict[tuple[str, int], Row],
+    sink: Sink,
+) -> dict[str, Any]:
+    t = np.zeros((len(qs), iterations))
+    stages = dict.fromkeys(STAGES, 0)
+    for i, q in enumerate(qs):
+        for s in range(iterations):
+            answer, judge = answers.get((q.item, s)), judges.get((q.item, s))
+            letter, stage = extract_one(q, m, s, answer, judge)
+            unscored = stage in ("error", "missing")
+            t[i, s] = np.nan if unscored else float(letter == q.answer)
+            stages[stage] += 1
+            failed = answer if answer is not None and answer.get("error") else judge
+            row = {"model": m, "item": q.item, "sample": s, "lang": q.lang, "question_type": q.qtype,
+                   "extracted": letter, "gold": q.answer, "score": None if unscored else float(t[i, s]),
+                   "stage": stage, "error": None}  # fmt: skip
+            if stage == "error" and failed is not None:
+                row.update(error=failed.get("error"), error_kind=failed.get("error_kind") or "error")
+            sink(row)
+    return model_scores(t, qs, stages)
 
 
 def pearson(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -170,6 +205,8 @@ def pearson(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -> list[Table]:
     ms = list(models)
     langs = [c for c in LANGS if any(c in models[m]["by_language"] for m in ms)]
+    ms = ranked(models, "accuracy")
+    models = {m: models[m] for m in ms}
     main = Table(
         title="m3gia: accuracy (mean over iterations)",
         columns=[
@@ -191,7 +228,16 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
             ]
             for m, s in models.items()
         ],
-        note=note,
+        note="; ".join(
+            x
+            for x in (
+                ci_method(max((s["n"] for s in models.values()), default=0))
+                + " (questions; a question's value is its mean over iterations)",
+                note,
+            )
+            if x
+        ),  # fmt: skip
+        key=("accuracy", "95% CI"),
     )
     clusters = Table(
         title="m3gia: accuracy by cluster",

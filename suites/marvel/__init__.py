@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.types import Request, Row
-from suites.base import RunSpec, ScoreReport, Suite, SuiteError, Truncation, judge_request, with_protocol
+from suites.base import (
+    RunSpec,
+    ScoreReport,
+    Sink,
+    Suite,
+    SuiteError,
+    Truncation,
+    judge_request,
+    with_protocol,
+)
 from suites.marvel import sim
 from suites.marvel.data import KINDS, Puzzle, by_id, check_images, data_dir, load
 from suites.marvel.extract import extract, judge_instruction
@@ -140,7 +149,9 @@ def deviations(spec: RunSpec) -> list[str]:
         out.append(
             "no --judge: responses the rules cannot read count as wrong (the paper re-extracts them with GPT-4)"
         )
-    out.append("refusals count as wrong in the headline figures (the paper reports the left set without them)")
+    out.append(
+        "refusals count as wrong in the headline figures (the paper reports the left set without them)"
+    )
     if "coarse-context" in opts.kinds:
         out.append(
             "coarse perception questions show the numbered puzzle image (the paper removes the choice indices, §4)"
@@ -153,15 +164,17 @@ def deviations(spec: RunSpec) -> list[str]:
     if opts.task == "pattern":
         out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")
     if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
-        out.append(f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the paper: 1, greedy)")
+        out.append(
+            f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the paper: 1, greedy)"
+        )
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of the 770 puzzles")
     return out
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     trunc = Truncation()
-    report = score_rows(trunc.watch(rows), spec, run_dir, options(spec).kinds)
+    report = score_rows(trunc.watch(rows), spec, run_dir, options(spec).kinds, sink=sink)
     return with_protocol(report, deviations(spec), trunc)
 
 

@@ -9,12 +9,18 @@ for some choices, not reasoning — flagged in every table).
 With --samples N > 1 every figure is a mean over samples: an item's accuracy is the mean over its
 samples, a group is judged per sample, and the chi-square test uses the choice counts per sample
 (pooled counts / N), so its sample size stays the number of puzzles.
+
+A failed call is not a wrong answer: its scored row has `score: None` (stage `error`, also when the
+judge pass a rule-unreadable answer needed failed) and every figure is over the answered rows; a group
+with a failed member is left out of the group accuracy, a question never asked still counts as wrong.
+Each instance and group accuracy has a 95% percentile bootstrap CI over puzzles (`ci95_<metric>`;
+`ci95` is AVR's, the headline's). Rows are read one model at a time.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +28,7 @@ import numpy as np
 from scipy.stats import chisquare
 
 from core.types import Row
-from suites.base import RunSpec, ScoreReport, SuiteError
+from suites.base import RunSpec, ScoreReport, Sink, SuiteError, by_model, scored_row
 from suites.marvel.data import CONFIGURATIONS, KINDS, PATTERNS, REFERENCE, Puzzle, by_id
 from suites.marvel.extract import extract
 from suites.marvel.tables import pattern_table, tables
@@ -39,17 +45,20 @@ GROUPS = {
 
 
 def score_row(r: Row, p: Puzzle, kind: str, judge: Row | None) -> dict[str, Any]:
-    """One scored row. stage: rules | judge (rules failed, judge re-read it) | none | error."""
+    """One scored row. stage: rules | judge (rules failed, judge re-read it) | none | error (the call,
+    or the judge call it needed, failed: score None)."""
     gold = p.gold(kind)
     ext = extract(kind, r.get("text"), p) if not r.get("error") else None
     stage = "error" if r.get("error") else ("rules" if ext is not None else "none")
-    if ext is None and stage == "none" and judge is not None and not judge.get("error"):
-        ext = extract(kind, judge.get("text"), p)
-        stage = "judge"
+    if ext is None and stage == "none" and judge is not None:
+        if judge.get("error"):
+            r, stage = judge, "error"
+        else:
+            ext = extract(kind, judge.get("text"), p)
+            stage = "judge"
     ok = ext is not None and str(ext).lower() == str(gold).lower()
-    return {"model": r["model"], "item": r["item"], "sample": r["sample"], "puzzle": p.id, "question": kind,
-            "pattern": p.pattern, "configuration": p.configuration, "extracted": ext, "gold": gold,
-            "score": float(ok), "stage": stage, "error": r.get("error")}  # fmt: skip
+    return scored_row(r, puzzle=p.id, question=kind, pattern=p.pattern, configuration=p.configuration,
+                      extracted=ext, gold=gold, score=float(ok), stage=stage)  # fmt: skip
 
 
 def choice_bias(preds: list[int | None], n_samples: int = 1) -> dict[str, Any]:
@@ -72,25 +81,38 @@ def choice_bias(preds: list[int | None], n_samples: int = 1) -> dict[str, Any]:
 
 
 def _item_means(scored: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean score per item over its samples."""
+    """Mean score per item over its answered samples (items with none answered left out)."""
     per: dict[str, list[float]] = defaultdict(list)
     for s in scored:
-        per[s["item"]].append(s["score"])
+        if s["score"] is not None:
+            per[s["item"]].append(s["score"])
     return {k: float(np.mean(v)) for k, v in per.items()}
 
 
-def group_accuracy(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> float | None:
-    """Share of (puzzle, sample) with every question in `kinds` right; a missing one counts as wrong."""
-    answers: dict[tuple[int, int], dict[str, float]] = defaultdict(dict)
+def _group_values(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[int, list[float]]:
+    """Per puzzle, per sample: 1 if every question in `kinds` is right (a missing one counts as wrong);
+    a (puzzle, sample) with a failed call in the group is left out."""
+    answers: dict[tuple[int, int], dict[str, float | None]] = defaultdict(dict)
     for s in scored:
         answers[(s["puzzle"], s["sample"])][s["question"]] = s["score"]
-    vals = [float(all(a.get(k, 0.0) == 1.0 for k in kinds)) for a in answers.values()]
-    return mean(vals)
+    out: dict[int, list[float]] = defaultdict(list)
+    for (puzzle, _), a in answers.items():
+        if any(k in a and a[k] is None for k in kinds):
+            continue
+        out[puzzle].append(float(all(a.get(k, 0.0) == 1.0 for k in kinds)))
+    return out
+
+
+def group_accuracy(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> float | None:
+    """Share of answered (puzzle, sample) with every question in `kinds` right."""
+    return mean([v for vals in _group_values(scored, kinds).values() for v in vals])
 
 
 def _by(scored: list[dict[str, Any]], *keys: str) -> dict[Any, float]:
     groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for s in scored:
+        if s["score"] is None:
+            continue
         groups[tuple(s[k] for k in keys) if len(keys) > 1 else s[keys[0]]].append(s)
     return {k: mean(list(_item_means(v).values())) for k, v in groups.items()}  # type: ignore[misc]
 
@@ -101,12 +123,18 @@ def aggregate(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str,
     for s in scored:
         by_kind[s["question"]].append(s)
     out: dict[str, Any] = {}
+    cis: dict[str, list[float] | None] = {}
     for kind, key in INSTANCE.items():
-        out[key] = mean(list(_item_means(by_kind[kind]).values())) if kind in kinds else None
+        vals = list(_item_means(by_kind[kind]).values())
+        out[key] = mean(vals) if kind in kinds else None
+        cis[key] = _ci(vals) if kind in kinds else None
     for key, group in GROUPS.items():
-        out[key] = group_accuracy(scored, group) if set(group) <= set(kinds) else None
-    avr = by_kind["avr"]
-    out["ci95"] = _ci(list(_item_means(avr).values()))
+        per = _group_values(scored, group)
+        out[key] = mean([v for vals in per.values() for v in vals]) if set(group) <= set(kinds) else None
+        cis[key] = _ci([float(np.mean(v)) for v in per.values()]) if set(group) <= set(kinds) else None
+    avr = [s for s in by_kind["avr"] if s["score"] is not None]
+    out["ci95"] = cis["avr"]
+    out.update({f"ci95_{k}": v for k, v in cis.items()})
     out["n"] = len({s["puzzle"] for s in avr})
     out["by_pattern"] = {
         k: v for k, v in sorted(_by(avr, "pattern").items(), key=lambda kv: PATTERNS.index(kv[0]))
@@ -128,17 +156,18 @@ def aggregate(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str,
 
 def aggregate_pattern(scored: list[dict[str, Any]]) -> dict[str, Any]:
     """One model's scores.json entry (task pattern): accuracy, per true pattern, prediction shares."""
-    preds = Counter(s["extracted"] for s in scored if s["extracted"] is not None)
+    answered = [s for s in scored if s["score"] is not None]
+    preds = Counter(s["extracted"] for s in answered if s["extracted"] is not None)
     total = sum(preds.values())
     confusion: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for s in scored:
+    for s in answered:
         confusion[s["gold"]][s["extracted"] or "None"] += 1
     out = {
         "pattern": mean(list(_item_means(scored).values())),
         "ci95": _ci(list(_item_means(scored).values())),
-        "n": len({s["puzzle"] for s in scored}),
+        "n": len({s["puzzle"] for s in answered}),
         "by_pattern": {
-            k: v for k, v in sorted(_by(scored, "pattern").items(), key=lambda kv: PATTERNS.index(kv[0]))
+            k: v for k, v in sorted(_by(answered, "pattern").items(), key=lambda kv: PATTERNS.index(kv[0]))
         },
         "prediction_distribution": {p: (preds[p] / total if total else None) for p in PATTERNS},
         "confusion": {g: dict(v) for g, v in confusion.items()},
@@ -160,28 +189,50 @@ def _counts(scored: list[dict[str, Any]]) -> dict[str, int]:
             "n_judged_parsed": sum(1 for s in scored if s["stage"] == "judge" and s["extracted"] is not None)}  # fmt: skip
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, kinds: tuple[str, ...] = KINDS) -> ScoreReport:
+def _model_rows(
+    groups: Iterable[tuple[str, list[Row]]], puzzles: dict[int, Puzzle], run_dir: Path
+) -> Iterator[Row]:
+    """One model's scored rows, from its (item, rows) groups (answers with their judge passes)."""
+    for item, grp in groups:
+        judged = {r["sample"]: r for r in grp if r.get("pass") == "judge"}
+        for r in grp:
+            if r.get("pass", "answer") != "answer":
+                continue
+            pid, _, kind = str(item).partition("/")
+            p = puzzles.get(int(pid)) if pid.isdigit() else None
+            if p is None or kind not in (*KINDS, "pattern"):
+                raise SuiteError(f"{run_dir / 'results.jsonl'}: item {item!r} is not a MARVEL question id")
+            yield score_row(r, p, kind, judged.get(r["sample"]))
+
+
+def score(
+    rows: Iterable[Row],
+    spec: RunSpec,
+    run_dir: Path,
+    kinds: tuple[str, ...] = KINDS,
+    sink: Sink | None = None,
+) -> ScoreReport:
+    """One model at a time: its scored rows go to `sink` and are aggregated, then dropped."""
+    sink = sink if sink is not None else Sink()
     puzzles = by_id()
-    rows = list(rows)
-    judged = {(r["model"], r["item"], r["sample"]): r for r in rows if r.get("pass") == "judge"}
-    per_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        if r.get("pass", "answer") != "answer":
-            continue
-        pid, _, kind = str(r["item"]).partition("/")
-        p = puzzles.get(int(pid)) if pid.isdigit() else None
-        if p is None or kind not in (*KINDS, "pattern"):
-            raise SuiteError(f"{run_dir / 'results.jsonl'}: item {r['item']!r} is not a MARVEL question id")
-        per_model[r["model"]].append(score_row(r, p, kind, judged.get((r["model"], r["item"], r["sample"]))))
-    scored = [s for m in per_model.values() for s in m]
+    models: dict[str, dict[str, Any]] = {}
+    gold: dict[int, Any] = {}
+    for model, groups in by_model(rows):
+        mine = []
+        for s in _model_rows(groups, puzzles, run_dir):
+            sink(s)
+            mine.append(s)
+            if s["question"] == "avr":
+                gold[s["puzzle"]] = s["gold"]
+        models[model] = aggregate_pattern(mine) if kinds == ("pattern",) else aggregate(mine, kinds)
     if kinds == ("pattern",):
-        models = {m: aggregate_pattern(v) for m, v in per_model.items()}
         extra = {**_extra(spec), "headline": "pattern"}  # ranks pattern-classification runs by their accuracy
-        return ScoreReport(models=models, scored=scored, tables=[pattern_table(models)], extra=extra)
-    models = {m: aggregate(v, kinds) for m, v in per_model.items()}
-    gold = list({s["puzzle"]: s["gold"] for s in scored if s["question"] == "avr"}.values())
+        return ScoreReport(models=models, scored=sink.rows, tables=[pattern_table(models)], extra=extra)
     return ScoreReport(
-        models=models, scored=scored, tables=tables(models, kinds, gold, BIAS_ALPHA), extra=_extra(spec)
+        models=models,
+        scored=sink.rows,
+        tables=tables(models, kinds, list(gold.values()), BIAS_ALPHA),
+        extra=_extra(spec),
     )
 
 

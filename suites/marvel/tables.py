@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from suites.base import Table
+from suites.base import Table, ranked
 from suites.marvel.data import CONFIGURATIONS, PATTERNS, REFERENCE
+from suites.stats import ci_method
 
 DASH = "-"
 INSTANCE = ["avr", "fine", "coarse_context", "coarse_choices", "coarse_whole"]
@@ -43,7 +44,7 @@ def tables(
     models: dict[str, dict[str, Any]], kinds: tuple[str, ...], gold: list[Any], alpha: float
 ) -> list[Table]:
     note = _note(models, alpha)
-    ms = sorted(models.items())
+    ms = [(m, models[m]) for m in ranked(models, "avr" if "avr" in kinds else _first(models, kinds))]
     main = [
         Table(
             title=f"MARVEL: {what} accuracy (%)",
@@ -51,9 +52,29 @@ def tables(
             rows=[[label(m, s), s["n_puzzles"], *(pct(s[c]) for c in cols), _p(s)] for m, s in ms]
             + [[*r, DASH] for r in _reference(cols)],
             note=note,
+            key=("avr",) if what == "instance" else ("perc_cf_avr",),
         )
         for what, cols in (("instance", INSTANCE), ("group", GROUP))
     ]
+    n_max = max((s["n_puzzles"] for _, s in ms), default=0)
+    main.append(
+        Table(
+            title="MARVEL: 95% CIs of the accuracies (%)",
+            columns=["model", *(c for c in (*INSTANCE, *GROUP) if any(s.get(f"ci95_{c}") for _, s in ms))],
+            rows=[
+                [
+                    label(m, s),
+                    *(
+                        pct_ci(s.get(f"ci95_{c}"))
+                        for c in (*INSTANCE, *GROUP)
+                        if any(x.get(f"ci95_{c}") for _, x in ms)
+                    ),
+                ]
+                for m, s in ms
+            ],
+            note=ci_method(n_max) + " (puzzles; a puzzle's value is its mean over samples)",
+        )
+    )
     if "avr" not in kinds:
         return main
     chance = [["random", *(pct(REFERENCE["random"]["avr"]) for _ in PATTERNS)]]
@@ -111,16 +132,33 @@ def tables(
 
 
 def pattern_table(models: dict[str, dict[str, Any]]) -> Table:
-    ms = sorted(models.items())
+    ms = [(m, models[m]) for m in ranked(models, "pattern")]
     return Table(
         title="MARVEL: pattern classification accuracy (%), overall and per true pattern",
-        columns=["model", "n", "pattern", *PATTERNS],
+        columns=["model", "n", "pattern", "95% CI", *PATTERNS],
         rows=[
-            [m, s["n_rows"], pct(s["pattern"]), *(pct(s["by_pattern"].get(p)) for p in PATTERNS)]
+            [
+                m,
+                s["n_rows"],
+                pct(s["pattern"]),
+                pct_ci(s.get("ci95")),
+                *(pct(s["by_pattern"].get(p)) for p in PATTERNS),
+            ]
             for m, s in ms
         ]
-        + [["random", DASH, pct(REFERENCE["random"]["pattern"]), *(pct(1 / 6) for _ in PATTERNS)]],
+        + [["random", DASH, pct(REFERENCE["random"]["pattern"]), DASH, *(pct(1 / 6) for _ in PATTERNS)]],
+        note=ci_method(max((s["n"] for _, s in ms), default=0)) + " (puzzles)",
+        key=("pattern", "95% CI"),
     )
+
+
+def pct_ci(ci: list[float] | None) -> str:
+    return DASH if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def _first(models: dict[str, dict[str, Any]], kinds: tuple[str, ...]) -> str:
+    """The first instance metric the run asked for (its ranking key when AVR was not asked)."""
+    return next((k.replace("-", "_") for k in kinds), "avr")
 
 
 def _p(s: dict[str, Any]) -> str:

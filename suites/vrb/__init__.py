@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from core.types import Request, Row
-from suites.base import RunSpec, ScoreReport, Suite, Truncation, with_protocol
+from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_protocol
 from suites.vrb import data, prompt, sim
 from suites.vrb.score import score as score_rows
 
@@ -62,15 +62,17 @@ def deviations(spec: RunSpec) -> list[str]:
         "the fatal ones (the reference: random model and dataset effects, items with image errors dropped)"
     ]
     if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
-        out.append(f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the reference: 1, 0)")
+        out.append(
+            f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the reference: 1, 0)"
+        )
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of the items")
     return out
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     trunc = Truncation()
-    return with_protocol(score_rows(trunc.watch(rows), spec, run_dir), deviations(spec), trunc)
+    return with_protocol(score_rows(trunc.watch(rows), spec, run_dir, sink), deviations(spec), trunc)
 
 
 def run_name(spec: RunSpec) -> str:

@@ -1,9 +1,11 @@
 """VRB metrics per model: item accuracy with bootstrap CIs, by dataset, task category, skill and
 image-quality severity, and skill effects (see effects.py).
 
-- An item's score is the mean over its samples (0/1 with the default single sample); an errored row
-  has no answer and scores 0. Accuracy is the mean over items, so the combined accuracy is the
-  datasets' accuracies weighted by question count, as in the paper.
+- An item's score is the mean over its answered samples (0/1 with the default single sample). A failed
+  call is not a wrong answer: its scored row has `score: None` and its `error_kind`, and it is left out
+  of every figure (an item with no answered sample is left out of the accuracy). Accuracy is the mean
+  over items, so the combined accuracy is the datasets' accuracies weighted by question count, as in
+  the paper. An answer the rules cannot read stays wrong, as the paper scores it.
 - 95% CIs: percentile bootstrap over items, 1,000 resamples, seed 0 (`suites.stats.bootstrap_ci`).
 - Category, skill and severity breakdowns leave out items annotated `fatal` (an unusable image);
   the headline accuracy keeps every item. An item counts once for each of its skills.
@@ -22,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from core.types import Row
-from suites.base import RunSpec, ScoreReport, SuiteError, Table
-from suites.stats import bootstrap_ci, mean
+from suites.base import RunSpec, ScoreReport, Sink, SuiteError, Table, by_model, ranked, scored_row
+from suites.stats import bootstrap_ci, ci_method, mean
 from suites.vrb import data
 from suites.vrb.data import CATEGORIES, SKILLS, Item
 from suites.vrb.effects import Answers, skill_effects
@@ -70,7 +72,11 @@ def breakdowns(item_scores: dict[str, float], items: dict[str, Item]) -> dict[st
 
 def _answers(rows: list[Row], items: dict[str, Item]) -> Answers:
     """Scored answers to annotated, non-fatal items: the skill-effect regression's sample."""
-    use = [r for r in rows if (it := items[r["item"]]).category and it.severity != "fatal"]
+    use = [
+        r
+        for r in rows
+        if r["score"] is not None and (it := items[r["item"]]).category and it.severity != "fatal"
+    ]
     return Answers(
         correct=[r["score"] for r in use],
         item=[r["item"] for r in use],
@@ -81,66 +87,63 @@ def _answers(rows: list[Row], items: dict[str, Item]) -> Answers:
     )
 
 
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path) -> ScoreReport:
+def _scored(r: Row, it: Item) -> Row:
+    text = None if r.get("error") else r.get("text")
+    ext, step = extract_step(text, it.labels)
+    return scored_row(r, extracted=ext, gold=it.solution, score=float(ext == it.solution), extract_step=step,
+                      dataset=it.dataset, category=it.category, skills=list(it.skills), severity=it.severity)  # fmt: skip
+
+
+def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
+    """One model at a time: its scored rows go to `sink`; kept are its item scores and, for the pooled
+    skill-effect fit, one small record per answer to an annotated item."""
+    sink = sink if sink is not None else Sink()
     root = data.data_dir(spec)
     items = {it.key: it for it in data.load(spec)}
-    scored: list[Row] = []
-    for r in rows:
-        if r.get("pass", "answer") != "answer":
-            continue
-        it = items.get(r["item"])
-        if it is None:
-            raise SuiteError(
-                f"{run_dir}: results hold item {r['item']!r}, which is not in the VRB data at {root}; "
-                "score with the --data-dir/--datasets the run used"
-            )
-        text = None if r.get("error") else r.get("text")
-        ext, step = extract_step(text, it.labels)
-        scored.append(
-            {
-                "model": r["model"],
-                "item": it.key,
-                "sample": r.get("sample", 0),
-                "extracted": ext,
-                "gold": it.solution,
-                "score": float(ext == it.solution),
-                "extract_step": step,
-                "dataset": it.dataset,
-                "category": it.category,
-                "skills": list(it.skills),
-                "severity": it.severity,
-                "error": r.get("error"),
-            }
-        )
-
-    per_model: dict[str, dict[str, list[float]]] = {}
-    for s in scored:
-        per_model.setdefault(s["model"], {}).setdefault(s["item"], []).append(s["score"])
     annotated = any(it.category for it in items.values())
     models: dict[str, dict[str, Any]] = {}
-    for m in sorted(per_model):
-        item_scores = {k: float(np.mean(v)) for k, v in per_model[m].items()}
-        mine = [s for s in scored if s["model"] == m]
+    pooled: list[Row] = []
+    for m, groups in by_model(rows):
+        mine: list[Row] = []
+        for item, grp in groups:
+            it = items.get(item)
+            if it is None:
+                raise SuiteError(
+                    f"{run_dir}: results hold item {item!r}, which is not in the VRB data at {root}; "
+                    "score with the --data-dir/--datasets the run used"
+                )
+            for r in grp:
+                if r.get("pass", "answer") == "answer":
+                    row = _scored(r, it)
+                    sink(row)
+                    mine.append({k: row[k] for k in ("model", "item", "score", "extracted", "error")})
+        per_item: dict[str, list[float]] = {}
+        for x in mine:
+            if x["score"] is not None:
+                per_item.setdefault(x["item"], []).append(x["score"])
+        item_scores = {k: float(np.mean(v)) for k, v in per_item.items()}
         models[m] = breakdowns(item_scores, items)
-        models[m]["no_answer"] = sum(s["extracted"] is None for s in mine)
-        models[m]["errors"] = sum(s["error"] is not None for s in mine)
+        models[m]["no_answer"] = sum(x["extracted"] is None and x["error"] is None for x in mine)
+        models[m]["errors"] = sum(x["error"] is not None for x in mine)
         if annotated:
             fit = skill_effects(_answers(mine, items), SKILLS, fixed=("dataset", "category"))
             models[m]["skill_effects"] = fit["effects"]
+            pooled += mine
         else:
             models[m]["skill_effects"] = {}
+    models = {m: models[m] for m in sorted(models)}
 
     extra: dict[str, Any] = {"chance": float(np.mean([1 / len(it.labels) for it in items.values()]))}
-    if annotated and scored:
+    if annotated and pooled:
         extra["skill_effects"] = {
-            "models": sorted(per_model),
-            **skill_effects(_answers(scored, items), SKILLS),
+            "models": sorted(models),
+            **skill_effects(_answers(pooled, items), SKILLS),
         }
     else:
         extra["skill_effects"] = {
             "note": f"no <dataset>{data.CATEGORIES_SUFFIX} in {root}: no skill annotations"
         }
-    return ScoreReport(models=models, scored=scored, tables=tables(models, extra), extra=extra)
+    return ScoreReport(models=models, scored=sink.rows, tables=tables(models, extra), extra=extra)
 
 
 def _pct(x: float | None) -> str:
@@ -152,7 +155,7 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Table]:
-    ranked = sorted(models, key=lambda m: -(models[m]["accuracy"] or 0))
+    order = ranked(models, "accuracy")
     dsets = _ordered({d for v in models.values() for d in v["by_dataset"]}, ())
     out = [
         Table(
@@ -168,9 +171,11 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     v["no_answer"],
                     v["errors"],
                 ]
-                for m, v in ((m, models[m]) for m in ranked)
+                for m, v in ((m, models[m]) for m in order)
             ],
-            note="95% CI: percentile bootstrap over items, 1,000 resamples",
+            note=ci_method(max((v["n"] for v in models.values()), default=0), N_RESAMPLES, SEED)
+            + "; over answered items",
+            key=("accuracy", "95% CI"),
         )
     ]
     for key, title, known in (
@@ -185,7 +190,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     title=f"vrb: {title}",
                     columns=["model", *cols],
                     rows=[
-                        [m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in ranked
+                        [m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in order
                     ],
                     note="items with fatal image errors excluded" if key != "by_severity" else "",
                 )
