@@ -148,10 +148,7 @@ CASES: dict[str, tuple[Callable[[Path, MockServer], list[str]], str]] = {
         "c.toml:2: not valid UTF-8",
     ),
     "--config a directory": (lambda t, m: _run(t, m, cfg=t), "is a directory, not a config file"),
-    "--out a file": (
-        lambda t, m: [*_run(t, m)[:-3], "--out", str(_file(t)), "--no-live"],
-        "is a file, not a directory",
-    ),
+    "--out a file": (lambda t, m: _run(t, m, None, "--out", str(_file(t))), "is a file, not a directory"),
     "--cache-dir a file": (lambda t, m: _run(t, m, None, "--cache-dir", str(_file(t))), "--cache-dir"),
     "--models empty": (lambda t, m: [*_run(t, m)[:3], " , ", *_run(t, m)[4:]], "--models: give at least one"),
     "corrupt manifest.json": (_damaged_manifest(b'{"suite": '), "manifest.json: not valid JSON"),
@@ -163,7 +160,10 @@ CASES: dict[str, tuple[Callable[[Path, MockServer], list[str]], str]] = {
         lambda t, m: _damaged_manifest(b"nope")(t, m)[:0] + ["score", str(t / "run")],
         "manifest.json: not valid JSON",
     ),
-    "score: not a directory": (lambda t, m: ["score", str(t / "missing")], "not a run directory (no such directory)"),
+    "score: not a directory": (
+        lambda t, m: ["score", str(t / "missing")],
+        "not a run directory (no such directory)",
+    ),
     "sweep: samples 0": (
         lambda t, m: ["sweep", str(_sweep(t, m, "samples = 0")), "--no-live"],
         "runs[0]: --samples: must be >= 1",
