@@ -172,7 +172,7 @@ class Config(BaseModel):
         if name.startswith("sim/"):
             from providers.sim import sim_model
 
-            return sim_model(name)
+            return ModelCfg(**sim_model(name))
         known = ", ".join(m.name for m in self.models) or "none"
         where = self.source or "no config file"
         raise ConfigError(

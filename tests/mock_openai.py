@@ -143,7 +143,7 @@ class MockServer:
         self.injected: Counter[str] = Counter()
         """Faults sent, by kind."""
         self.answered: Counter[tuple[str, str]] = Counter()
-        """Well-formed answers sent, per (model, prompt)."""
+        """Usable answers sent, per (model, prompt) (usage counts as strings included)."""
         self.prompts: Counter[str] = Counter()
         self.per_model: Counter[str] = Counter()
         self.keys: Counter[str] = Counter()
@@ -316,6 +316,9 @@ class MockServer:
             data = orjson.dumps(good)
             return web.Response(body=data[: len(data) // 2], content_type="application/json")
         if kind in MALFORMED:
+            if kind == "usage_str":  # odd but usable: the client keeps it
+                with self._lock:
+                    self.answered[(model, prompt)] += 1
             return web.json_response(malformed(kind, good))
         if kind == "big":
             good["choices"][0]["message"]["content"] = "A" * (5 << 20) + "\nThe answer is A."
