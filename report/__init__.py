@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
 from report import plots
 from report.frontier import pick_snapshots
-from report.html import render
-from report.load import ReportError, load_runs, read_json, suite_label
+from report.load import ReportError, atomic_write, load_runs, read_json, suite_label
+from report.page import render
+from report.samples import partial_note, write_view
 from report.tables import (
     AXES,
     FRONTIER_COLUMNS,
@@ -33,10 +35,16 @@ from report.tables import (
 __all__ = ["main", "add_arguments", "ReportError"]
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser, out_required: bool = True) -> None:
     """The `report` subcommand's flags (for the CLI to call)."""
-    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    p.add_argument("--out", required=True, type=Path, help="directory for index.html, PNGs and CSVs")
+    p.add_argument(
+        "run_dirs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="run folders; others given here (a cache, the report's own folder) are skipped with a note",
+    )
+    p.add_argument("--out", required=out_required, type=Path, help="folder for index.html, PNGs, CSVs")
     p.add_argument(
         "--models-table",
         type=Path,
@@ -46,17 +54,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def cli_main(argv: list[str]) -> int:
+    """`evalsweep report RUN_DIR... --out DIR [--models-table CSV]`."""
+    p = argparse.ArgumentParser(
+        prog="evalsweep report", description="Leaderboards, cost/accuracy frontier, per-sample viewer."
+    )
+    add_arguments(p)
+    a = p.parse_args(argv)
+    main(a.run_dirs, a.out, a.models_table)
+    return 0
+
+
 def _cell(v: Any) -> Any:
     return "" if v is None else v
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
     columns = columns or (list(rows[0]) if rows else [])
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([_cell(r.get(c)) for c in columns])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    atomic_write(path, buf.getvalue())
 
 
 def _runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
@@ -83,16 +103,18 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
 
     Raises ReportError (a SuiteError) naming the file and the fix on bad input.
     """
+    out = Path(out)
     run_dirs = [Path(d) for d in run_dirs]
-    loaded = load_runs(run_dirs, Path(models_table) if models_table else None)
+    loaded = load_runs(run_dirs, Path(models_table) if models_table else None, skip=[out])
     views = views_of(loaded.entries, loaded.extras)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    images: dict[str, Path] = {"frontier": plots.frontier(views, out / "frontier.png")}
+    images: dict[str, Path | None] = {"frontier": plots.frontier(views, out / "frontier.png")}
     chosen = {(v.slug, a): pick_snapshots(v.snaps[a]) for v in views for a in AXES}
     images["frontier_time"] = plots.frontier_over_time(views, out / "frontier_time.png", chosen)
     for v in views:
+        v.partial = partial_note(v)
         if any(e.accuracy is not None for e in v.entries):
             images[f"leaderboard_{v.slug}"] = plots.leaderboard(v, out / f"leaderboard_{v.slug}.png")
         if "by_category" in v.breakdowns:
@@ -105,6 +127,9 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
             )
         if "by_severity" in v.breakdowns:
             images[f"severity_{v.slug}"] = plots.severity(v, out / f"severity_{v.slug}.png")
+    for stale in ("frontier", "frontier_time"):  # an older report's figure must not outlive its data
+        if images[stale] is None:
+            (out / f"{stale}.png").unlink(missing_ok=True)
 
     csvs = {
         "frontier.csv": (frontier_rows(views), FRONTIER_COLUMNS),
@@ -120,9 +145,9 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
         if rows or cols:
             write_csv(out / name, rows, cols)
             written.append(name)
-    (out / "index.html").write_text(
-        render(views, images, loaded.notes, _runs(run_dirs), written), encoding="utf-8"
-    )
+    samples = [write_view(out, v.slug, v.label, v.entries) for v in views]
+    page = render(views, images, loaded.notes, _runs(loaded.run_dirs), written, samples, chosen)
+    atomic_write(out / "index.html", page)
     n = len({e.model for e in loaded.entries})
     print(f"report: {n} models, {len(views)} suite(s) → {out / 'index.html'}")
     for note in loaded.notes:

@@ -7,7 +7,6 @@ import base64
 import html
 import math
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,10 @@ th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\2
 td.t,th.t{text-align:left}.na{color:#aaa}.yes{color:#1b7c3c;font-weight:600}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}.note{color:#666;font-size:13px}
 details{margin:.5em 0}summary{cursor:pointer;color:#335}
+.scroll{overflow-x:auto;max-width:100%}td.t{white-space:normal;overflow-wrap:break-word;max-width:30em}
+.warn{background:#fff6e5;border-left:3px solid #e0a030;padding:.35em .8em;margin:.5em 0;font-size:13px}
+.warn ul{margin:.2em 0;padding-left:1.4em}.badge{font-size:12px;font-weight:normal;background:#eef;
+border-radius:3px;padding:1px 6px;margin-left:.6em;color:#334}nav a{margin-right:.2em}
 """
 
 # Click a header to sort; again to reverse. Numbers sort as numbers (data-v), unknowns always last.
@@ -90,7 +93,10 @@ def table(rows: list[dict[str, Any]], cols: list[tuple[str, str, Fmt | None]]) -
                 raw = int(v) if isinstance(v, bool) else v[0] if isinstance(v, tuple) else v
                 cells.append(f'<td data-v="{esc(raw)}">{esc(f(v))}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(body)}</tbody></table></div>'
+    )
 
 
 def img(path: Path, alt: str) -> str:
@@ -98,7 +104,7 @@ def img(path: Path, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _ci_text(scale: float) -> Fmt:
+def ci_text(scale: float) -> Fmt:
     return lambda r: f"[{r[0] * scale:.1f}, {r[1] * scale:.1f}]"
 
 
@@ -118,7 +124,7 @@ def _leaderboard(v: SuiteView, scale: float) -> str:
             ("rank", "#", str),
             ("display_name", "model", None),
             ("accuracy", v.metric + unit, pct(scale)),
-            ("ci", "95% CI", _ci_text(scale)),
+            ("ci", "95% CI", ci_text(scale)),
             ("n", "n", str),
             ("weights", "weights", None),
             ("kind", "type", None),
@@ -222,17 +228,18 @@ def _frontier_section(v: SuiteView, scale: float) -> str:
     return "\n".join(out)
 
 
-def _suite_section(v: SuiteView, images: dict[str, Path]) -> str:
+def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
     scale = 100.0 if is_fraction(v) else 1.0
     p = pct(scale)
     dirs = sorted({str(e.run_dir) for e in v.entries})
     chance = "" if v.chance is None else f" chance {pct(scale)(v.chance)};"
     out = [
-        f'<h2 id="{esc(v.slug)}">{esc(v.label)}</h2>',
+        f'<h2 id="{esc(v.slug)}">Details: {esc(v.label)}</h2>',
         f'<p class="note">Headline metric <b>{esc(v.metric)}</b>{" in %" if scale == 100 else ""}; '
         f"{len(v.entries)} models;{chance} run dir(s): {esc(', '.join(dirs))}.</p>",
-        "<h3>Leaderboard</h3>",
+        "<details><summary>Leaderboard with every column (prices, release dates, priced calls)</summary>",
         _leaderboard(v, scale),
+        "</details>",
     ]
     if f"leaderboard_{v.slug}" in images:
         out.append(img(images[f"leaderboard_{v.slug}"], f"{v.label} leaderboard"))
@@ -246,7 +253,7 @@ def _suite_section(v: SuiteView, images: dict[str, Path]) -> str:
                 ("models", "models", str),
                 ("best_model", "best model", None),
                 ("best_accuracy", "best", p),
-                ("best_ci", "best: 95% CI", _ci_text(scale)),
+                ("best_ci", "best: 95% CI", ci_text(scale)),
                 ("median_accuracy", "median", p),
                 ("on_price_frontier", "on price frontier", str),
             ],
@@ -299,7 +306,7 @@ def _suite_section(v: SuiteView, images: dict[str, Path]) -> str:
                     ("who", "model", None),
                     ("skill", "skill", None),
                     ("ame", "AME (pp)", num(3)),
-                    ("ci", "95% CI (pp)", _ci_text(1.0)),
+                    ("ci", "95% CI (pp)", ci_text(1.0)),
                 ],
             )
         )
@@ -325,52 +332,3 @@ def _suite_section(v: SuiteView, images: dict[str, Path]) -> str:
     if "by_dataset" in v.breakdowns:
         out += ["<h3>By dataset</h3>", _pivot(v.breakdowns["by_dataset"], v, p)]
     return "\n".join(out)
-
-
-def render(
-    views: list[SuiteView],
-    images: dict[str, Path],
-    notes: list[str],
-    runs: list[dict[str, Any]],
-    csvs: list[str],
-) -> str:
-    nmodels = len({e.model for v in views for e in v.entries})
-    toc = " · ".join(f'<a href="#{esc(v.slug)}">{esc(v.label)}</a>' for v in views)
-    run_rows = table(
-        runs,
-        [
-            ("run_dir", "run directory", None),
-            ("suite", "suite", None),
-            ("models", "models", str),
-            ("status", "status", None),
-            ("created", "created", None),
-            ("updated", "updated", None),
-            ("command", "command", None),
-        ],
-    )
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>evalsweep report</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>evalsweep report</h1><p class='note'>{nmodels} models, {len(views)} suite(s); generated "
-        f"{datetime.now().isoformat(timespec='seconds')}. Suites: {toc}. Click a column header to sort.</p>",
-        "<h2>Value frontier</h2>",
-        "<p class='note'>Each model at (cost, score). A model is Pareto-optimal iff no other model costs at "
-        "most as much and scores at least as well, one of them strictly; identical models both stay on. "
-        "Models whose price or run cost is unknown are left off that panel and listed under each suite. "
-        "Colour: open weights (green) vs proprietary (orange), grey when unknown; triangle = reasoning.</p>",
-        img(images["frontier"], "value frontier"),
-        "<h3>Frontier over time</h3><p class='note'>The frontier as it stood at each release date where it "
-        "changed (only models released by then); up to six dates per panel, all of them in the tables.</p>",
-        img(images["frontier_time"], "frontier over time"),
-    ]
-    parts += [_suite_section(v, images) for v in views]
-    parts.append("<h2>Runs and notes</h2>" + run_rows)
-    if notes:
-        parts.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-    parts.append(
-        "<p class='note'>Every number on this page, unrounded: "
-        + ", ".join(f'<a href="{esc(c)}">{esc(c)}</a>' for c in csvs)
-        + " (next to this page).</p>"
-    )
-    parts.append(f"<script>{JS}</script></body></html>")
-    return "\n".join(parts)

@@ -11,6 +11,7 @@ None and is shown as unknown.
 from __future__ import annotations
 
 import csv
+import os
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -96,6 +97,8 @@ class Loaded:
     notes: list[str] = field(default_factory=list)
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per experiment: scores.json's top-level keys besides `suite`/`models` (e.g. pooled skill effects)."""
+    run_dirs: list[Path] = field(default_factory=list)
+    """The folders that were read as runs (the others were skipped with a note)."""
 
 
 def suite_label(suite: str) -> str:
@@ -121,6 +124,14 @@ def headline_of(suite: str) -> str:
         return get_suite(suite).headline
     except Exception:  # a suite that is not installed here still gets a report
         return "accuracy"
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Temp file + rename: a kill never leaves a partial report file beside an older one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
 
 
 def read_json(path: Path) -> Any:
@@ -378,14 +389,32 @@ def load_run(run_dir: Path, table: list[ModelInfo] | None = None) -> Loaded:
     return Loaded(entries=entries, notes=notes, extras={experiment: extra})
 
 
-def load_runs(run_dirs: list[Path], models_table: Path | None = None) -> Loaded:
-    """All runs; a model seen in two run directories of one experiment keeps the later directory's."""
+def why_not_a_run(d: Path, skip: list[Path]) -> str | None:
+    """Why `d` is not read as a scored run (None when it is one), so `report runs/*` can be given a
+    folder that also holds `cache/` and the report's own output."""
+    if not d.is_dir():
+        return f"{d}: not a run directory (no such folder), skipped"
+    if any(d.resolve() == s.resolve() for s in skip):
+        return f"{d}: the report's output folder, skipped"
+    if not (d / "manifest.json").is_file():
+        return f"{d}: not a run directory (no manifest.json), skipped"
+    if not (d / "scores.json").is_file():
+        return f"{d / 'scores.json'}: missing; score the run first: `evalsweep score {d}` (skipped)"
+    return None
+
+
+def load_runs(run_dirs: list[Path], models_table: Path | None = None, skip: list[Path] = ()) -> Loaded:
+    """All runs; a model seen in two run directories of one experiment keeps the later directory's.
+    Folders that are not scored runs are skipped with a note; none left is an error."""
     table = read_models_table(models_table) if models_table else None
     by_key: dict[tuple[str, str], Entry] = {}
     out = Loaded(entries=[])
     for d in run_dirs:
-        if not d.is_dir():
-            raise ReportError(f"{d}: not a run directory")
+        why = why_not_a_run(d, list(skip))
+        if why:
+            out.notes.append(why)
+            continue
+        out.run_dirs.append(d)
         one = load_run(d, table)
         out.notes += one.notes
         for k, v in one.extras.items():
@@ -405,5 +434,6 @@ def load_runs(run_dirs: list[Path], models_table: Path | None = None) -> Loaded:
             by_key[(e.experiment, e.model)] = e
     out.entries = list(by_key.values())
     if not out.entries:
-        raise ReportError(f"no scored models in {', '.join(map(str, run_dirs))}; run `evalsweep score` first")
+        why = "; ".join(out.notes) or "run `evalsweep score` first"
+        raise ReportError(f"no scored models in {', '.join(map(str, run_dirs))}: {why}")
     return out

@@ -3,14 +3,17 @@ renders with Agg: no display, no pyplot global state, nothing fetched)."""
 
 from __future__ import annotations
 
+import io
+import textwrap
 from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from report.load import Entry
+from report.load import Entry, atomic_write
 from report.tables import AXES, POOLED, SuiteView, is_fraction, level_means
 
 COLORS = {True: "#1b9e77", False: "#d95f02", None: "#7f7f7f"}  # open weights / proprietary / unknown
@@ -18,7 +21,9 @@ MARKERS = {True: "^", False: "o", None: "s"}  # reasoning / non-reasoning / unkn
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    atomic_write(path, buf.getvalue())
     return path
 
 
@@ -26,18 +31,52 @@ def _scale(v: SuiteView) -> tuple[float, str]:
     return (100.0, f"{v.metric} (%)") if is_fraction(v) else (1.0, v.metric)
 
 
-def _legend_handles() -> list:
+def _legend_handles(entries: list[Entry] | None = None, frontier: bool = True) -> list:
+    """Every colour and marker the plot can use: the unknown (grey, square) ones when some entry has
+    them, so no marker on a figure is left out of its legend."""
     from matplotlib.lines import Line2D
 
+    ws = {e.info.open_weights for e in entries} if entries is not None else {True, False}
+    rs = {e.info.reasoning for e in entries} if entries is not None else {True, False}
+    names_w = {True: "open weights", False: "proprietary", None: "weights unknown"}
+    names_r = {True: "reasoning", False: "non-reasoning", None: "type unknown"}
     h = [
-        Line2D([], [], ls="", marker="o", color=c, label=lbl)
-        for c, lbl in ((COLORS[True], "open weights"), (COLORS[False], "proprietary"))
+        Line2D([], [], ls="", marker="o", color=COLORS[k], label=names_w[k])
+        for k in (True, False, None)
+        if k in ws
     ]
     h += [
-        Line2D([], [], ls="", marker=MARKERS[k], color="k", mfc="none", label=lbl)
-        for k, lbl in ((True, "reasoning"), (False, "non-reasoning"))
+        Line2D([], [], ls="", marker=MARKERS[k], color="k", mfc="none", label=names_r[k])
+        for k in (True, False, None)
+        if k in rs
     ]
-    return h + [Line2D([], [], color="k", lw=1.2, label="Pareto frontier")]
+    return h + ([Line2D([], [], color="k", lw=1.2, label="Pareto frontier")] if frontier else [])
+
+
+def _title(ax: Axes, text: str, size: float = 9) -> None:
+    ax.set_title(textwrap.fill(text, 70), fontsize=size)
+
+
+def _log_x(ax: Axes) -> None:
+    """Log x axis with labels at 1, 2, 5 × 10^k only: minor labels crowd into each other."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def declutter(fig: Figure, texts: list) -> None:
+    """Hide annotations that would overlap one already kept (earlier = more important)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    kept: list = []
+    for t in texts:
+        bb = t.get_window_extent(renderer).expanded(1.05, 1.1)
+        if any(bb.overlaps(k) for k in kept):
+            t.set_visible(False)
+        else:
+            kept.append(bb)
 
 
 def _floor(costs: list[float]) -> float:
@@ -50,13 +89,14 @@ def _at(c: float, floor: float) -> float:
     return c if c > 0 else floor
 
 
-def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> None:
+def has_cost(v: SuiteView, axis: str) -> bool:
+    return any(e.accuracy is not None and v.cost(e, axis) is not None for e in v.entries)
+
+
+def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> list:
+    """One (suite, cost axis) panel; returns its annotations, most important first."""
     k, ylabel = _scale(v)
     es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
-    if not es:
-        ax.text(0.5, 0.5, "no model with a known cost", ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
-        return
     floor = _floor([v.cost(e, axis) for e in es])
     for e in es:
         ax.scatter(
@@ -70,7 +110,7 @@ def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> None:
         )
     front = v.front[axis]
     ax.plot([_at(p.cost, floor) for p in front], [p.accuracy * k for p in front], color="k", lw=1.2, zorder=2)
-    for p in front:
+    texts = [
         ax.annotate(
             v.name(p.name),
             (_at(p.cost, floor), p.accuracy * k),
@@ -78,22 +118,28 @@ def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> None:
             xytext=(4, 3),
             textcoords="offset points",
         )
+        for p in front
+    ]
     if len(es) <= 15:  # small sweeps: name the dominated models too (grey); 45 labels would be noise
-        for e in es:
-            if not v.on(e, axis):
-                ax.annotate(
-                    v.name(e.model),
-                    (_at(v.cost(e, axis), floor), e.accuracy * k),
-                    fontsize=6,
-                    color="#777777",
-                    xytext=(4, -8),
-                    textcoords="offset points",
-                )
-    ax.set_xscale("log")
+        texts += [
+            ax.annotate(
+                v.name(e.model),
+                (_at(v.cost(e, axis), floor), e.accuracy * k),
+                fontsize=6,
+                color="#777777",
+                xytext=(4, -8),
+                textcoords="offset points",
+            )
+            for e in es
+            if not v.on(e, axis)
+        ]
+    _log_x(ax)
     if v.chance is not None:
         ax.axhline(v.chance * k, ls="--", color="#bbbbbb", lw=1)
-        ax.annotate(
-            "chance", (0.01, v.chance * k), xycoords=("axes fraction", "data"), fontsize=7, color="#888"
+        texts.append(
+            ax.annotate(
+                "chance", (0.01, v.chance * k), xycoords=("axes fraction", "data"), fontsize=7, color="#888"
+            )
         )
     if any(v.cost(e, axis) == 0 for e in es):
         ax.axvline(floor, ls=":", color="#999999", lw=1)
@@ -102,85 +148,95 @@ def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> None:
     )
     ax.set_ylabel(ylabel)
     missing = len(v.unplaced[axis])
-    ax.set_title(
-        f"{v.label}" + (f"  ({missing} without a known cost not shown)" if missing else ""), fontsize=9
-    )
+    _title(ax, f"{v.label}" + (f"  ({missing} without a known cost not shown)" if missing else ""))
     ax.grid(True, which="both", alpha=0.25)
+    return texts
 
 
-def frontier(views: list[SuiteView], path: Path) -> Path:
-    """One row per suite: accuracy vs list price (log) and vs the measured cost of the run (log)."""
-    fig = Figure(figsize=(12, 4.2 * len(views)))
-    axes = fig.subplots(len(views), 2, squeeze=False)
-    for row, v in zip(axes, views, strict=True):
-        for ax, axis in zip(row, AXES, strict=True):
-            _frontier_panel(ax, v, axis)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (4.2 * len(views))))
-    fig.legend(handles=_legend_handles(), loc="upper center", ncol=5, fontsize=8, bbox_to_anchor=(0.5, 1.0))
+def _grid(n: int, height: float) -> tuple[Figure, list[Axes]]:
+    cols = 2 if n > 1 else 1
+    rows = (n + cols - 1) // cols
+    fig = Figure(figsize=(6 * cols, height * rows))
+    axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def frontier(views: list[SuiteView], path: Path) -> Path | None:
+    """Accuracy vs list price (log) and vs the measured cost of the run (log), one panel per suite
+    and axis that has a model with a known cost; None when no panel has one."""
+    panels = [(v, axis) for v in views for axis in AXES if has_cost(v, axis)]
+    if not panels:
+        return None
+    fig, axes = _grid(len(panels), 4.2)
+    texts = [t for ax, (v, axis) in zip(axes, panels, strict=True) for t in _frontier_panel(ax, v, axis)]
+    entries = [e for v, _ in panels for e in v.entries]
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
+    fig.legend(
+        handles=_legend_handles(entries), loc="upper center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, 1.0)
+    )
+    declutter(fig, texts)
     return _save(fig, path)
 
 
 def frontier_over_time(
     views: list[SuiteView], path: Path, snaps_per_plot: dict[tuple[str, str], list]
-) -> Path:
-    """The frontier as it stood at successive release dates, darker = later."""
-    fig = Figure(figsize=(12, 4.2 * len(views)))
-    axes = fig.subplots(len(views), 2, squeeze=False)
-    for row, v in zip(axes, views, strict=True):
+) -> Path | None:
+    """The frontier as it stood at successive release dates, darker = later; one panel per suite and
+    cost axis that has snapshots (None when none has: no release dates, or no known costs)."""
+    from matplotlib.lines import Line2D
+
+    panels = [(v, axis) for v in views for axis in AXES if snaps_per_plot.get((v.slug, axis))]
+    if not panels:
+        return None
+    fig, axes = _grid(len(panels), 4.2)
+    for ax, (v, axis) in zip(axes, panels, strict=True):
         k, ylabel = _scale(v)
-        for ax, axis in zip(row, AXES, strict=True):
-            snaps = snaps_per_plot[(v.slug, axis)]
-            es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
-            if not snaps:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "no model with both a release date and a known cost",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    fontsize=9,
-                )
-                ax.set_axis_off()
-                continue
-            floor = _floor([v.cost(e, axis) for e in es])
+        snaps = snaps_per_plot[(v.slug, axis)]
+        es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
+        floor = _floor([v.cost(e, axis) for e in es])
+        ax.scatter(
+            [_at(v.cost(e, axis), floor) for e in es],
+            [e.accuracy * k for e in es],
+            c="#cccccc",
+            s=16,
+            zorder=1,
+        )
+        # later frontiers are drawn wider and underneath, so a stretch shared with an earlier one
+        # shows both colours; each snapshot's new entrants are ringed in its colour
+        cmap = colormaps["viridis_r"]
+        for j, s in enumerate(snaps):
+            c = cmap(0.15 + 0.85 * j / max(1, len(snaps) - 1))
+            day = "" if s.when.day == 1 else f"-{s.when:%d}"
+            xs = [_at(p.cost, floor) for p in s.frontier]
+            ys = [p.accuracy * k for p in s.frontier]
+            lw = 1.0 + 3.0 * j / max(1, len(snaps) - 1)
+            label = f"{s.when:%Y-%m}{day}: {len(s.frontier)} on frontier"
+            ax.plot(xs, ys, "-", color=c, lw=lw, label=label, zorder=20 - j, solid_capstyle="round")
+            new = [p for p in s.frontier if p.name in s.new]
             ax.scatter(
-                [_at(v.cost(e, axis), floor) for e in es],
-                [e.accuracy * k for e in es],
-                c="#cccccc",
-                s=16,
-                zorder=1,
+                [_at(p.cost, floor) for p in new],
+                [p.accuracy * k for p in new],
+                s=46,
+                facecolors="none",
+                edgecolors=[c],
+                linewidths=1.8,
+                zorder=30,
             )
-            # later frontiers are drawn wider and underneath, so a stretch shared with an earlier one
-            # shows both colours; each snapshot's new entrants are ringed in its colour
-            cmap = colormaps["viridis_r"]
-            for j, s in enumerate(snaps):
-                c = cmap(0.15 + 0.85 * j / max(1, len(snaps) - 1))
-                day = "" if s.when.day == 1 else f"-{s.when:%d}"
-                xs = [_at(p.cost, floor) for p in s.frontier]
-                ys = [p.accuracy * k for p in s.frontier]
-                lw = 1.0 + 3.0 * j / max(1, len(snaps) - 1)
-                label = f"{s.when:%Y-%m}{day}: {len(s.frontier)} on frontier"
-                ax.plot(xs, ys, "-", color=c, lw=lw, label=label, zorder=20 - j, solid_capstyle="round")
-                new = [p for p in s.frontier if p.name in s.new]
-                ax.scatter(
-                    [_at(p.cost, floor) for p in new],
-                    [p.accuracy * k for p in new],
-                    s=46,
-                    facecolors="none",
-                    edgecolors=[c],
-                    linewidths=1.8,
-                    zorder=30,
-                )
-            ax.set_xscale("log")
-            free = any(v.cost(e, axis) == 0 for e in es)
-            if free:
-                ax.axvline(floor, ls=":", color="#999999", lw=1)
-            ax.set_xlabel(AXES[axis] + (" — free ($0) on the dotted line" if free else ""))
-            ax.set_ylabel(ylabel)
-            ax.set_title(f"{v.label}: frontier at successive release dates", fontsize=9)
-            ax.grid(True, which="both", alpha=0.25)
-            ax.legend(fontsize=7, loc="lower right")
+        _log_x(ax)
+        free = any(v.cost(e, axis) == 0 for e in es)
+        if free:
+            ax.axvline(floor, ls=":", color="#999999", lw=1)
+        ax.set_xlabel(AXES[axis] + (" — free ($0) on the dotted line" if free else ""))
+        ax.set_ylabel(ylabel)
+        _title(ax, f"{v.label}: frontier at successive release dates")
+        ax.grid(True, which="both", alpha=0.25)
+        extra = [
+            Line2D([], [], ls="", marker="o", color="#cccccc", label="any model (all dates)"),
+            Line2D([], [], ls="", marker="o", mfc="none", color="k", label="new on the frontier then"),
+        ]
+        ax.legend(handles=ax.get_legend_handles_labels()[0] + extra, fontsize=7, loc="lower right")
     fig.tight_layout()
     return _save(fig, path)
 
@@ -206,10 +262,13 @@ def leaderboard(v: SuiteView, path: Path) -> Path:
         ax.axvline(v.chance * k, ls="--", color="#bbbbbb", lw=1, label="chance")
     ax.set_yticks(y, [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label + " with 95% CI")
-    ax.set_title(f"{v.label}: leaderboard", fontsize=10)
+    _title(ax, f"{v.label}: leaderboard", 10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(
-        handles=_legend_handles()[:4] + ax.get_legend_handles_labels()[0], fontsize=7, loc="lower right"
+        handles=_legend_handles(es, frontier=False) + ax.get_legend_handles_labels()[0],
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
     )
     fig.tight_layout()
     return _save(fig, path)
@@ -244,7 +303,7 @@ def category_range(v: SuiteView, path: Path, kind: str = "by_category") -> Path:
             )
     ax.set_yticks(range(len(es)), [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label)
-    ax.set_title(f"{v.label}: best to worst {kind.removeprefix('by_')} per model", fontsize=10)
+    _title(ax, f"{v.label}: best to worst {kind.removeprefix('by_')} per model", 10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
@@ -265,7 +324,7 @@ def skill_effects(v: SuiteView, path: Path) -> Path:
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(skills)), skills, fontsize=8)
     ax.set_xlabel("average marginal effect on accuracy (pp), 95% CI")
-    ax.set_title(f"{v.label}: skill effects, all models (logistic regression, fixed effects)", fontsize=10)
+    _title(ax, f"{v.label}: skill effects, all models (logistic regression, fixed effects)", 10)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -289,7 +348,7 @@ def skill_effects_by_model(v: SuiteView, path: Path) -> Path:
     ax.set_xticks(range(len(skills)), skills, rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(len(models)), [v.name(md) for md in models], fontsize=8)
     fig.colorbar(im, ax=ax, label="average marginal effect (pp)")
-    ax.set_title(f"{v.label}: skill effects, each model's own fit", fontsize=10)
+    _title(ax, f"{v.label}: skill effects, each model's own fit", 10)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -318,7 +377,7 @@ def severity(v: SuiteView, path: Path) -> Path:
     ax.plot(range(len(levels)), mean, "-s", color="k", lw=2.2, label="mean over models")
     ax.set_xticks(range(len(levels)), levels)
     ax.set_ylabel(label)
-    ax.set_title(f"{v.label}: accuracy by image-quality severity", fontsize=10)
+    _title(ax, f"{v.label}: accuracy by image-quality severity", 10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()

@@ -50,6 +50,10 @@ class SuiteView:
     """The score of random guessing, when the suite reports it (VRB: `chance` in scores.json)."""
     skill_notes: dict[str, str] = field(default_factory=dict)
     """Skills of a pooled fit that it could not estimate, with its reason."""
+    deviations: list[str] = field(default_factory=list)
+    """scores.json `protocol.deviations`: where this run departs from the paper's protocol."""
+    partial: str | None = None
+    """"partial run (20 of 515 items)" when --limit cut the suite short."""
 
     def cost(self, e: Entry, axis: str) -> float | None:
         return e.info.price_in if axis == "price_in" else e.run_cost_usd
@@ -116,9 +120,30 @@ def slugify(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "suite"
 
 
+def _setting(name: str, v: Any) -> str:
+    """One setting in words: `cot-sc`, `judge gpt-4o-mini`, `no judge`, `8 samples`, `all items`."""
+    if name == "variant":
+        return str(v) if v is not None else "default variant"
+    if name == "limit":
+        return "all items" if v is None else f"first {v} items"
+    if name == "samples":
+        return "default samples" if v is None else f"{v} samples"
+    if name == "temperature":
+        return "default temperature" if v is None else f"T={v}"
+    words = name.replace("_", " ")
+    if v is None or v is False:
+        return f"no {words}"
+    if v is True:
+        return words
+    if isinstance(v, list | tuple):
+        v = ",".join(map(str, v))
+    return f"{words} {v}"
+
+
 def _labels(entries: list[Entry]) -> dict[str, str]:
-    """Each experiment's name: its suite, plus the settings that tell apart experiments of one suite
-    (`jeebench [variant=cot]`, `jeebench [variant=sc]`); unique even for same-named jsonl files."""
+    """Each experiment's name in words: its suite and variant, plus the settings that tell apart
+    experiments of one suite (`jeebench (cot)`, `jeebench (cot-sc, judge gpt-4o-mini)`); unique even
+    for same-named jsonl files."""
     exps = {e.experiment: (suite_label(e.suite), e.spec) for e in entries}
     out: dict[str, str] = {}
     for label in dict.fromkeys(lb for lb, _ in exps.values()):
@@ -131,10 +156,11 @@ def _labels(entries: list[Entry]) -> dict[str, str]:
             for k in keys
         }
         names = list(dict.fromkeys(n for f in flat.values() for n in f))
-        differ = [n for n in names if len({repr(f.get(n)) for f in flat.values()}) > 1]
+        differ = [n for n in names if len({repr(f.get(n)) for f in flat.values()}) > 1 and n != "variant"]
         for k in keys:
-            tag = ", ".join(f"{n}={flat[k].get(n)}" for n in differ)
-            out[k] = f"{label} [{tag}]" if tag else label
+            tags = [str(flat[k]["variant"])] if flat[k].get("variant") is not None else []
+            tags += [_setting(n, flat[k].get(n)) for n in differ]
+            out[k] = f"{label} ({', '.join(tags)})" if tags else label
     seen: dict[str, int] = {}
     for k, lb in out.items():
         seen[lb] = seen.get(lb, 0) + 1
@@ -171,6 +197,7 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
         per = {e.model: s for e in ranked if (s := _stats(e.scores.get(kind)))}
         if per:
             v.breakdowns[kind] = per
+    v.deviations = deviations_of(extra.get("protocol"))
     c = extra.get("chance")
     v.chance = float(c) if isinstance(c, int | float) and not isinstance(c, bool) else None
     per_model = {e.model: s for e in ranked if (s := _stats(e.scores.get("skill_effects")))}
@@ -184,6 +211,34 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
     else:
         v.skill_effects = per_model
     return v
+
+
+def deviations_of(protocol: Any) -> list[str]:
+    """scores.json `protocol: {"deviations": [...]}` as sentences (absent in older run dirs: [])."""
+    devs = protocol.get("deviations") if isinstance(protocol, dict) else None
+    if not isinstance(devs, list):
+        return []
+    out = []
+    for d in devs:
+        if isinstance(d, dict):
+            text = d.get("text") or d.get("message") or d.get("what") or d.get("deviation")
+            d = text if isinstance(text, str) else "; ".join(f"{k}: {x}" for k, x in d.items())
+        if d:
+            out.append(str(d))
+    return out
+
+
+def coverage_of(e: Entry) -> dict[str, Any]:
+    """scores.json's per-model `n_planned, n_scored, n_errors, coverage` (None when absent)."""
+    out: dict[str, Any] = {}
+    for k in ("n_planned", "n_scored", "n_errors"):
+        x = e.scores.get(k)
+        out[k] = x if isinstance(x, int) and not isinstance(x, bool) else None
+    c = e.scores.get("coverage")
+    out["coverage"] = float(c) if isinstance(c, int | float) and not isinstance(c, bool) else None
+    if out["coverage"] is None and out["n_planned"] and out["n_scored"] is not None:
+        out["coverage"] = out["n_scored"] / out["n_planned"]
+    return out
 
 
 def is_fraction(v: SuiteView) -> bool:
@@ -241,6 +296,7 @@ def leaderboard_rows(v: SuiteView) -> list[dict[str, Any]]:
                 "priced_calls": e.cost.priced_calls,
                 "cached_calls": e.cost.cached_calls,
                 "error_calls": e.cost.errors,
+                **coverage_of(e),
                 "on_frontier_price": v.on(e, "price_in"),
                 "on_frontier_run_cost": v.on(e, "run_cost_usd"),
                 "metadata_from": i.source,

@@ -244,17 +244,15 @@ def cmd_score(argv: list[str]) -> int:
 
 
 def cmd_report(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="evalsweep report", description="Leaderboards and cost/accuracy frontier."
-    )
-    p.add_argument("run_dirs", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--models-table", type=Path, help="model metadata CSV (format of VRB's models.csv)")
-    a = p.parse_args(argv)
-    from report import main as report_main
+    from report import cli_main
 
-    report_main(a.run_dirs, a.out, a.models_table)
-    return EXIT_OK
+    return cli_main(argv)
+
+
+def cmd_view(argv: list[str]) -> int:
+    from report.serve import cli_main
+
+    return cli_main(argv)
 
 
 def cmd_models(argv: list[str]) -> int:
@@ -343,6 +341,7 @@ COMMANDS = {
     "sweep": cmd_sweep,
     "score": cmd_score,
     "report": cmd_report,
+    "view": cmd_view,
     "models": cmd_models,
     "cache": cmd_cache,
     "demo": cmd_demo,
@@ -361,12 +360,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(
-            "usage: evalsweep {demo,run,sweep,score,report,models,cache} ... | --version\n"
+            "usage: evalsweep {demo,run,sweep,score,report,view,models,cache} ... | --version\n"
             "  demo                     offline demo: sim/ models on bundled JEEBench, scored, reported\n"
             "  run SUITE --models a,b   run a suite (jeebench, marvel, m3gia, vrb, jsonl:PATH)\n"
             "  sweep SWEEP.toml         many runs in one scheduler\n"
             "  score RUN_DIR            score a run: scored.jsonl, scores.json, tables\n"
-            "  report RUN_DIR... --out  leaderboards, cost/accuracy frontier, HTML\n"
+            "  report RUN_DIR... --out  leaderboards, cost/accuracy frontier, HTML, sample viewer\n"
+            "  view RUN_DIR...          the report served on 127.0.0.1\n"
             "  models                   models the config defines\n"
             "  cache stats|prune        the response cache",
             file=sys.stderr,

@@ -45,6 +45,7 @@ def make_run(
     results: list[dict[str, Any]],
     extra: dict | None = None,
     options: dict | None = None,
+    limit: int | None = None,
 ) -> Path:
     d = root / name
     d.mkdir(parents=True)
@@ -59,7 +60,7 @@ def make_run(
                     "options": options or {},
                     "samples": None,
                     "temperature": None,
-                    "limit": None,
+                    "limit": limit,
                 },
                 "models": list(models),
                 "created": "2026-01-01T00:00:00",

@@ -185,12 +185,37 @@ def test_experiments_of_one_suite_stay_apart(tmp_path: Path) -> None:
     loaded = load_runs([cot1, cot2, sc, q1, q2])
     views = views_of(loaded.entries, loaded.extras)
     assert [(v.label, v.slug, [e.model for e in v.entries]) for v in views] == [
-        ("jeebench [variant=cot]", "jeebench-variant-cot", ["n", "m"]),
-        ("jeebench [variant=sc]", "jeebench-variant-sc", ["m"]),
+        ("jeebench (cot)", "jeebench-cot", ["n", "m"]),
+        ("jeebench (sc)", "jeebench-sc", ["m"]),
         ("jsonl:q.jsonl", "jsonl-q-jsonl", ["m"]),
         ("jsonl:q.jsonl #2", "jsonl-q-jsonl-2", ["m"]),
     ]
     assert not loaded.notes
+
+
+def test_labels_are_words_not_dict_dumps(tmp_path: Path) -> None:
+    """The settings that tell two runs of a suite apart, in words: no `None`, no `key=value` dump."""
+    opts = {"variant": "cot", "judge": None, "marks": None}
+    runs = [
+        make_run(tmp_path, "a", "jeebench", {"m": {}}, {"m": {"overall": 0.3}}, [], options=opts),
+        make_run(
+            tmp_path, "b", "jeebench", {"m": {}}, {"m": {"overall": 0.3}}, [],
+            options={**opts, "judge": "gpt-4o-mini"},
+        ),
+        make_run(tmp_path, "c", "jeebench", {"m": {}}, {"m": {"overall": 0.3}}, [], options=opts, limit=20),
+    ]  # fmt: skip
+    labels = [v.label for v in views_of(*_loaded(runs))]
+    assert labels == [
+        "jeebench (cot, all items, no judge)",
+        "jeebench (cot, all items, judge gpt-4o-mini)",
+        "jeebench (cot, first 20 items, no judge)",
+    ]
+    assert not any("None" in lb or "=" in lb for lb in labels)
+
+
+def _loaded(runs: list[Path]) -> tuple:
+    loaded = load_runs(runs)
+    return loaded.entries, loaded.extras
 
 
 def test_headline_metric_per_suite(tmp_path: Path) -> None:

@@ -1,0 +1,187 @@
+"""The page, in reading order: every suite's leaderboard with CIs first (coverage, partial runs and
+protocol deviations beside the numbers), then the value frontier, then each suite's details, the
+per-sample viewer, and the runs. A figure with nothing to draw is left out with one line saying why."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from report import viewer
+from report.html import CSS, JS, ci_text, esc, flag, img, pct, suite_section, table, usd
+from report.samples import ViewData
+from report.tables import AXES, SuiteView, is_fraction, leaderboard_rows
+
+WHY_NO_COST = {
+    "price_in": "no model has a known list price (set price_in in the config or pass --models-table)",
+    "run_cost_usd": "no model has a known run cost (some calls have no price)",
+}
+
+
+def _coverage(r: dict[str, Any]) -> str | None:
+    c = r.get("coverage")
+    if c is None:
+        return f"? ({r['error_calls']} errors)" if r.get("error_calls") else None
+    return f"{c * 100:.0f}%" + (" ⚠" if c < 1 else "")
+
+
+def _below(v: SuiteView, rows: list[dict[str, Any]]) -> str:
+    low = []
+    for r in rows:
+        c, planned, scored = r.get("coverage"), r.get("n_planned"), r.get("n_scored")
+        if c is not None and c < 1:
+            detail = f"{scored} of {planned} scored" if planned is not None else f"coverage {c:.0%}"
+            if r.get("n_errors"):
+                detail += f", {r['n_errors']} errors"
+            low.append(f"{r['display_name']} ({detail})")
+    if not low:
+        return ""
+    return (
+        "<p class='warn'>⚠ Below full coverage: "
+        + esc("; ".join(low))
+        + ". Their scores are over the answered items only; failed calls are not counted as wrong.</p>"
+    )
+
+
+def headline(v: SuiteView) -> str:
+    """One suite's leaderboard: rank, score with its 95% CI, n, coverage, cost, and the groups."""
+    scale = 100.0 if is_fraction(v) else 1.0
+    rows = leaderboard_rows(v)
+    for r in rows:
+        r["ci"] = (r["ci_lo"], r["ci_hi"]) if r["ci_lo"] is not None else None
+        r["weights"] = {True: "open", False: "proprietary"}.get(r["open_weights"])
+        r["kind"] = {True: "reasoning", False: "non-reasoning"}.get(r["reasoning"])
+        r["cover"] = _coverage(r)
+        r["front"] = r["on_frontier_price"] or r["on_frontier_run_cost"]
+    badge = f"<span class='badge'>{esc(v.partial)}</span>" if v.partial else ""
+    out = [f"<h3>{esc(v.label)}{badge} <a class='note' href='#{esc(v.slug)}'>details</a></h3>"]
+    if v.deviations:
+        out.append(
+            "<div class='warn'><b>Protocol deviations</b> (these numbers depart from the paper's "
+            "protocol):<ul>" + "".join(f"<li>{esc(d)}</li>" for d in v.deviations) + "</ul></div>"
+        )
+    unit = " (%)" if scale == 100 else ""
+    chance = "" if v.chance is None else f"; chance {pct(scale)(v.chance)}"
+    out.append(f"<p class='note'>{esc(v.metric)}{unit}, 95% CI{esc(chance)}.</p>")
+    out.append(
+        table(
+            rows,
+            [
+                ("rank", "#", str),
+                ("display_name", "model", None),
+                ("accuracy", v.metric + unit, pct(scale)),
+                ("ci", "95% CI", ci_text(scale)),
+                ("n", "n", str),
+                ("cover", "coverage", None),
+                ("run_cost_usd", "run cost", usd),
+                ("price_in", "$/M in", usd),
+                ("weights", "weights", None),
+                ("kind", "type", None),
+                ("front", "on a frontier", flag("✓", "")),
+            ],
+        )
+    )
+    out.append(_below(v, rows))
+    return "\n".join(out)
+
+
+def _omitted(views: list[SuiteView], drawn: set[tuple[str, str]], why: dict[str, str]) -> str:
+    gone = [
+        f"{v.label} by {AXES[axis].split(' (')[0]}: {why[axis]}"
+        for v in views
+        for axis in AXES
+        if (v.slug, axis) not in drawn
+    ]
+    return f"<p class='note'>Not drawn — {esc('; '.join(gone))}.</p>" if gone else ""
+
+
+def frontier_block(views: list[SuiteView], images: dict[str, Path | None], chosen: dict) -> str:
+    out = ["<h2 id='frontier'>Value frontier</h2>"]
+    drawn = {(v.slug, a) for v in views for a in AXES if any(
+        e.accuracy is not None and v.cost(e, a) is not None for e in v.entries)}  # fmt: skip
+    if images.get("frontier") is None:
+        out.append("<p class='note'>No frontier plot: no model has a known list price or run cost.</p>")
+    else:
+        out += [
+            "<p class='note'>Each model at (cost, score), cost on a log scale. A model is Pareto-optimal "
+            "iff no other model costs at most as much and scores at least as well, one of them strictly. "
+            "Models whose cost is unknown are listed under each suite's details.</p>",
+            img(images["frontier"], "value frontier"),  # type: ignore[arg-type]
+            _omitted(views, drawn, WHY_NO_COST),
+        ]
+    out.append("<h3>Frontier over time</h3>")
+    timed = {k for k, s in chosen.items() if s}
+    if images.get("frontier_time") is None:
+        out.append(
+            "<p class='note'>No frontier-over-time plot: no model has both a release date and a known "
+            "cost (set release_date in the config or pass --models-table).</p>"
+        )
+    else:
+        why = {
+            a: "no model with both a release date and a known "
+            + ("list price" if a == "price_in" else "run cost")
+            for a in AXES
+        }
+        out += [
+            "<p class='note'>The frontier as it stood at each release date where it changed (only models "
+            "released by then); up to six dates per panel, all of them in the tables.</p>",
+            img(images["frontier_time"], "frontier over time"),  # type: ignore[arg-type]
+            _omitted(views, timed, why),
+        ]
+    return "\n".join(out)
+
+
+def render(
+    views: list[SuiteView],
+    images: dict[str, Path | None],
+    notes: list[str],
+    runs: list[dict[str, Any]],
+    csvs: list[str],
+    samples: list[ViewData] | None = None,
+    chosen: dict | None = None,
+) -> str:
+    nmodels = len({e.model for v in views for e in v.entries})
+    nav = " · ".join(
+        [
+            "<a href='#leaderboards'>leaderboards</a>",
+            "<a href='#frontier'>value frontier</a>",
+            *(f'<a href="#{esc(v.slug)}">{esc(v.label)}</a>' for v in views),
+            *(["<a href='#samples'>samples</a>"] if samples and any(s.models for s in samples) else []),
+            "<a href='#runs'>runs and notes</a>",
+        ]
+    )
+    run_rows = table(
+        runs,
+        [
+            ("run_dir", "run directory", None),
+            ("suite", "suite", None),
+            ("models", "models", str),
+            ("status", "status", None),
+            ("updated", "updated", None),
+            ("command", "command", None),
+        ],
+    )
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>evalsweep report</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>evalsweep report</h1><p class='note'>{nmodels} models, {len(views)} suite(s); generated "
+        f"{datetime.now().isoformat(timespec='seconds')}. Click a column header to sort.</p>",
+        f"<nav class='note'>{nav}</nav>",
+        "<h2 id='leaderboards'>Leaderboards</h2>",
+        *(headline(v) for v in views),
+        frontier_block(views, images, chosen or {}),
+        *(suite_section(v, images) for v in views),  # type: ignore[arg-type]
+        viewer.section(samples or []),
+        "<h2 id='runs'>Runs and notes</h2>" + run_rows,
+    ]
+    if notes:
+        parts.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    parts.append(
+        "<p class='note'>Every number on this page, unrounded: "
+        + ", ".join(f'<a href="{esc(c)}">{esc(c)}</a>' for c in csvs)
+        + " (next to this page).</p>"
+    )
+    parts.append(f"<script>{JS}</script></body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,299 @@
+"""The per-sample viewer's data: one small JS file per (suite view, model) and one prompts file per
+view, written beside index.html and loaded by the page only when asked for (a `<script>` tag, so it
+works from file:// with no server).
+
+Prompts are not in results.jsonl (the hot path writes no prompt text); they are rebuilt here from the
+suite and the run's spec, exactly as the runner built them, once per item. Images are written once
+each, named by their SHA-256, under samples/img/. When the suite's data is not reachable here (a
+`--data-dir` on another machine) the viewer still shows every response, with a note instead of the
+prompt.
+
+A record is one scored row (one per model and item, or per model, item and sample when the suite
+scores samples one by one) with the calls behind it. Memory stays bounded: results are read in
+(model, item, sample, pass) order one model at a time, and at most `max_items` records per model
+are kept (a note says so when a model has more).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from report.load import atomic_write, read_json
+
+MAX_ITEMS = 5000
+STATUSES = ("correct", "partial", "wrong", "unextractable", "error", "unscored")
+
+
+@dataclass
+class ViewData:
+    """What the page's index needs for one suite view."""
+
+    slug: str
+    label: str
+    models: list[dict[str, Any]] = field(default_factory=list)
+    """{name, display, file, n, counts: {status: n}, stages: [..]} per model, in leaderboard order."""
+    prompts: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def status_of(score: Any, extracted: Any, error: Any) -> str:
+    if error:
+        return "error"
+    if extracted is None or extracted == "":
+        return "unextractable"
+    if not isinstance(score, int | float) or isinstance(score, bool):
+        return "unscored"
+    return "correct" if score >= 1 else "partial" if score > 0 else "wrong"
+
+
+def _compact_call(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "n": r.get("sample"),
+        "p": r.get("pass"),
+        "t": r.get("text"),
+        "c": r.get("cost_usd"),
+        "l": r.get("latency_s"),
+        "a": r.get("attempts"),
+        "e": r.get("error"),
+        "ek": r.get("error_kind"),
+        "f": r.get("finish_reason"),
+        "ch": bool(r.get("cached")),
+        "v": r.get("via"),
+    }
+
+
+Scored = dict[str, dict[str, list[dict[str, Any]]]]
+
+
+def _scored_index(path: Path, models: set[str], max_items: int) -> tuple[Scored, dict[str, int]]:
+    """model → item → its scored rows (the first max_items items of each model); and items per model."""
+    out: Scored = {}
+    total: dict[str, int] = {}
+    if not path.is_file():
+        return out, total
+    with path.open("rb") as f:
+        for line in f:
+            try:
+                s = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            m, item = s.get("model"), s.get("item")
+            if m not in models or item is None:
+                continue
+            mine = out.setdefault(m, {})
+            rows = mine.get(str(item))
+            if rows is None:
+                total[m] = total.get(m, 0) + 1
+                if len(mine) >= max_items:
+                    continue
+                rows = mine[str(item)] = []
+            rows.append(s)
+    return out, total
+
+
+def _record(item: str, s: dict[str, Any] | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """One viewer row: the scored row's fields plus its calls, per-sample extracts put on each call."""
+    s = s or {}
+    per = s.get("samples") if isinstance(s.get("samples"), list) else None
+    stages = s.get("stages") if isinstance(s.get("stages"), list) else None
+    for c in calls:
+        n = c.get("n")
+        if isinstance(n, int) and c.get("p") == "answer":
+            if per is not None and n < len(per):
+                c["x"] = per[n]
+            if stages is not None and n < len(stages):
+                c["sg"] = stages[n]
+    errs = [c["e"] for c in calls if c.get("e")]
+    error = s.get("error") or s.get("error_kind") or (errs[0] if calls and len(errs) == len(calls) else None)
+    stage = s.get("stage")
+    if stage is None and stages:
+        stage = next((x for x in stages if x), None)
+    extracted = s.get("extracted")
+    rec = {
+        "i": item,
+        "x": None if extracted is None else str(extracted),
+        "g": None if s.get("gold") is None else str(s.get("gold")),
+        "s": s.get("score"),
+        "sg": stage,
+        "st": status_of(s.get("score"), extracted, error) if s else ("error" if errs else "unscored"),
+        "e": error if isinstance(error, str) else None,
+        "c": sum(c["c"] for c in calls if isinstance(c.get("c"), int | float)) if calls else None,
+        "l": max((c["l"] for c in calls if isinstance(c.get("l"), int | float)), default=None),
+        "a": sum(c["a"] for c in calls if isinstance(c.get("a"), int)),
+        "k": calls,
+    }
+    if "sample" in s:
+        rec["n"] = s["sample"]
+    return rec
+
+
+def _by_model(results: Path, models: set[str]) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+    """final rows, which come sorted by (model, item, sample, pass), grouped by model."""
+    from itertools import groupby
+
+    from runner.results import final_rows
+
+    if not results.is_file():
+        return
+    rows = (r for r in final_rows(results) if r.get("model") in models)
+    yield from groupby(rows, key=lambda r: r.get("model"))
+
+
+def model_records(mine: dict[str, list[dict[str, Any]]], rows: Iterator[dict[str, Any]]) -> list[dict]:
+    """The viewer rows of one model: each kept scored row with the calls of its item (and sample)."""
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        item = str(r.get("item"))
+        if item in mine:
+            calls.setdefault(item, []).append(_compact_call(r))
+    out = []
+    for item, srows in mine.items():
+        cs = calls.pop(item, [])
+        if len(srows) > 1 or "sample" in srows[0]:
+            for s in srows:
+                mine = [c for c in cs if c.get("n") == s.get("sample")] if "sample" in s else cs
+                out.append(_record(item, s, mine))
+        else:
+            out.append(_record(item, srows[0], cs))
+    return out
+
+
+def _js(key: str, data: Any) -> bytes:
+    return b"EVS.put(" + orjson.dumps(key) + b"," + orjson.dumps(data) + b");\n"
+
+
+def write_js(path: Path, key: str, data: Any) -> None:
+    atomic_write(path, _js(key, data))
+
+
+def _safe(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def write_view(out: Path, slug: str, label: str, entries: list, max_items: int = MAX_ITEMS) -> ViewData:
+    """Write samples/<slug>/<model>.js for every model of one suite view (entries in leaderboard order)
+    and samples/<slug>/prompts.js; returns the index the page embeds."""
+    vd = ViewData(slug=slug, label=label)
+    items: set[str] = set()
+    by_dir: dict[Path, list] = {}
+    for e in entries:
+        by_dir.setdefault(e.run_dir, []).append(e)
+    meta: dict[str, dict[str, Any]] = {}
+    for run_dir, es in by_dir.items():
+        names = {e.model for e in es}
+        scored, total = _scored_index(run_dir / "scored.jsonl", names, max_items)
+        if not (run_dir / "scored.jsonl").is_file():
+            vd.notes.append(f"{run_dir}: no scored.jsonl; score the run to see its samples")
+        seen = set()
+        for model, rows in _by_model(run_dir / "results.jsonl", names):
+            seen.add(model)
+            meta[model] = _write_model(out, slug, model, model_records(scored.get(model, {}), rows), items)
+        for model in names - seen:  # scored rows but no results rows
+            meta[model] = _write_model(out, slug, model, model_records(scored.get(model, {}), iter(())), items)
+        for m, n in total.items():
+            if n > max_items:
+                vd.notes.append(f"{m}: the viewer shows the first {max_items:,} of its {n:,} items")
+    for e in entries:
+        if e.model in meta:
+            vd.models.append({"name": e.model, "display": e.info.display_name, **meta[e.model]})
+    vd.prompts, note = write_prompts(out, slug, entries[0].run_dir, items)
+    if note:
+        vd.notes.append(note)
+    return vd
+
+
+def _write_model(out: Path, slug: str, model: str, recs: list, items: set[str]) -> dict[str, Any]:
+    rel = f"samples/{slug}/{_safe(model)}.js"
+    write_js(out / rel, rel, recs)
+    counts: dict[str, int] = {}
+    stages: set[str] = set()
+    for r in recs:
+        items.add(r["i"])
+        counts[r["st"]] = counts.get(r["st"], 0) + 1
+        stages.update(str(x) for x in [r["sg"], *(c.get("sg") for c in r["k"])] if x is not None)
+    return {"file": rel, "n": len(recs), "counts": counts, "stages": sorted(stages)}
+
+
+# ---------------------------------------------------------------- prompts, rebuilt from the suite
+
+
+def run_spec(run_dir: Path) -> Any:
+    from suites.base import RunSpec
+
+    s = read_json(run_dir / "manifest.json").get("spec") or {}
+    return RunSpec(
+        suite=s["suite"],
+        options=s.get("options") or {},
+        samples=s.get("samples"),
+        temperature=s.get("temperature"),
+        limit=s.get("limit"),
+    )
+
+
+def _parts(content: Any, out: Path, images: dict[str, str]) -> list[list[str]]:
+    if isinstance(content, str):
+        return [["t", content]]
+    parts = []
+    for p in content:
+        if getattr(p, "type", None) == "text":
+            parts.append(["t", p.text])
+            continue
+        sha = p.sha256()
+        if sha not in images:
+            ext = (p.media_type() or "image/png").split("/")[-1].replace("jpeg", "jpg")
+            rel = f"samples/img/{sha[:32]}.{ext}"
+            if not (out / rel).is_file():
+                atomic_write(out / rel, p.read())
+            images[sha] = rel
+        parts.append(["i", images[sha]])
+    return parts
+
+
+def write_prompts(out: Path, slug: str, run_dir: Path, items: set[str]) -> tuple[str | None, str | None]:
+    """samples/<slug>/prompts.js: item → its first-pass messages, from the suite's own builder."""
+    try:
+        from suites.base import get_suite
+
+        spec = run_spec(run_dir)
+        prompts: dict[str, Any] = {}
+        images: dict[str, str] = {}
+        for req in get_suite(spec.suite).build(spec):
+            if req.item in items and req.item not in prompts:
+                prompts[req.item] = [
+                    {"r": m.role, "p": _parts(m.content, out, images)} for m in req.messages
+                ]
+    except Exception as e:  # data not reachable here: the responses are still worth showing
+        return None, f"{run_dir}: prompts not shown ({type(e).__name__}: {e})"
+    rel = f"samples/{slug}/prompts.js"
+    write_js(out / rel, rel, prompts)
+    return rel, None
+
+
+def item_total(run_dir: Path) -> int | None:
+    """How many items the suite has without --limit (None when its data is not reachable here)."""
+    from dataclasses import replace
+
+    try:
+        from suites.base import get_suite
+
+        spec = replace(run_spec(run_dir), limit=None)
+        return len({req.item for req in get_suite(spec.suite).build(spec)})
+    except Exception:
+        return None
+
+
+def partial_note(v: Any) -> str | None:
+    """"partial run (20 of 515 items)" when the view's runs used --limit below the suite's size."""
+    limit = v.entries[0].spec.get("limit") if v.entries else None
+    if not isinstance(limit, int):
+        return None
+    total = item_total(v.entries[0].run_dir)
+    if total is None:
+        return f"partial run (--limit {limit})"
+    return f"partial run ({limit} of {total} items)" if limit < total else None
