@@ -476,8 +476,8 @@ class Scheduler:
             run.writer.write(row)
             if row["pass"] == "answer":  # progress counts first-pass answers, as `total` does
                 stats.done += 1
+                stats.cached += row["cached"]
                 run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
-            stats.cached += row["cached"]
             if row["error"] is not None:
                 if row.get("error_kind") == "skipped":
                     stats.skipped += 1
