@@ -41,7 +41,11 @@ def default_cache_dir() -> Path:
 
 
 class AsyncCache:
-    def __init__(self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512) -> None:
+    def __init__(
+        self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512, shared: Any = None
+    ) -> None:
+        self.shared = shared
+        """A second layer under this one (cache.pg.PgCache): asked on a local miss, given every answer."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache = _open(self.directory)
@@ -77,6 +81,10 @@ class AsyncCache:
                     if k == key:
                         v = pending
                         break
+        if v is None and self.shared is not None:
+            v = await self.shared.get(key)
+            if v is not None:
+                self.put(key, v, share=False)
         if v is None:
             self.misses += 1
         else:
@@ -117,8 +125,10 @@ class AsyncCache:
                 self.broken,
             )
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any], share: bool = True) -> None:
         self._loop = asyncio.get_running_loop()
+        if share and self.shared is not None:
+            self.shared.put(key, value)
         with self._lock:
             self._pending.append((key, value))
             big = len(self._pending) >= self._max_batch
@@ -152,6 +162,8 @@ class AsyncCache:
         if self._flusher is not None:
             await self._flusher
         await asyncio.get_running_loop().run_in_executor(self._pool, self._write_pending)
+        if self.shared is not None:
+            await self.shared.aclose()
         self._pool.shutdown(wait=True)
         try:
             if self._cache is not None:
@@ -279,5 +291,18 @@ def probe(directory: Path | None) -> Iterator[Callable[[str], bool]]:
     if directory is None or not (Path(directory) / "cache.db").exists():
         yield lambda key: False
         return
-    with diskcache.Cache(str(directory)) as c:
-        yield c.__contains__
+    try:
+        c = diskcache.Cache(str(directory))
+    except (sqlite3.Error, OSError) as e:
+        log.warning("the response cache in %s cannot be read (%s): planning as if empty", directory, e)
+        yield lambda key: False
+        return
+
+    def has(key: str) -> bool:
+        try:
+            return key in c
+        except (sqlite3.Error, OSError):  # damaged pages: a miss, as the run itself would see it
+            return False
+
+    with c:
+        yield has

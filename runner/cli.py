@@ -298,26 +298,39 @@ def cmd_cache(argv: list[str]) -> int:
     import orjson
 
     from cache.store import default_cache_dir, prune, stats
+    from runner.config import shared_urls
 
     p = argparse.ArgumentParser(prog="evalsweep cache", description="Inspect or prune the response cache.")
     sub = p.add_subparsers(dest="action", required=True)
     s = sub.add_parser("stats")
     s.add_argument("--cache-dir", type=Path)
+    s.add_argument("--config", help="for [shared] cache_url (or set EVALSWEEP_CACHE_URL)")
     pr = sub.add_parser("prune")
     pr.add_argument("--cache-dir", type=Path)
+    pr.add_argument("--config", help="for [shared] cache_url (or set EVALSWEEP_CACHE_URL)")
     pr.add_argument("--older-than", type=float, metavar="DAYS")
     pr.add_argument("--model", help="provider model id whose entries to drop")
     pr.add_argument("--all", action="store_true")
     a = p.parse_args(argv)
     d = a.cache_dir or default_cache_dir()
+    url = shared_urls(load_config(a.config)).cache_url
     if a.action == "stats":
-        print(orjson.dumps(stats(d), option=orjson.OPT_INDENT_2).decode())
+        out = stats(d)
+        if url:
+            from cache import pg
+
+            out["shared"] = pg.stats(url)
+        print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
         return EXIT_OK
     if a.older_than is None and a.model is None and not a.all:
         raise ConfigError("cache prune: say what to drop: --older-than DAYS, --model ID or --all")
-    print(
-        f"removed {prune(d, older_than_days=a.older_than, model=a.model, everything=a.all)} entries from {d}"
-    )
+    how = {"older_than_days": a.older_than, "model": a.model, "everything": a.all}
+    print(f"removed {prune(d, **how)} entries from {d}")
+    if url:
+        from cache import pg
+        from runner.config import redact_url
+
+        print(f"removed {pg.prune(url, **how)} entries from the shared cache {redact_url(url)}")
     return EXIT_OK
 
 

@@ -128,11 +128,38 @@ class ModelCfg(BaseModel):
         return self.endpoints or ([self.endpoint] if self.endpoint else [])
 
 
+class Shared(BaseModel):
+    """`[shared]`: servers several processes (or hosts) share. Unset: the embedded single-process default."""
+
+    model_config = ConfigDict(extra="forbid")
+    redis_url: str | None = None
+    """Lane budgets shared by every process using a key: redis://host:6379/0 or unix:///path/redis.sock."""
+    cache_url: str | None = None
+    """A shared response cache (and --join work leases) on Postgres: postgresql://user@host/db."""
+    lease_s: float = Field(30.0, gt=0)
+    """How long a dead process's concurrency slots and work units stay taken (renewed every lease_s/3)."""
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis(cls, v: str | None) -> str | None:
+        if v and not re.match(r"(redis|rediss|unix)://", v):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return v or None
+
+    @field_validator("cache_url")
+    @classmethod
+    def _pg(cls, v: str | None) -> str | None:
+        if v and not re.match(r"postgres(ql)?://", v):
+            raise ValueError("must start with postgresql://")
+        return v or None
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
     endpoints: list[Endpoint] = Field(default_factory=list)
     models: list[ModelCfg] = Field(default_factory=list)
     cache_dir: str | None = None
+    shared: Shared = Field(default_factory=Shared)
     source: str | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
@@ -243,6 +270,28 @@ def load_config(path: str | Path | None) -> Config:
         raise ConfigError(_where(path, text, e.loc, str(e))) from None
     cfg.source = str(path)
     return cfg
+
+
+def shared_urls(cfg: Config) -> Shared:
+    """[shared] with the environment's EVALSWEEP_REDIS_URL / EVALSWEEP_CACHE_URL taking precedence."""
+    env = {
+        "redis_url": os.environ.get("EVALSWEEP_REDIS_URL"),
+        "cache_url": os.environ.get("EVALSWEEP_CACHE_URL"),
+    }
+    upd = {k: v for k, v in env.items() if v}
+    if not upd:
+        return cfg.shared
+    try:
+        return Shared.model_validate(cfg.shared.model_dump() | upd)
+    except ValidationError as e:
+        d = e.errors()[0]
+        name = "EVALSWEEP_" + str(d["loc"][0]).upper()
+        raise ConfigError(f"environment variable {name}: {d['msg'].removeprefix('Value error, ')}") from None
+
+
+def redact_url(url: str) -> str:
+    """A server URL fit for a log line: any password replaced."""
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def _explain(path: Path, text: str, data: dict[str, Any], err: ValidationError) -> str:

@@ -28,7 +28,7 @@ from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.checks import check_dir_arg
-from runner.config import Config, ConfigError
+from runner.config import Config, ConfigError, shared_urls
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
@@ -185,6 +185,7 @@ def execute(
         s = get_suite(p.spec.suite)
         if s.check is not None:
             s.check(p.spec)
+    shared_urls(cfg)  # a bad EVALSWEEP_*_URL is refused before anything starts
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
     runs: list[RunCtx] = []
@@ -239,10 +240,21 @@ async def _main(
     command: str,
     batch_why: dict[str, str] | None = None,
 ) -> int:
+    shared = shared_urls(cfg)
+    pg = None
+    if shared.cache_url and not no_cache:
+        from cache.pg import PgCache
+
+        pg = await PgCache(shared.cache_url).open()
+    budgets: list[Any] = []
+    if shared.redis_url:
+        from runner.budget_redis import attach
+
+        budgets = await attach(models, shared.redis_url, shared.lease_s)
     cache = (
         None
         if no_cache
-        else AsyncCache(cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()))
+        else AsyncCache(cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()), shared=pg)
     )
     sched = Scheduler(models, cache, refresh=refresh)
     errors_logged: dict[str, int] = {}
@@ -304,6 +316,10 @@ async def _main(
                 await r.batcher.close()
         if cache is not None:
             await cache.aclose()
+        if budgets:
+            from runner.budget_redis import detach
+
+            await detach(budgets)
         await close_models(models)
     unsaved = sum(r.writer.flush() for r in runs)
     if sched.fault is None and not interrupted:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import pg_cluster, pg_url, redis_server  # noqa: F401  (real-server fixtures)
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

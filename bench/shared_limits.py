@@ -1,0 +1,149 @@
+"""Shared key budgets: K = 1, 2, 4 processes on one API key, with and without `[shared] redis_url`.
+
+Each configuration starts K `evalsweep run` processes at once, each with its own dataset and each
+configured with the key's full RPM, against the mock server (its own process) enforcing that RPM over
+sliding 1-second windows. Printed side by side: achieved rate / limit (over the span when all K were
+sending), 429s received, and CPU per call. The CPU the Redis round trips add is the K=1 difference
+(one process paces itself right either way, so neither has 429s to retry). Targets: >= 95% of the
+limit, 0 x 429, <= 0.1 ms extra CPU per call.
+
+    python bench/shared_limits.py [--rpm 12000] [--seconds 10] [--ks 1,2,4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import orjson  # noqa: E402
+
+from bench.throughput import start_mock, stop_mock  # noqa: E402
+from tests.servers import RedisServer  # noqa: E402
+
+
+def write_inputs(d: Path, i: int, n: int, port: int, rpm: float, redis_url: str | None) -> tuple[Path, Path]:
+    data = d / f"data{i}.jsonl"
+    with data.open("wb") as f:
+        for j in range(n):
+            f.write(orjson.dumps({"id": f"q{j}", "prompt": f"[p{i}] Question {j}?", "answer": "A"}) + b"\n")
+    cfg = d / f"c{i}.toml"
+    shared = f'\n[shared]\nredis_url = "{redis_url}"\n' if redis_url else ""
+    cfg.write_text(
+        f'[[endpoints]]\nname = "mock"\nbase_url = "http://127.0.0.1:{port}/v1"\napi_key_env = "BENCH_KEY"\n'
+        f'rpm = {rpm}\ntpm = 1e12\nmax_concurrency = 64\n\n[[models]]\nname = "ok-bench"\nendpoint = "mock"\n'
+        f"price_in = 1.0\nprice_out = 2.0\n{shared}"
+    )
+    return data, cfg
+
+
+def stats(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as r:
+        return orjson.loads(r.read())
+
+
+def one(k: int, rpm: float, seconds: float, redis_url: str | None) -> dict:
+    mock, port = start_mock(rpm, 0.01)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            per = max(1, int(rpm / 60 * seconds / k))
+            env = {
+                **os.environ,
+                "BENCH_KEY": "bench-key",
+                "EVALSWEEP_CACHE_DIR": str(d / "cache"),
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            }
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            procs = []
+            for i in range(k):
+                data, cfg = write_inputs(d, i, per, port, rpm, redis_url)
+                args = ["run", f"jsonl:{data}", "--models", "ok-bench", "--config", str(cfg)]
+                args += ["--out", str(d / f"run{i}"), "--no-live", "--no-cache"]
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "runner.cli", *args],
+                        cwd=REPO,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                )
+            for p in procs:
+                _, err = p.communicate(timeout=seconds * 20 + 120)
+                if p.returncode != 0:
+                    raise SystemExit(f"run failed ({p.returncode}): {err[-2000:]}")
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            firsts, lasts, n_ok = [], [], 0
+            for i in range(k):
+                ts = [
+                    orjson.loads(line)["t"]
+                    for line in (d / f"run{i}" / "results.jsonl").read_bytes().splitlines()
+                    if line.strip()
+                ]
+                n_ok += len(ts)
+                firsts.append(min(ts))
+                lasts.append(max(ts))
+            # the span when all K were sending: from the last one's first answer to the first one's last
+            lo, hi = max(firsts), min(lasts)
+            inside = 0
+            for i in range(k):
+                for line in (d / f"run{i}" / "results.jsonl").read_bytes().splitlines():
+                    if line.strip() and lo <= orjson.loads(line)["t"] <= hi:
+                        inside += 1
+            span_rate = (inside - 1) / (hi - lo) if hi > lo and inside > 1 else float("nan")
+            st = stats(port)
+            return {
+                "k": k,
+                "shared": bool(redis_url),
+                "calls": n_ok,
+                "sent": st["total"],
+                "r429": st["rejected_429"],
+                "util": span_rate / (rpm / 60),
+                "cpu_per_call_ms": cpu / n_ok * 1000,
+                "cpu_s": cpu,
+            }
+    finally:
+        stop_mock(mock)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rpm", type=float, default=12000)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--ks", default="1,2,4")
+    a = ap.parse_args()
+    redis = RedisServer().start()
+    try:
+        results = []
+        for k in [int(x) for x in a.ks.split(",")]:
+            for url in (None, redis.url):
+                time.sleep(0.5)
+                r = one(k, a.rpm, a.seconds, url)
+                results.append(r)
+                print(
+                    f"K={r['k']} {'shared' if r['shared'] else 'local '}: {r['calls']} calls, achieved/limit "
+                    f"{r['util']:.3f}, 429s {r['r429']}, sent {r['sent']}, CPU/call {r['cpu_per_call_ms']:.3f} ms",
+                    flush=True,
+                )
+    finally:
+        redis.close()
+    by = {(r["k"], r["shared"]): r for r in results}
+    if (1, False) in by and (1, True) in by:
+        extra = (by[(1, True)]["cpu_s"] - by[(1, False)]["cpu_s"]) / by[(1, True)]["calls"] * 1000
+        print(f"extra CPU per call from the Redis round trips (K=1, shared - local): {extra:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

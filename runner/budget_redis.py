@@ -1,0 +1,474 @@
+"""Lane budgets shared through Redis (`[shared] redis_url`): every process using one API key paces
+against one budget, so K processes together stay under the key's limit instead of sending K times it.
+
+It implements the lane's budget seam (runner.lanes): the policy (AIMD, limits learnt from headers,
+probing) stays in `Lane`; only the state moves to Redis, behind one short Lua script that runs
+atomically on the server's clock (`TIME`, so host clocks never matter) and, per call:
+  - reserves the next n GCRA request slots (and their estimated TPM tokens) and says how long until
+    the first: pacing, never rejection; slots are spaced 1/rate apart across all processes;
+  - applies TPM reconciliation (actual - estimated tokens) sent with it;
+  - grants or takes back concurrency leases, held per process under an expiring heartbeat, so a
+    SIGKILLed process's slots free themselves after `lease_s`;
+  - records and returns the key's Retry-After pause and the AIMD factor, so all back off together;
+  - counts the processes alive on the lane (N, for the fallback below).
+A lane's identity in Redis is SHA-256(base URL, API key): never the key itself.
+
+Calls are batched: the slot requests of all tasks waiting at once go out as one script call, and
+concurrency leases are taken in blocks and kept while used, so steady state costs about one round
+trip per call at low rates and far fewer at high ones. If Redis becomes unreachable mid-run the lane
+falls back to local pacing at 1/N of its limits (N = processes last seen on it) with a warning:
+never fail open at the full limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import os
+import socket
+import time
+import weakref
+from collections import deque
+from typing import Any
+
+from runner.config import redact_url
+
+log = logging.getLogger("evalsweep")
+
+SAFETY = 0.965  # slots 3.5% below the limit: sends up to ~35 ms off their slot stay inside any 1 s window
+LATE_S = 0.015  # a slot missed by more than this (a late timer) is dropped and a new one reserved
+SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
+AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
+KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
+
+_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local proc, ttl = ARGV[1], tonumber(ARGV[2])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
+local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor')
+local tat, tok = tonumber(st[1]) or 0, tonumber(st[2]) or 0
+local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
+if ARGV[11] ~= '' then factor = tonumber(ARGV[11]) end
+if tonumber(ARGV[10]) > 0 then pause = math.max(pause, now + tonumber(ARGV[10])) end
+local mine = tonumber(redis.call('HGET', KEYS[3], proc) or '0')
+local delta, granted = tonumber(ARGV[4]), 0
+if delta > 0 then
+  local total = 0
+  for _, v in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(v) end
+  granted = math.max(0, math.min(delta, tonumber(ARGV[3]) - total))
+elseif delta < 0 then
+  granted = math.max(delta, -mine)
+end
+mine = mine + granted
+if mine > 0 then redis.call('HSET', KEYS[3], proc, mine) else redis.call('HDEL', KEYS[3], proc) end
+local T, Tt = tonumber(ARGV[8]) / factor, tonumber(ARGV[9]) / factor
+local n, tokens, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) * Tt
+if delta > 0 and granted < delta and n > 0 then  -- the key's concurrency cap: slots only for leased calls
+  local given = math.max(0, n - delta + granted)
+  tokens = math.floor(tokens * given / n)
+  n = given
+end
+if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
+local start = math.max(now, pause)
+if n > 0 then
+  if T > 0 then start = math.max(start, tat) end
+  if Tt > 0 and tokens > 0 then start = math.max(start, tok) end
+  if T > 0 then tat = start + n * T end
+  if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
+end
+redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
+return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n}
+"""
+
+
+def lane_id(base_url: str | None, api_key: str | None) -> str:
+    """The lane's name in Redis: one budget per key whatever the endpoint is called; never the key."""
+    return hashlib.sha256(f"{base_url or ''}\x1f{api_key or ''}".encode()).hexdigest()[:32]
+
+
+class _Ticket:
+    """One task's claim: its TPM estimate, its slot once granted, and whether it holds a lease."""
+
+    __slots__ = ("tokens", "slot", "leased", "dead")
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+        self.slot: float | None = None
+        self.leased = False
+        self.dead = False
+
+
+class RedisBudget:
+    """The lane budget seam (reserve/confirm/reconcile/pause/set_limits/set_factor/acquire/release)
+    on shared Redis state; falls back to a local budget at 1/N of the limits if Redis goes away."""
+
+    def __init__(
+        self,
+        client: Any,
+        ident: str,
+        name: str,
+        rpm: float | None,
+        tpm: float | None,
+        max_concurrency: int,
+        lease_s: float,
+        *,
+        probing: bool = False,
+        local_factory: Any = None,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held"]
+        self.proc = f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
+        self.max_concurrency = max_concurrency
+        self.lease_ms = int(lease_s * 1000)
+        self.factor = 1.0
+        self.paused_until = 0.0
+        self.probing = probing
+        self.rpm: float | None = None
+        self.tpm: float | None = None
+        self.n_procs = 1
+        self.margin = 0.0  # the Lane widens a local budget's window on persistent 429s; slots here use SAFETY
+        self.late = 0
+        self.calls = 0
+        self.admitted = 0
+        self._script = client.register_script(_LUA)
+        self._local_factory = local_factory
+        self._local: Any = None
+        self._tickets: weakref.WeakKeyDictionary[Any, _Ticket] = weakref.WeakKeyDictionary()
+        self._queue: deque[_Ticket] = deque()
+        self._rtt = 0.001
+        self._last_slot = 0.0
+        self._offset = 0.0  # server clock minus our monotonic clock, seconds
+        self._best_rtt, self._best_at = float("inf"), 0.0
+        self._tok_delta = 0.0
+        self._pause_s = 0.0
+        self._new_factor: float | None = None
+        self._held = 0  # leases this process holds in Redis
+        self._leased = 0  # ... of which tickets hold this many
+        self._used = 0  # tasks past acquire() (the local cap)
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._idle_since = 0.0
+        self._syncing: asyncio.Task[None] | None = None
+        self._house: asyncio.Task[None] | None = None
+        self._last_call = 0.0
+        self.set_limits(rpm, tpm)
+
+    # --- the seam ---------------------------------------------------------------------------------
+
+    def set_limits(self, rpm: float | None, tpm: float | None) -> None:
+        self.rpm, self.tpm = rpm, tpm
+        self._T1 = 60e6 / (rpm * SAFETY) if rpm else 0.0  # microseconds per request at factor 1
+        self._Tt1 = 60e6 / (tpm * SAFETY) if tpm else 0.0  # microseconds per token
+        if self._local is not None:
+            n = max(1, self.n_procs)
+            self._local.set_limits(rpm / n if rpm else None, tpm / n if tpm else None)
+
+    def set_factor(self, f: float) -> None:
+        self.factor = f
+        if self._local is not None:
+            self._local.set_factor(f)
+            return
+        self._new_factor = f
+        self._kick()
+
+    def set_probing(self, on: bool) -> None:
+        self.probing = on
+        if self._local is not None:
+            self._local.set_probing(on)
+        self._wake()
+
+    def pause(self, seconds: float) -> None:
+        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+        if self._local is not None:
+            self._local.pause(seconds)
+            return
+        self._pause_s = max(self._pause_s, seconds)
+        self._kick()
+
+    def reconcile(self, est: int, actual: int) -> None:
+        if self._local is not None:
+            self._local.reconcile(est, actual)
+        elif self._Tt1:
+            self._tok_delta += actual - est  # sent with the next script call
+
+    def reserve(self, tokens: int) -> float:
+        if self._local is not None:
+            return self._local.reserve(tokens)
+        task = asyncio.current_task()
+        tk = self._tickets.get(task)
+        if tk is None:
+            tk = self._tickets[task] = _Ticket(0)
+        tk.tokens = tokens if self._Tt1 else 0
+        tk.slot = None
+        self._queue.append(tk)
+        self._kick()
+        return self._rtt
+
+    def confirm(self) -> float:
+        task = asyncio.current_task()
+        if self._local is not None:
+            tk = self._tickets.pop(task, None)
+            if tk is not None:  # reserved from Redis before it went away: reserve again locally
+                return max(self._local.reserve(tk.tokens), 1e-6)
+            return self._local.confirm()
+        now = time.monotonic()
+        if now < self.paused_until:
+            return self.paused_until - now
+        tk = self._tickets.get(task)
+        if tk is None:
+            return 0.0
+        if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
+            return max(self._rtt, 0.0005, self._last_slot - AHEAD_S / 2 - now + self._rtt)
+        if now < tk.slot:
+            return tk.slot - now
+        if now - tk.slot > LATE_S:  # woke too late: sending now could crowd the next second
+            self.late += 1
+            tk.slot = None
+            self._queue.append(tk)
+            self._kick()
+            return max(self._rtt, 0.0005)
+        self.admitted += 1
+        return 0.0  # admitted; the ticket keeps its lease until release()
+
+    async def acquire(self) -> None:
+        """The local cap (a process never runs more than max_concurrency, 1 while probing); the shared
+        lease is taken with the slot, so waiting for a slot holds nobody else's concurrency."""
+        while True:
+            if self._local is not None:
+                await self._local.acquire()
+                return
+            if self._used < (1 if self.probing else self.max_concurrency):
+                self._used += 1
+                return
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._wake()
+                raise
+
+    def release(self) -> None:
+        if self._local is not None:
+            self._local.release()
+            return
+        self._used -= 1
+        tk = self._tickets.pop(asyncio.current_task(), None)
+        if tk is not None:
+            tk.dead = True
+            if tk.leased:
+                self._leased -= 1
+                self._idle_since = time.monotonic()
+                if self._queue:
+                    self._kick()
+        self._wake()
+
+    # --- talking to Redis ------------------------------------------------------------------------
+
+    async def _eval(self, lease_delta: int = 0, n: int = 0, tokens: int = 0, ttl: int | None = None) -> list[Any]:
+        factor = "" if self._new_factor is None else repr(self._new_factor)
+        tok_delta, pause_us = self._tok_delta, int(self._pause_s * 1e6)
+        self._tok_delta, self._pause_s, self._new_factor = 0.0, 0.0, None
+        args = [
+            self.proc,
+            self.lease_ms * 1000 if ttl is None else ttl,
+            self.max_concurrency,
+            lease_delta,
+            n,
+            tokens,
+            tok_delta,
+            self._T1,
+            self._Tt1,
+            pause_us,
+            factor,
+        ]
+        t0 = time.monotonic()
+        res = await self._script(keys=self.keys, args=args)
+        t1 = time.monotonic()
+        self.calls += 1
+        self._last_call = t1
+        rtt = t1 - t0
+        self._rtt = 0.8 * self._rtt + 0.2 * rtt
+        # Server clock -> our monotonic clock, from the round trips least delayed (an event loop busy
+        # elsewhere makes a reply look late): a slot must be sent within a few ms of the same instant
+        # in every process.
+        now_s = float(res[6]) / 1e6
+        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
+            self._offset = now_s - (t0 + t1) / 2
+            self._best_rtt, self._best_at = rtt, t1
+        pause = float(res[3]) / 1e6
+        if pause > 0:
+            self.paused_until = max(self.paused_until, now_s - self._offset + pause)
+        self.factor = float(res[4])
+        self.n_procs = int(res[5])
+        return [int(res[0]), float(res[1]) / 1e6 - self._offset, float(res[2]) / 1e6, int(res[7])]
+
+    def _kick(self) -> None:
+        if self._local is None and (self._syncing is None or self._syncing.done()):
+            self._syncing = asyncio.get_running_loop().create_task(self._sync())
+        if self._house is None or self._house.done():
+            self._house = asyncio.get_running_loop().create_task(self._housekeeping())
+
+    async def _sync(self) -> None:
+        """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
+        try:
+            while self._local is None:
+                while self._queue and self._queue[0].dead:
+                    self._queue.popleft()
+                if not self._queue and not (self._pause_s or self._new_factor is not None or self._tok_delta):
+                    return
+                ahead = self._last_slot - time.monotonic()
+                if self._queue and ahead > AHEAD_S / 2:  # hold back: other processes get slots between
+                    await asyncio.sleep(ahead - AHEAD_S / 2)
+                    continue
+                T = self._T1 / 1e6 / max(self.factor, 1e-3)
+                n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
+                batch = [self._queue[i] for i in range(n)]
+                need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
+                granted, start, T, given = await self._eval(
+                    lease_delta=max(0, need), n=n, tokens=sum(t.tokens for t in batch)
+                )
+                self._held += granted
+                for i in range(given):
+                    tk = self._queue.popleft()
+                    if not tk.leased:
+                        tk.leased = True
+                        self._leased += 1
+                    tk.slot = start + i * T
+                    self._last_slot = max(self._last_slot, tk.slot)
+                if given < n:  # the key's concurrency is taken: ask again shortly
+                    await asyncio.sleep(0.02)
+        except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
+            self._fall_back(e)
+
+    def _wake(self) -> None:
+        free = (1 if self.probing else self.max_concurrency) - self._used
+        if self._local is not None:
+            free = len(self._waiters)
+        while free > 0 and self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                free -= 1
+
+    async def _housekeeping(self) -> None:
+        """Heartbeat (lease expiry), pause/factor pick-up while busy, and giving back idle leases."""
+        try:
+            while self._local is None:
+                await asyncio.sleep(SYNC_S)
+                now = time.monotonic()
+                spare = self._held - self._leased
+                if spare > 0 and not self._queue and now - self._idle_since > KEEP_S:
+                    granted, *_ = await self._eval(lease_delta=-spare)
+                    self._held += granted
+                elif self._used or now - self._last_call > self.lease_ms / 3000:
+                    await self._eval()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            self._fall_back(e)
+
+    def _fall_back(self, e: BaseException) -> None:
+        if self._local is not None:
+            return
+        n = max(1, self.n_procs)
+        log.warning(
+            "lane %s: shared budget on Redis unreachable (%s); pacing locally at 1/%d of its limits "
+            "(%d processes were sharing it)",
+            self.name,
+            str(e).splitlines()[0] if str(e) else type(e).__name__,
+            n,
+            n,
+        )
+        local = self._local_factory(
+            self.rpm / n if self.rpm else None,
+            self.tpm / n if self.tpm else None,
+            max(1, math.ceil(self.max_concurrency / n)),
+        )
+        local.set_factor(self.factor)
+        if self.probing:
+            local.set_probing(True)
+        # Sends paced by Redis may fill the last second up to the key's limit: start after it.
+        local.pause(max(1.0, self.paused_until - time.monotonic()))
+        local._used = self._used  # calls in flight release into the local budget
+        self._local = local
+        self._queue.clear()
+        self._wake()
+
+    async def aclose(self) -> None:
+        """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
+        for t in (self._house, self._syncing):
+            if t is not None and not t.done():
+                t.cancel()
+        if self._local is None:
+            try:
+                await self._eval(lease_delta=-self._held, ttl=0)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+async def attach(models: dict[str, Any], redis_url: str, lease_s: float) -> list[RedisBudget]:
+    """Give every paced lane of a sweep a RedisBudget; refuse to start if Redis cannot be reached."""
+    import redis.asyncio as aioredis
+
+    from runner.config import ConfigError
+    from runner.lanes import LocalBudget
+
+    client = aioredis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    try:
+        await client.ping()
+    except Exception as e:  # noqa: BLE001
+        await client.aclose()
+        raise ConfigError(
+            f"[shared] redis_url {redact_url(redis_url)}: cannot reach Redis ({e}); start it, fix the URL, "
+            "or remove redis_url (and EVALSWEEP_REDIS_URL) to pace this process alone"
+        ) from None
+    budgets: list[RedisBudget] = []
+    seen: set[int] = set()
+    for m in models.values():
+        for lane in m.lanes:
+            ep = lane.endpoint
+            if id(lane) in seen or ep.kind in ("sim", "replay"):
+                continue
+            seen.add(id(lane))
+            old = lane.budget
+            b = RedisBudget(
+                client,
+                lane_id(ep.base_url or ep.kind, lane.api_key),
+                lane.name,
+                old.rpm,
+                old.tpm,
+                ep.max_concurrency,
+                lease_s,
+                probing=old.probing,
+                local_factory=lambda r, t, c: LocalBudget(r, t, c),
+            )
+            lane.budget = b
+            budgets.append(b)
+    if not budgets:
+        await client.aclose()
+    return budgets
+
+
+async def detach(budgets: list[RedisBudget]) -> None:
+    for b in budgets:
+        await b.aclose()
+        if b.admitted:
+            log.info(
+                "lane %s: shared budget: %d calls admitted with %d Redis round trips (%d late slots redone)%s",
+                b.name, b.admitted, b.calls, b.late, "; fell back to local pacing" if b._local else "",
+            )
+    if budgets:
+        try:
+            await budgets[0].client.aclose()
+        except Exception:  # noqa: BLE001
+            pass

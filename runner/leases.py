@@ -1,0 +1,212 @@
+"""Leased work for `evalsweep run ... --out DIR --join`: any number of workers, on any hosts sharing DIR,
+split one run's (model, item-shard) units through leases in Postgres (`[shared] cache_url`).
+
+A unit is claimed with `FOR UPDATE SKIP LOCKED` (two workers never get the same free unit), held by a
+lease its worker renews every lease_s/3, and marked done when all its items have their rows. A worker
+killed with SIGKILL stops renewing: its units become claimable when the lease expires, and the worker
+that takes one over first re-reads every worker's results file, so nothing finished is sent again
+(and the shared cache answers what finished but had no row yet). Shards are SHA-256 of the item id,
+never Python's `hash()` (salted per process). A worker leaves when every unit of its models is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from runner.config import ConfigError, redact_url
+
+log = logging.getLogger("evalsweep")
+
+SHARDS = 32
+JOIN_FILE = "join.json"
+SCHEMA = """CREATE TABLE IF NOT EXISTS evalsweep_units (
+    run text NOT NULL,
+    model text NOT NULL,
+    shard int NOT NULL,
+    owner text,
+    expires timestamptz,
+    claims int NOT NULL DEFAULT 0,
+    done boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (run, model, shard)
+)"""
+_LOCK_ID = 0x65766C74
+
+
+def shard_of(item: str, shards: int = SHARDS) -> int:
+    return int.from_bytes(hashlib.sha256(item.encode()).digest()[:8], "big") % shards
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def results_name() -> str:
+    """Each worker appends to its own file: appends from several NFS clients are not atomic."""
+    return f"results.{worker_name()}.jsonl"
+
+
+def join_id(run_dir: Path) -> str:
+    """The run's id in the leases table: created once, by whichever worker comes first (O_EXCL)."""
+    path = run_dir / JOIN_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        for _ in range(50):  # the creator may not have written it yet
+            data = path.read_bytes()
+            if data.endswith(b"\n"):
+                return str(orjson.loads(data)["run"])
+            import time
+
+            time.sleep(0.02)
+        raise ConfigError(f"{path}: unreadable; remove it only if no worker is running") from None
+    os.write(fd, orjson.dumps({"run": uuid.uuid4().hex, "shards": SHARDS}) + b"\n")
+    os.close(fd)
+    return join_id(run_dir)
+
+
+class Leases:
+    """One worker's view of a run's units: claim, heartbeat, finish."""
+
+    def __init__(self, url: str, run: str, lease_s: float) -> None:
+        self.url = url
+        self.run = run
+        self.lease_s = lease_s
+        self.owner = f"{worker_name()}-{uuid.uuid4().hex[:6]}"
+        self._conn: Any = None
+        self._lock = asyncio.Lock()
+        self._beat: asyncio.Task[None] | None = None
+        self.on_takeover: Callable[[], None] | None = None
+        """Called before working on a unit another worker had claimed: refresh what is done."""
+        self.claimed = 0
+        self.taken_over = 0
+        self._open: dict[tuple[str, int], int] = {}
+        self._finishing: set[asyncio.Task[None]] = set()
+
+    async def open(self, models: Iterable[str]) -> Leases:
+        import psycopg
+
+        try:
+            self._conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=10)
+            async with self._conn.transaction():
+                await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
+                await self._conn.execute(SCHEMA)
+            async with self._conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO evalsweep_units (run, model, shard) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(self.run, m, s) for m in models for s in range(SHARDS)],
+                )
+        except Exception as e:  # noqa: BLE001
+            raise ConfigError(f"--join: cannot use the leases table at {redact_url(self.url)}: {e}") from None
+        self._beat = asyncio.get_running_loop().create_task(self._heartbeat())
+        return self
+
+    async def _q(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        async with self._lock:
+            cur = await self._conn.execute(sql, args)
+            return await cur.fetchall() if cur.description else []
+
+    async def claim(self, model: str) -> tuple[int, bool] | None | bool:
+        """(shard, taken_over) for a free or expired unit; True if units remain with live leases
+        elsewhere (wait and ask again); None when every unit of the model is done."""
+        rows = await self._q(
+            "UPDATE evalsweep_units u SET owner = %s, expires = now() + make_interval(secs => %s), "
+            "claims = u.claims + 1 FROM (SELECT run, model, shard FROM evalsweep_units "
+            "WHERE run = %s AND model = %s AND NOT done AND (owner IS NULL OR expires < now()) "
+            "ORDER BY shard LIMIT 1 FOR UPDATE SKIP LOCKED) f "
+            "WHERE u.run = f.run AND u.model = f.model AND u.shard = f.shard RETURNING u.shard, u.claims",
+            (self.owner, self.lease_s, self.run, model),
+        )
+        if rows:
+            self.claimed += 1
+            shard, claims = rows[0]
+            if claims > 1:
+                self.taken_over += 1
+            return shard, claims > 1
+        left = await self._q(
+            "SELECT count(*) FROM evalsweep_units WHERE run = %s AND model = %s AND NOT done", (self.run, model)
+        )
+        return True if left[0][0] else None
+
+    async def finish(self, model: str, shard: int) -> None:
+        await self._q(
+            "UPDATE evalsweep_units SET done = true, owner = NULL WHERE run = %s AND model = %s AND shard = %s",
+            (self.run, model, shard),
+        )
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                await self._q(
+                    "UPDATE evalsweep_units SET expires = now() + make_interval(secs => %s) "
+                    "WHERE owner = %s AND NOT done",
+                    (self.lease_s, self.owner),
+                )
+            except Exception as e:  # noqa: BLE001 - our units will expire; others finish them
+                log.warning("--join: lease heartbeat failed (%s); other workers may take over our units", e)
+
+    async def drive(
+        self,
+        model: str,
+        build: Callable[[], Iterable[Any]],
+        launch: Callable[[Any], Awaitable[asyncio.Task[Any] | None]],
+        stopping: Callable[[], bool],
+    ) -> None:
+        """Feed the model's requests to `launch`, unit by unit as this worker wins them; a unit is
+        marked done once all its requests were launched and their tasks (follow-ups included) ended."""
+        while not stopping():
+            got = await self.claim(model)
+            if got is None:
+                return
+            if got is True:  # the rest is leased by live workers: wait for them to finish or die
+                await asyncio.sleep(min(1.0, self.lease_s / 4))
+                continue
+            shard, taken_over = got
+            if taken_over and self.on_takeover is not None:
+                self.on_takeover()
+            unit = (model, shard)
+            self._open[unit] = 1  # held open until every request of the unit is launched
+            for req in build():
+                if shard_of(req.item) != shard:
+                    continue
+                if stopping():
+                    return  # the unit stays unfinished: its lease lapses, a resume redoes it
+                t = await launch(req)
+                if t is None:
+                    return
+                self._open[unit] += 1
+                t.add_done_callback(lambda _t, u=unit: self._ended(u))
+            self._ended(unit)
+
+    def _ended(self, unit: tuple[str, int]) -> None:
+        self._open[unit] -= 1
+        if self._open[unit] == 0:
+            del self._open[unit]
+            t = asyncio.get_running_loop().create_task(self.finish(*unit))
+            self._finishing.add(t)
+            t.add_done_callback(self._finishing.discard)
+
+    async def aclose(self) -> None:
+        if self._finishing:
+            await asyncio.gather(*self._finishing, return_exceptions=True)
+        if self._beat is not None:
+            self._beat.cancel()
+        if self._conn is not None:
+            try:
+                await self._q(
+                    "UPDATE evalsweep_units SET owner = NULL, expires = NULL WHERE owner = %s AND NOT done",
+                    (self.owner,),
+                )
+            except Exception:  # noqa: BLE001
+                pass
+            await self._conn.close()

@@ -1,0 +1,208 @@
+"""Lane budgets shared through a real Redis (started by the fixture) by several real processes on one key,
+against the mock server enforcing that key's RPM over sliding 1-second windows."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+from aiohttp import web
+
+from tests.helpers import REPO, rows, run_args, write_config, write_dataset
+from tests.mock_openai import MockServer, _last_user_text
+from tests.servers import RedisServer
+
+KEY = "shared-key"
+
+
+class Mock(MockServer):
+    """The mock plus two prompt markers: `[[exhaust]]` answers its first attempt with a 429 saying the
+    key's token budget is empty for 1 s (the provider's "everyone wait"); `[[slow]]` answers after 30 s."""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = orjson.loads(await request.read())
+        prompt = _last_user_text(body.get("messages", []))
+        if "[[exhaust]]" in prompt and self._seen[(body.get("model", ""), prompt)] == 0:
+            with self._lock:
+                self._seen[(body.get("model", ""), prompt)] += 1
+                self.arrivals.append((time.monotonic(), body.get("model", ""), prompt, 1))
+                self.exhausted_at = time.monotonic()
+            return web.json_response(
+                {"error": {"message": "Rate limit reached for tokens", "type": "tokens"}},
+                status=429,
+                headers={
+                    "Retry-After": "1",
+                    "x-ratelimit-remaining-tokens": "0",
+                    "x-ratelimit-reset-tokens": "1s",
+                },
+            )
+        if "[[slow]]" in prompt:
+            with self._lock:
+                self.arrivals.append((time.monotonic(), body.get("model", ""), prompt, 1))
+            await asyncio.sleep(30)
+        return await super().handle(_Replay(request, body))
+
+
+class _Replay:
+    """The request again, its body already read."""
+
+    def __init__(self, request: web.Request, body: dict) -> None:
+        self._r, self._raw = request, orjson.dumps(body)
+        self.headers, self.transport = request.headers, request.transport
+
+    async def read(self) -> bytes:
+        return self._raw
+
+
+def _cfg(path: Path, base_url: str, models: list[str], redis_url: str | None, extra: str = "") -> Path:
+    write_config(path, base_url, models, key_env="SHARED_TEST_KEY", extra_endpoint=extra)
+    if redis_url:
+        path.write_text(path.read_text() + f'\n[shared]\nredis_url = "{redis_url}"\nlease_s = 2\n')
+    return path
+
+
+def _start(args: list[str], tmp: Path, name: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "SHARED_TEST_KEY": KEY, "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{name}")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_all(procs: list[subprocess.Popen[str]], timeout: float = 120) -> list[str]:
+    errs = []
+    for p in procs:
+        _, err = p.communicate(timeout=timeout)
+        assert p.returncode == 0, err
+        errs.append(err)
+    return errs
+
+
+def test_three_processes_on_one_key_stay_within_its_limit(tmp_path: Path, redis_server: RedisServer):
+    """1200 RPM = 20 a second for the key, whoever sends: three processes, each with its own dataset and
+    each configured with the key's full limit, together never exceed it in any 1 s window: 0 x 429."""
+    srv = Mock(rpm_per_key=1200).start()
+    try:
+        procs = []
+        for i in range(3):
+            data = write_dataset(tmp_path / f"d{i}.jsonl", 40, prefix=f"Process {i} question")
+            cfg = _cfg(tmp_path / f"c{i}.toml", srv.base_url, [f"ok-{i}"], redis_server.url, "rpm = 1200\n")
+            procs.append(_start(run_args(data, f"ok-{i}", cfg, tmp_path / f"run{i}"), tmp_path, str(i)))
+        _wait_all(procs)
+        for i in range(3):
+            assert len(rows(tmp_path / f"run{i}")) == 40
+        assert srv.rejected_429 == 0
+        assert srv.keys[KEY] == 120
+        assert srv.max_in_window(KEY) <= 20
+        ts = sorted(srv.times[KEY])
+        assert (len(ts) - 1) / (ts[-1] - ts[0]) <= 20.5
+    finally:
+        srv.stop()
+
+
+def test_shared_pause_is_seen_by_every_process(tmp_path: Path, redis_server: RedisServer):
+    """Process A is told the key's budget is empty for 1 s; process B, on the same key, sends nothing
+    during that second either (it learns through Redis, within ~0.1 s)."""
+    srv = Mock().start()
+    try:
+        a_data = write_dataset(tmp_path / "a.jsonl", 30, prefix="A question")
+        lines = a_data.read_bytes().splitlines()
+        q = orjson.loads(lines[8])
+        q["prompt"] = "[[exhaust]] " + q["prompt"]
+        lines[8] = orjson.dumps(q)
+        a_data.write_bytes(b"\n".join(lines) + b"\n")
+        b_data = write_dataset(tmp_path / "b.jsonl", 80, prefix="B question")
+        extra = "rpm = 600\nretry_initial_s = 0.01\n"
+        ca = _cfg(tmp_path / "a.toml", srv.base_url, ["ok-a"], redis_server.url, extra)
+        cb = _cfg(tmp_path / "b.toml", srv.base_url, ["ok-b"], redis_server.url, extra)
+        pb = _start(run_args(b_data, "ok-b", cb, tmp_path / "rb"), tmp_path, "b")
+        time.sleep(1.0)
+        pa = _start(run_args(a_data, "ok-a", ca, tmp_path / "ra"), tmp_path, "a")
+        _wait_all([pa, pb])
+        t429 = srv.exhausted_at
+        b_times = [t for t, m, _, _ in srv.arrivals if m == "ok-b"]
+        a_times = [t for t, m, _, _ in srv.arrivals if m == "ok-a"]
+        assert any(t < t429 for t in b_times) and any(t > t429 + 1.0 for t in b_times)  # B ran across it
+        assert not [t for t in b_times if t429 + 0.2 < t < t429 + 0.95], [t - t429 for t in b_times]
+        assert not [t for t in a_times if t429 < t < t429 + 0.95]
+        assert len(rows(tmp_path / "ra")) == 30 and len(rows(tmp_path / "rb")) == 80
+    finally:
+        srv.stop()
+
+
+def test_concurrency_leases_of_a_killed_process_expire(tmp_path: Path, redis_server: RedisServer):
+    """A holds both of the key's concurrency slots (max_concurrency = 2) on calls that hang, and is
+    SIGKILLed: B, on the same key, gets the slots only once A's leases expire (lease_s = 2), then runs."""
+    srv = Mock().start()
+    try:
+        extra = "max_concurrency = 2\nrpm = 6000\ntpm = 100000000\n"  # limits known: no probing at cap 1
+        a_data = write_dataset(tmp_path / "a.jsonl", 4, prefix="[[slow]] A question")
+        b_data = write_dataset(tmp_path / "b.jsonl", 6, prefix="B question")
+        ca = _cfg(tmp_path / "a.toml", srv.base_url, ["ok-a"], redis_server.url, extra)
+        cb = _cfg(tmp_path / "b.toml", srv.base_url, ["ok-b"], redis_server.url, extra)
+        pa = _start(run_args(a_data, "ok-a", ca, tmp_path / "ra"), tmp_path, "a")
+        t0 = time.monotonic()
+        while sum(1 for _, m, _, _ in srv.arrivals if m == "ok-a") < 2:
+            assert time.monotonic() - t0 < 60 and pa.poll() is None
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert sum(1 for _, m, _, _ in srv.arrivals if m == "ok-a") == 2  # the cap holds the other two
+        pa.send_signal(signal.SIGKILL)
+        pa.wait(10)
+        killed = time.monotonic()
+        pb = _start(run_args(b_data, "ok-b", cb, tmp_path / "rb"), tmp_path, "b")
+        _wait_all([pb])
+        b_first = min(t for t, m, _, _ in srv.arrivals if m == "ok-b")
+        assert b_first - killed >= 2 * 0.85, b_first - killed  # waited for A's leases to lapse
+        assert len(rows(tmp_path / "rb")) == 6
+    finally:
+        srv.stop()
+
+
+def test_redis_stopped_mid_run_falls_back_below_the_limit(tmp_path: Path, redis_server: RedisServer):
+    """Redis dies while three processes share the key: each warns and paces at 1/3 of the limit, the
+    runs complete, and the key never sees more than its limit in any second: 0 x 429."""
+    srv = Mock(rpm_per_key=1200).start()
+    try:
+        procs = []
+        for i in range(3):
+            data = write_dataset(tmp_path / f"d{i}.jsonl", 50, prefix=f"Process {i} question")
+            cfg = _cfg(tmp_path / f"c{i}.toml", srv.base_url, [f"ok-{i}"], redis_server.url, "rpm = 1200\n")
+            procs.append(_start(run_args(data, f"ok-{i}", cfg, tmp_path / f"run{i}"), tmp_path, str(i)))
+        t0 = time.monotonic()
+        while srv.keys[KEY] < 45:
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.02)
+        redis_server.stop()
+        stopped_at = srv.keys[KEY]
+        errs = _wait_all(procs)
+        assert stopped_at < 120  # really mid-run
+        for i, err in enumerate(errs):
+            assert "Redis unreachable" in err and "1/3" in err, err
+            assert len(rows(tmp_path / f"run{i}")) == 50
+        assert srv.rejected_429 == 0 and srv.keys[KEY] == 150
+        assert srv.max_in_window(KEY) <= 20
+    finally:
+        srv.stop()
+
+
+def test_unreachable_redis_at_start_is_refused(tmp_path: Path):
+    srv = Mock().start()
+    try:
+        data = write_dataset(tmp_path / "d.jsonl", 2)
+        cfg = _cfg(tmp_path / "c.toml", srv.base_url, ["ok-a"], f"unix://{tmp_path}/no.sock")
+        p = _start(run_args(data, "ok-a", cfg, tmp_path / "r"), tmp_path, "x")
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 2 and "cannot reach Redis" in err and srv.total == 0
+    finally:
+        srv.stop()
