@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ sys.path.insert(0, str(REPO))
 import orjson  # noqa: E402
 
 from bench.throughput import start_mock, stop_mock  # noqa: E402
+from tests.helpers import spawn  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
 
 
@@ -69,16 +69,7 @@ def one(k: int, rpm: float, seconds: float, redis_url: str | None) -> dict:
                 data, cfg = write_inputs(d, i, per, port, rpm, redis_url)
                 args = ["run", f"jsonl:{data}", "--models", "ok-bench", "--config", str(cfg)]
                 args += ["--out", str(d / f"run{i}"), "--no-live", "--no-cache"]
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "runner.cli", *args],
-                        cwd=REPO,
-                        env=env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                    )
-                )
+                procs.append(spawn(args, env))
             for p in procs:
                 _, err = p.communicate(timeout=seconds * 20 + 120)
                 if p.returncode != 0:

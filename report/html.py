@@ -30,7 +30,7 @@ th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\2
 td.t,th.t{text-align:left}.na{color:#aaa}.yes{color:#1b7c3c;font-weight:600}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}.note{color:#666;font-size:13px}
 details{margin:.5em 0}summary{cursor:pointer;color:#335}
-.scroll{overflow-x:auto;max-width:100%}td.t{white-space:normal;overflow-wrap:break-word;max-width:30em}
+.scroll{overflow-x:auto;max-width:100%}td.w{white-space:normal;overflow-wrap:break-word;max-width:30em;min-width:12em}
 .warn{background:#fff6e5;border-left:3px solid #e0a030;padding:.35em .8em;margin:.5em 0;font-size:13px}
 .warn ul{margin:.2em 0;padding-left:1.4em}.badge{font-size:12px;font-weight:normal;background:#eef;
 border-radius:3px;padding:1px 6px;margin-left:.6em;color:#334}nav a{margin-right:.2em}
@@ -87,8 +87,8 @@ def table(rows: list[dict[str, Any]], cols: list[tuple[str, str, Fmt | None]]) -
             v = r.get(key)
             if v is None or v == "":
                 cells.append('<td class="na" data-v="">unknown</td>' if f else '<td class="t na"></td>')
-            elif f is None:
-                cells.append(f'<td class="t">{esc(v)}</td>')
+            elif f is None:  # text: long values may wrap, short ones stay on one line
+                cells.append(f'<td class="t{" w" if len(str(v)) > 24 else ""}">{esc(v)}</td>')
             else:
                 raw = int(v) if isinstance(v, bool) else v[0] if isinstance(v, tuple) else v
                 cells.append(f'<td data-v="{esc(raw)}">{esc(f(v))}</td>')

@@ -72,7 +72,12 @@ def declutter(fig: Figure, texts: list) -> None:
     renderer = FigureCanvasAgg(fig).get_renderer()
     kept: list = []
     for t in texts:
-        bb = t.get_window_extent(renderer).expanded(1.05, 1.1)
+        bb = t.get_window_extent(renderer)
+        if t.axes is not None and bb.x1 > t.axes.get_window_extent(renderer).x1:  # past the right edge
+            t.set_horizontalalignment("right")
+            t.xyann = (-t.xyann[0], t.xyann[1])
+            bb = t.get_window_extent(renderer)
+        bb = bb.expanded(1.05, 1.1)
         if any(bb.overlaps(k) for k in kept):
             t.set_visible(False)
         else:
@@ -284,23 +289,25 @@ def category_range(v: SuiteView, path: Path, kind: str = "by_category") -> Path:
     cmap = colormaps["tab10" if len(cats) <= 10 else "tab20"]
     fig = Figure(figsize=(9, _rows_height(len(es))))
     ax = fig.subplots()
-    for yi, e in enumerate(es):
-        vals = per[e.model]
-        lo, hi = min(s.value for s in vals.values()), max(s.value for s in vals.values())
-        ax.plot([lo * k, hi * k], [yi, yi], color="#999999", lw=3, solid_capstyle="round", zorder=1)
-        for j, c in enumerate(cats):
-            if c in vals:
-                ax.scatter(vals[c].value * k, yi, color=cmap(j), s=22, zorder=2, label=c if yi == 0 else None)
-        if e.accuracy is not None:
-            ax.scatter(
-                e.accuracy * k,
-                yi,
-                marker="|",
-                color="k",
-                s=120,
-                zorder=3,
-                label="overall" if yi == 0 else None,
-            )
+    spans = [[s.value for s in per[e.model].values()] for e in es]
+    ax.hlines(
+        range(len(es)),
+        [min(x) * k for x in spans],
+        [max(x) * k for x in spans],
+        color="#999999",
+        lw=3,
+        zorder=1,
+        label="worst to best category",
+    )
+    for j, c in enumerate(cats):  # one scatter per category (45 models x 20 categories is 20 calls)
+        ys = [yi for yi, e in enumerate(es) if c in per[e.model]]
+        xs = [per[es[yi].model][c].value * k for yi in ys]
+        ax.scatter(xs, ys, color=cmap(j % cmap.N), s=22, zorder=2, label=c)
+    scored = [(yi, e.accuracy * k) for yi, e in enumerate(es) if e.accuracy is not None]
+    if scored:
+        ax.scatter(
+            [x for _, x in scored], [y for y, _ in scored], marker="|", color="k", s=120, zorder=3, label="overall"
+        )
     ax.set_yticks(range(len(es)), [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label)
     _title(ax, f"{v.label}: best to worst {kind.removeprefix('by_')} per model", 10)
@@ -371,7 +378,7 @@ def severity(v: SuiteView, path: Path) -> Path:
             lw=1,
             alpha=0.8 if few else 0.35,
             color=colormaps["tab20"](j % 20) if few else "#999999",
-            label=v.name(m) if few else None,
+            label=v.name(m) if few else ("each model" if j == 0 else None),
         )
     mean = [x * k for x in level_means(v, "by_severity").values()]
     ax.plot(range(len(levels)), mean, "-s", color="k", lw=2.2, label="mean over models")

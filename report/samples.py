@@ -75,6 +75,8 @@ def _scored_index(path: Path, models: set[str], max_items: int) -> tuple[Scored,
     """model → item → its scored rows (the first max_items items of each model); and items per model."""
     out: Scored = {}
     total: dict[str, int] = {}
+    last_over: dict[str, str] = {}  # past the cap: the last item seen, so its samples count once (rows
+    # come grouped by item, as the scorers write them; memory stays bounded on a 1M-row run)
     if not path.is_file():
         return out, total
     with path.open("rb") as f:
@@ -89,8 +91,11 @@ def _scored_index(path: Path, models: set[str], max_items: int) -> tuple[Scored,
             mine = out.setdefault(m, {})
             rows = mine.get(str(item))
             if rows is None:
+                if last_over.get(m) == str(item):
+                    continue
                 total[m] = total.get(m, 0) + 1
                 if len(mine) >= max_items:
+                    last_over[m] = str(item)
                     continue
                 rows = mine[str(item)] = []
             rows.append(s)
@@ -137,9 +142,9 @@ def _by_model(results: Path, models: set[str]) -> Iterator[tuple[str, Iterator[d
     """final rows, which come sorted by (model, item, sample, pass), grouped by model."""
     from itertools import groupby
 
-    from runner.results import final_rows
+    from runner.results import final_rows, results_files
 
-    if not results.is_file():
+    if not results_files(results.parent):  # results.jsonl, or only --join workers' files
         return
     rows = (r for r in final_rows(results) if r.get("model") in models)
     yield from groupby(rows, key=lambda r: r.get("model"))

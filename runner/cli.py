@@ -79,6 +79,12 @@ def _run_parser(suite_name: str | None) -> tuple[argparse.ArgumentParser, list[s
         help="only the first K items, in the suite's unit (questions, puzzles, per language...)",
     )
     _common_run_args(p)
+    p.add_argument(
+        "--join",
+        action="store_true",
+        help="one of several workers (any host, --out on a shared filesystem) splitting this run through "
+        "leases in [shared] cache_url; each writes results.<host>-<pid>.jsonl. Score once all are done",
+    )
     before = {a.dest for a in p._actions}
     if suite_name:
         get_suite(suite_name).add_arguments(p)
@@ -111,7 +117,7 @@ def cmd_run(argv: list[str]) -> int:
     )
     cfg = load_config(a.config)
     out = a.out or Path("runs") / get_suite(a.suite).run_name(spec)
-    plan = RunPlan(spec=spec, models=_models_arg(a.models), out=out)
+    plan = RunPlan(spec=spec, models=_models_arg(a.models), out=out, join=a.join)
     if a.dry_run:
         return _dry_run([plan], cfg, a)
     code = execute(
@@ -127,7 +133,9 @@ def cmd_run(argv: list[str]) -> int:
         deadline_s=a.deadline,
         prefer=a.prefer,
     )
-    return _finish(code, [out], a.no_score)
+    if a.join and code in (EXIT_OK, EXIT_ROW_ERRORS):  # several workers end at once: one scoring, later
+        print(f"every unit of {out} is done; score it once with: evalsweep score {out}", file=sys.stderr)
+    return _finish(code, [out], a.no_score or a.join)
 
 
 def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,7 @@ class Leases:
         self.claimed = 0
         self.taken_over = 0
         self._open: dict[tuple[str, int], int] = {}
+        self._current: dict[str, tuple[str, int]] = {}
         self._finishing: set[asyncio.Task[None]] = set()
 
     async def open(self, models: Iterable[str]) -> Leases:
@@ -155,15 +156,12 @@ class Leases:
             except Exception as e:  # noqa: BLE001 - our units will expire; others finish them
                 log.warning("--join: lease heartbeat failed (%s); other workers may take over our units", e)
 
-    async def drive(
-        self,
-        model: str,
-        build: Callable[[], Iterable[Any]],
-        launch: Callable[[Any], Awaitable[asyncio.Task[Any] | None]],
-        stopping: Callable[[], bool],
-    ) -> None:
-        """Feed the model's requests to `launch`, unit by unit as this worker wins them; a unit is
-        marked done once all its requests were launched and their tasks (follow-ups included) ended."""
+    async def requests(
+        self, model: str, build: Callable[[], Iterable[Any]], stopping: Callable[[], bool]
+    ) -> AsyncIterator[Any]:
+        """The model's requests, unit by unit as this worker wins them. The scheduler reports each
+        launched task with `started`; a unit is marked done once it was iterated to its end and all
+        its tasks (follow-ups included) have ended. Stopping early leaves the unit to lapse."""
         while not stopping():
             got = await self.claim(model)
             if got is None:
@@ -176,17 +174,16 @@ class Leases:
                 self.on_takeover()
             unit = (model, shard)
             self._open[unit] = 1  # held open until every request of the unit is launched
+            self._current[model] = unit
             for req in build():
-                if shard_of(req.item) != shard:
-                    continue
-                if stopping():
-                    return  # the unit stays unfinished: its lease lapses, a resume redoes it
-                t = await launch(req)
-                if t is None:
-                    return
-                self._open[unit] += 1
-                t.add_done_callback(lambda _t, u=unit: self._ended(u))
+                if shard_of(req.item) == shard:
+                    yield req
             self._ended(unit)
+
+    def started(self, model: str, task: asyncio.Task[Any]) -> None:
+        unit = self._current[model]
+        self._open[unit] += 1
+        task.add_done_callback(lambda _t: self._ended(unit))
 
     def _ended(self, unit: tuple[str, int]) -> None:
         self._open[unit] -= 1
@@ -210,3 +207,21 @@ class Leases:
             except Exception:  # noqa: BLE001
                 pass
             await self._conn.close()
+
+
+async def open_leases(run: Any, shared: Any) -> Leases:
+    """A --join worker's leases on its run's units; taking over a dead worker's unit re-reads what
+    every worker has finished, so none of it is sent again."""
+    from runner.results import index
+
+    limit = run.spec.limit
+    leases = await Leases(shared.cache_url, f"{join_id(run.run_dir)}:limit={limit}", shared.lease_s).open(
+        run.models
+    )
+
+    def refresh() -> None:
+        run.done.update(index(run.writer.path)[0])
+
+    leases.on_takeover = refresh
+    log.info("[%s] --join: worker %s, results in %s", run.name, leases.owner, run.writer.path.name)
+    return leases

@@ -162,24 +162,37 @@ def _lines(path: Path) -> Iterator[tuple[int, int, Any]]:
             off += len(line)
 
 
-def index(path: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """Per identity, the offset of its best row: (done = successes, final = best of any kind).
+def results_files(run_dir: Path) -> list[Path]:
+    """results.jsonl and the `--join` workers' results.<host>-<pid>.jsonl: one run, read together."""
+    return sorted(p for p in run_dir.glob("results*.jsonl") if p.is_file())
+
+
+Loc = int | tuple[Path, int]
+"""Where a row is: an offset in the file asked about, or (another file of the run, offset)."""
+
+
+def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
+    """Per identity, the location of its best row over every results file of the run directory:
+    (done = successes, final = best of any kind). Rows of `path` itself are plain offsets.
 
     A row without a well-typed identity is bad input, named by file and line (ConfigError: exit 2)."""
-    done: dict[str, int] = {}
-    final: dict[str, int] = {}
-    for lineno, off, r in _lines(path):
-        bad = _identity_problem(r)
-        if bad:
-            raise ConfigError(
-                f"{path}:{lineno}: not a results row ({bad}); fix or remove that line, then rerun"
-            )
-        ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
-        if r.get("error") is None:
-            done[ident] = off
-            final[ident] = off
-        elif ident not in done:
-            final[ident] = off
+    done: dict[str, Loc] = {}
+    final: dict[str, Loc] = {}
+    for p in [path, *(q for q in results_files(path.parent) if q != path)]:
+        own = p == path
+        for lineno, off, r in _lines(p):
+            bad = _identity_problem(r)
+            if bad:
+                raise ConfigError(
+                    f"{p}:{lineno}: not a results row ({bad}); fix or remove that line, then rerun"
+                )
+            ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
+            loc = off if own else (p, off)
+            if r.get("error") is None:
+                done[ident] = loc
+                final[ident] = loc
+            elif ident not in done:
+                final[ident] = loc
     return done, final
 
 
@@ -220,11 +233,13 @@ def check_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir}: not a run directory (no such directory)")
     read_manifest(run_dir)
-    if not (run_dir / RESULTS).is_file():
+    if not results_files(run_dir):
         raise ConfigError(f"{run_dir}: no {RESULTS} (the run never wrote a row); run it first")
 
 
-def read_at(path: Path, offset: int) -> Row:
+def read_at(path: Path, offset: Loc) -> Row:
+    if isinstance(offset, tuple):
+        path, offset = offset
     with path.open("rb") as f:
         f.seek(offset)
         return orjson.loads(f.readline())
@@ -235,10 +250,16 @@ def final_rows(path: Path) -> Iterator[Row]:
     reads. Sorted, so that scores (bootstrap resamples included) never depend on completion order."""
     _, final = index(path)
     order = sorted(final.items(), key=lambda kv: _sort_key(kv[0]))
-    with path.open("rb") as f:
-        for _, off in order:
+    files: dict[Path, Any] = {}
+    try:
+        for _, loc in order:
+            p, off = loc if isinstance(loc, tuple) else (path, loc)
+            f = files.get(p) or files.setdefault(p, p.open("rb"))
             f.seek(off)
             yield orjson.loads(f.readline())
+    finally:
+        for f in files.values():
+            f.close()
 
 
 def _sort_key(identity: str) -> tuple[str, str, int, str]:

@@ -29,6 +29,7 @@ from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
+from runner.leases import open_leases, results_name
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
@@ -43,6 +44,8 @@ class RunPlan:
     spec: RunSpec
     models: list[str]
     out: Path | None = None
+    join: bool = False
+    """--join: one of several workers sharing this run directory (runner.leases)."""
 
 
 def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
@@ -89,7 +92,7 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     out = plan.out or Path("runs") / run_name
     check_dir_arg("--out", out)
     out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out)
+    lock = lock_run_dir(out, shared=plan.join)
     try:
         return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
     except BaseException:
@@ -143,8 +146,9 @@ def _prepare(
     for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise
         print(f"[{run_name}] deviation from the paper's protocol: {d}", file=sys.stderr)
     write_json(man_path, manifest)
-    done, _ = index(out / RESULTS)
-    writer = ResultsWriter(out / RESULTS)
+    results = out / (results_name() if plan.join else RESULTS)
+    done, _ = index(results)
+    writer = ResultsWriter(results)
     return RunCtx(
         name=run_name,
         spec=plan.spec,
@@ -154,6 +158,7 @@ def _prepare(
         writer=writer,
         done=done,
         lock=lock,
+        join=plan.join,
     )
 
 
@@ -185,7 +190,8 @@ def execute(
         s = get_suite(p.spec.suite)
         if s.check is not None:
             s.check(p.spec)
-    shared_urls(cfg)  # a bad EVALSWEEP_*_URL is refused before anything starts
+    if not shared_urls(cfg).cache_url and any(p.join for p in plans):  # (a bad EVALSWEEP_*_URL: refused)
+        raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
     runs: list[RunCtx] = []
@@ -251,6 +257,9 @@ async def _main(
         from runner.budget_redis import attach
 
         budgets = await attach(models, shared.redis_url, shared.lease_s)
+    for r in runs:
+        if r.join:
+            r.leases = await open_leases(r, shared)
     cache = (
         None
         if no_cache
@@ -304,6 +313,9 @@ async def _main(
     try:
         await sched.run(runs)
     finally:
+        for r in runs:
+            if r.leases is not None:
+                await r.leases.aclose()
         watcher.cancel()
         try:
             await watcher
@@ -324,7 +336,8 @@ async def _main(
     unsaved = sum(r.writer.flush() for r in runs)
     if sched.fault is None and not interrupted:
         for r in runs:
-            account(r, sched)
+            if not r.join:  # a --join worker runs only the units it won (runner.leases checks those)
+                account(r, sched)
     n_err = 0
     for r in runs:
         r_err = sum(st.errors + st.skipped for st in r.stats.values())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,9 @@ class RunCtx:
     answered: dict[str, int] = field(default_factory=dict)
     """Per model, first-pass identities with a final row (resumed or written now): the invariant's
     cheap check (runner.run.account reads the file only when this falls short of the plan)."""
+    join: bool = False
+    leases: Any = None
+    """runner.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
 
     @property
     def has_follow_up(self) -> bool:
@@ -152,7 +155,7 @@ class Scheduler:
         window = asyncio.Semaphore(width)
         tasks: set[asyncio.Task[Any]] = set()
         try:
-            for req in run.suite.build(run.spec):
+            async for req in requests(run, model, lambda: self.stopping):
                 if self.stopping:
                     break
                 await window.acquire()
@@ -160,6 +163,8 @@ class Scheduler:
                     window.release()
                     break
                 t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
+                if run.leases is not None:
+                    run.leases.started(model, t)
                 tasks.add(t)
                 self._tasks.add(t)
                 t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
@@ -495,6 +500,16 @@ class Scheduler:
             elif row["error"] is None:
                 stats.cost_known = False
         return rows
+
+
+async def requests(run: RunCtx, model: str, stopping: Callable[[], bool]) -> AsyncIterator[Request]:
+    """The suite's requests; for a --join worker, only those of the units it wins."""
+    if run.leases is not None:
+        async for req in run.leases.requests(model, lambda: run.suite.build(run.spec), stopping):
+            yield req
+        return
+    for req in run.suite.build(run.spec):
+        yield req
 
 
 def _contiguous(samples: list[int]) -> list[list[int]]:

@@ -79,6 +79,18 @@ def cli(
     )
 
 
+def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """`evalsweep ARGS` as a background process (text pipes), for tests that run several or kill one."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def rows(run_dir: Path) -> list[dict]:
     p = run_dir / "results.jsonl"
     return [orjson.loads(line) for line in p.read_bytes().splitlines() if line.strip()]

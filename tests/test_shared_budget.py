@@ -7,14 +7,13 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import orjson
 from aiohttp import web
 
-from tests.helpers import REPO, rows, run_args, write_config, write_dataset
+from tests.helpers import rows, run_args, spawn, write_config, write_dataset
 from tests.mock_openai import MockServer, _last_user_text
 from tests.servers import RedisServer
 
@@ -68,15 +67,17 @@ def _cfg(path: Path, base_url: str, models: list[str], redis_url: str | None, ex
 
 
 def _start(args: list[str], tmp: Path, name: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "SHARED_TEST_KEY": KEY, "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{name}")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(args, {**os.environ, "SHARED_TEST_KEY": KEY, "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{name}")})
+
+
+def _three(tmp: Path, srv: Mock, redis_url: str, n: int) -> list[subprocess.Popen[str]]:
+    """Three processes on the key, each with its own dataset of n items and the key's full 1200 RPM."""
+    procs = []
+    for i in range(3):
+        data = write_dataset(tmp / f"d{i}.jsonl", n, prefix=f"Process {i} question")
+        cfg = _cfg(tmp / f"c{i}.toml", srv.base_url, [f"ok-{i}"], redis_url, "rpm = 1200\n")
+        procs.append(_start(run_args(data, f"ok-{i}", cfg, tmp / f"run{i}"), tmp, str(i)))
+    return procs
 
 
 def _wait_all(procs: list[subprocess.Popen[str]], timeout: float = 120) -> list[str]:
@@ -93,12 +94,7 @@ def test_three_processes_on_one_key_stay_within_its_limit(tmp_path: Path, redis_
     each configured with the key's full limit, together never exceed it in any 1 s window: 0 x 429."""
     srv = Mock(rpm_per_key=1200).start()
     try:
-        procs = []
-        for i in range(3):
-            data = write_dataset(tmp_path / f"d{i}.jsonl", 40, prefix=f"Process {i} question")
-            cfg = _cfg(tmp_path / f"c{i}.toml", srv.base_url, [f"ok-{i}"], redis_server.url, "rpm = 1200\n")
-            procs.append(_start(run_args(data, f"ok-{i}", cfg, tmp_path / f"run{i}"), tmp_path, str(i)))
-        _wait_all(procs)
+        _wait_all(_three(tmp_path, srv, redis_server.url, 40))
         for i in range(3):
             assert len(rows(tmp_path / f"run{i}")) == 40
         assert srv.rejected_429 == 0
@@ -174,11 +170,7 @@ def test_redis_stopped_mid_run_falls_back_below_the_limit(tmp_path: Path, redis_
     runs complete, and the key never sees more than its limit in any second: 0 x 429."""
     srv = Mock(rpm_per_key=1200).start()
     try:
-        procs = []
-        for i in range(3):
-            data = write_dataset(tmp_path / f"d{i}.jsonl", 50, prefix=f"Process {i} question")
-            cfg = _cfg(tmp_path / f"c{i}.toml", srv.base_url, [f"ok-{i}"], redis_server.url, "rpm = 1200\n")
-            procs.append(_start(run_args(data, f"ok-{i}", cfg, tmp_path / f"run{i}"), tmp_path, str(i)))
+        procs = _three(tmp_path, srv, redis_server.url, 50)
         t0 = time.monotonic()
         while srv.keys[KEY] < 45:
             assert time.monotonic() - t0 < 60
