@@ -41,6 +41,7 @@ SAFETY = 0.965  # slots 3.5% below the limit: sends up to ~35 ms off their slot 
 LATE_S = 0.015  # a slot missed by more than this (a late timer) is dropped and a new one reserved
 SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
 AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
+LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 
 _LUA = """
@@ -85,7 +86,7 @@ end
 redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n}
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt)}
 """
 
 
@@ -226,7 +227,7 @@ class RedisBudget:
         if tk is None:
             return 0.0
         if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
-            return max(self._rtt, 0.0005, self._last_slot - AHEAD_S / 2 - now + self._rtt)
+            return max(self._rtt, 0.0005, self._last_slot - LEAD_S - now + self._rtt)
         if now < tk.slot:
             return tk.slot - now
         if now - tk.slot > LATE_S:  # woke too late: sending now could crowd the next second
@@ -310,7 +311,7 @@ class RedisBudget:
             self.paused_until = max(self.paused_until, now_s - self._offset + pause)
         self.factor = float(res[4])
         self.n_procs = int(res[5])
-        return [int(res[0]), float(res[1]) / 1e6 - self._offset, float(res[2]) / 1e6, int(res[7])]
+        return [int(res[0]), float(res[1]) / 1e6 - self._offset, float(res[2]) / 1e6, int(res[7]), float(res[8]) / 1e6]
 
     def _kick(self) -> None:
         if self._local is None and (self._syncing is None or self._syncing.done()):
@@ -326,24 +327,29 @@ class RedisBudget:
                     self._queue.popleft()
                 if not self._queue and not (self._pause_s or self._new_factor is not None or self._tok_delta):
                     return
+                # Ask for the next slots only shortly before the granted ones run out: waiting tickets
+                # gather into one call, and other processes on the key get the slots in between.
                 ahead = self._last_slot - time.monotonic()
-                if self._queue and ahead > AHEAD_S / 2:  # hold back: other processes get slots between
-                    await asyncio.sleep(ahead - AHEAD_S / 2)
+                lead = max(LEAD_S, 4 * self._rtt)
+                if self._queue and ahead > lead:
+                    await asyncio.sleep(ahead - lead)
                     continue
                 T = self._T1 / 1e6 / max(self.factor, 1e-3)
                 n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
                 batch = [self._queue[i] for i in range(n)]
                 need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
-                granted, start, T, given = await self._eval(
+                granted, start, T, given, Tt = await self._eval(
                     lease_delta=max(0, need), n=n, tokens=sum(t.tokens for t in batch)
                 )
                 self._held += granted
+                used = 0
                 for i in range(given):
                     tk = self._queue.popleft()
                     if not tk.leased:
                         tk.leased = True
                         self._leased += 1
-                    tk.slot = start + i * T
+                    tk.slot = start + max(i * T, used * Tt)  # spaced by requests and by tokens
+                    used += tk.tokens
                     self._last_slot = max(self._last_slot, tk.slot)
                 if given < n:  # the key's concurrency is taken: ask again shortly
                     await asyncio.sleep(0.02)
@@ -370,7 +376,7 @@ class RedisBudget:
                 if spare > 0 and not self._queue and now - self._idle_since > KEEP_S:
                     granted, *_ = await self._eval(lease_delta=-spare)
                     self._held += granted
-                elif self._used or now - self._last_call > self.lease_ms / 3000:
+                elif self._used or self._tok_delta or now - self._last_call > self.lease_ms / 3000:
                     await self._eval()
         except asyncio.CancelledError:
             raise

@@ -19,7 +19,7 @@ from cache.store import probe
 from core.types import row_identity
 from runner.config import Config
 from runner.pool import ModelEntry, build_models, estimate_tokens
-from runner.results import RESULTS, scan
+from runner.results import results_files, scan
 from suites.base import get_suite
 
 DEFAULT_MAX_TOKENS = 256
@@ -53,7 +53,7 @@ def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
     seen: dict[str, list[int]] = {}
     if run_dir is None:
         return done, seen
-    for _, r in scan(run_dir / RESULTS):
+    for _, r in (row for f in results_files(run_dir) for row in scan(f)):  # `--join` workers' files too
         if r.get("error") is None:
             done.add(row_identity(r["model"], r["item"], r["sample"], r["pass"]))
             out = (r.get("usage") or {}).get("output_tokens")

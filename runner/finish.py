@@ -5,22 +5,20 @@ so a finished command leaves scores.json, the paper's tables and index.html behi
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from runner.score import score_run
 
 
 def score_and_report(run_dirs: list[Path], report_dir: Path) -> Path:
-    """Score each run (printing its tables), then one report over all of them; returns index.html."""
+    """Score each run (printing its tables), then one report over all of them (it prints where);
+    returns index.html."""
     from report import main as report_main
 
     for d in run_dirs:
         score_run(d)
     report_main(run_dirs, report_dir, None)
-    index = report_dir / "index.html"
-    print(f"report: {index}", file=sys.stderr)
-    return index
+    return report_dir / "index.html"
 
 
 def report_dir_of(run_dirs: list[Path]) -> Path:

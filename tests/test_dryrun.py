@@ -106,3 +106,15 @@ def test_sweep_dry_run_plans_each_run_directory(tmp_path: Path, capsys: pytest.C
     assert n == {"calls": 0, "finished": 6, "cached": 0}
     _, n = _plan(capsys, *sweep[:2], "--cache-dir", str(tmp_path / "other-cache"))
     assert n == {"calls": 0, "finished": 6, "cached": 0}  # finished rows count before the cache
+
+
+def test_join_workers_files_count_as_finished(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    data = write_dataset(tmp_path / "d.jsonl", 4)
+    (tmp_path / "c.toml").write_text(SIM_FAST)
+    run = ["run", f"jsonl:{data}", "--models", "sim/weak", "--config", str(tmp_path / "c.toml")]
+    run += ["--out", str(tmp_path / "a"), "--no-cache"]
+    assert main([*run, "--no-live", "--no-score"]) == 0
+    (tmp_path / "a" / "results.jsonl").rename(tmp_path / "a" / "results.host-1234.jsonl")  # a worker's
+    capsys.readouterr()
+    _, n = _plan(capsys, *run)
+    assert n == {"calls": 0, "finished": 4, "cached": 0}

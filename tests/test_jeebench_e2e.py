@@ -17,19 +17,39 @@ from suites.jeebench.prompts import VARIANTS
 MODELS = "sim/strong,sim/weak"
 
 
+def _types(out: Path, s: dict) -> list[str]:
+    """Question types of the answered questions of one model's run (every model answers the same ones)."""
+    scored = [r for r in _rows(out / "scored.jsonl") if r["score"] is not None]
+    return [r["type"] for r in scored][: s["n"]]
+
+
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_sim_sweep_every_variant(tmp_path: Path, variant: str) -> None:
+def test_sim_sweep_every_variant(tmp_path: Path, variant: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / variant
     args = ["run", "jeebench", "--models", MODELS, "--out", str(out), "--limit", "12", "--variant", variant]
     if variant == "cot-critique":
         args += ["--judge", "sim/medium"]
     assert main(args) == 0
+    # the deviations are said before the run, kept in the manifest, scores.json and under every table
+    said = capsys.readouterr().err
+    assert "deviation from the paper's protocol: --limit 12: a subset of the 515 questions" in said
+    manifest = json.loads((out / "manifest.json").read_text())
     assert main(["score", str(out)]) == 0
     scores = json.loads((out / "scores.json").read_text())
+    devs = scores["protocol"]["deviations"]
+    assert manifest["protocol"]["deviations"] == devs and scores["protocol"]["protocol"] == "custom"
+    assert devs[-1] == "--limit 12: a subset of the 515 questions"
+    assert ("Table 6's CoT row" in devs[0]) == (variant == "cot-sc")
+    assert "Deviations from the paper's protocol" in capsys.readouterr().out
+    for s in scores["models"].values():
+        assert s["truncated"] == 0 and s["truncation_rate"] == 0.0
+        assert {int(y) for y in s["by_year"]} <= set(range(2016, 2024))  # §4.7
+        assert s["marks_mcq"]["questions"] == sum(t.startswith("MCQ") for t in _types(out, s))  # Table 5
+    assert 0.0 < scores["random_baseline"]["overall"] < 0.25
     assert scores["suite"] == "jeebench" and scores["variant"] == variant
     assert set(scores["models"]) == {"sim/strong", "sim/weak"}
     for s in scores["models"].values():

@@ -202,3 +202,17 @@ def test_pattern_task(tmp_path: Path) -> None:
 def test_foreign_item_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="not a MARVEL question id"):
         SUITE.score([row("m", "q17", "A")], SPEC, tmp_path)
+
+
+def test_left_set_excludes_refusals(tmp_path: Path) -> None:
+    """The paper's left set: refusals leave the denominator; in the headline figures they count as wrong."""
+    rows = rows_for("m", {1: set(), 2: {"avr"}, 3: set(), 4: set()})
+    refuse = "I'm sorry, but I can't determine the answer from this image."
+    rows = [row("m", r["item"], refuse) if r["item"] in ("3/avr", "4/avr", "4/fine") else r for r in rows]
+    s = SUITE.score(rows, SPEC, tmp_path).models["m"]
+    assert s["avr"] == 0.25 and s["fine"] == 0.75  # refusals wrong
+    left = s["left_set"]
+    assert left["avr"] == 0.5 and left["avr_refused"] == 2  # puzzles 1 (right) and 2 (wrong) are left
+    assert left["fine"] == 1.0 and left["fine_refused"] == 1 and left["coarse_whole_refused"] == 0
+    t = [t for t in SUITE.score(rows, SPEC, tmp_path).tables if "left set" in t.title]
+    assert t and t[0].rows[0][1] == "50.00"

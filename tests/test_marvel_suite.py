@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import orjson
@@ -84,6 +85,8 @@ def test_demos_never_the_target_and_from_the_right_pool(mode: str) -> None:
         assert len(demos) == 2 and len({d.id for d in demos}) == 2
         assert p.id not in {d.id for d in demos}
         assert demos == pick_demos(p, ps, 2, mode)  # deterministic per puzzle
+        # no rationale names a lettered choice ("Only item B is consistent") against a numbered answer
+        assert not any(re.search(r"\b(?:item|option|choice|only)\s+[A-D]\b", d.explanation) for d in demos)
         if mode == "same":
             assert all(d.pattern == p.pattern for d in demos)
             if p.pattern != "3D-Geometry":  # the only pattern without Sequence puzzles

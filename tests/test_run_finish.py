@@ -62,8 +62,8 @@ def test_run_and_sweep_score_and_report_by_themselves(tmp_path: Path, capsys: py
     scores = json.loads((one / "scores.json").read_text())
     assert set(scores["models"]) == {"sim/strong", "sim/weak"} and (one / "scored.jsonl").exists()
     assert (one / "report" / "index.html").is_file()
-    err = capsys.readouterr().err
-    assert f"report: {one / 'report' / 'index.html'}" in err
+    out = capsys.readouterr().out
+    assert "accuracy" in out and str(one / "report" / "index.html") in out  # the tables, then where
 
     (tmp_path / "sweep.toml").write_text(
         f'config = "c.toml"\nout = "{tmp_path / "runs"}"\n'
@@ -75,4 +75,3 @@ def test_run_and_sweep_score_and_report_by_themselves(tmp_path: Path, capsys: py
         assert (tmp_path / "runs" / run / "scores.json").is_file()
     index = (tmp_path / "runs" / "report" / "index.html").read_text()
     assert "jeebench" in index.lower() and "sim/strong" in index
-

@@ -58,6 +58,12 @@ def test_sim_sweep_then_score(setup: tuple[Path, Path], tmp_path: Path) -> None:
     pooled = scores["skill_effects"]
     assert pooled["models"] == sorted(MODELS) and pooled["n_items"] <= 40
     assert all("ame_pp" in e for e in pooled["effects"].values())
+    # the reference's item set by default: every item with an image-error annotation left out
+    clean = sum(bool(r["severity"] in (None, "no_error") and r["category"]) for r in _rows(out / "scored.jsonl")) // 3
+    assert pooled["items"] == "reference" and pooled["n_items"] == clean
+    cats = scores["category_effects"]  # Fig. 11
+    assert cats["items"] == "reference" and cats["categories"]
+    assert all(0 <= c["accuracy"] <= 1 and c["ci95"][0] <= c["accuracy"] + 1e-9 for c in cats["categories"].values())
 
     scored = _rows(out / "scored.jsonl")
     assert len(scored) == 3 * 40

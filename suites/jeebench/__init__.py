@@ -26,6 +26,14 @@ from suites.base import (
     judge_request,
     with_protocol,
 )
+from suites.jeebench.baselines import (
+    by_year,
+    mcq_marks,
+    mcq_marks_table,
+    random_row,
+    random_table,
+    year_table,
+)
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
@@ -257,7 +265,12 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 qs.append(q)
         models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir)
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm}
-    report = ScoreReport(models=models, scored=sink.rows, tables=tables(models, variant), extra=extra)
+    asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
+    extra["random_baseline"] = rand = random_row(asked)
+    more = [random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant)]
+    report = ScoreReport(
+        models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
+    )
     return with_protocol(report, deviations(spec), trunc)
 
 
@@ -275,6 +288,8 @@ def _model_scores(
     s = aggregate(srows)
     s["marks"] = mark_totals(r["marks"] for r in srows)
     s["marks_ci95"] = marks_ci(srows)
+    s["marks_mcq"] = mcq_marks(srows)
+    s["by_year"] = by_year(srows)
     s["answered"] = sum(r["extracted"] is not None for r in srows)
     s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
     if variant == "cot-critique":

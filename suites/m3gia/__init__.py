@@ -20,6 +20,7 @@ from core.types import ImagePart, Message, Request, Row, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Truncation, with_protocol
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages
+from suites.m3gia.factors import factor_correlation
 from suites.m3gia.prompts import (
     JUDGE_MAX_TOKENS,
     JUDGE_SYSTEM,
@@ -179,12 +180,14 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | No
     models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec), sink)
     corr = score.pearson(models)
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
+    fcorr, ftable = factor_correlation(models)
     report = ScoreReport(
         models=models,
         scored=scored,
-        tables=score.tables(models, corr, note),
+        tables=score.tables(models, corr, note) + ([ftable] if ftable else []),
         extra={
             "gia_accuracy_pearson": corr,
+            "factor_correlation": fcorr,
             "unmatched_rows": unmatched,
             "prompt": _mode(spec),
             "images": not spec.opt("no_images", False),

@@ -21,6 +21,7 @@ from core.types import Row
 from suites.base import Sink, Table, by_model, ranked
 from suites.m3gia import extract, gia
 from suites.m3gia.data import CLUSTERS, FACTORS, LANGS, TYPES, Question, answer_key, factor_labels
+from suites.m3gia.factors import table1
 from suites.stats import bootstrap_ci, ci_method
 
 STAGES = ("rule", "judge", "random", "error", "missing")
@@ -249,11 +250,7 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
         columns=["model", *langs],
         rows=[[m, *(s["by_language"].get(c) for c in langs)] for m, s in models.items()],
     )
-    factors = Table(
-        title="m3gia: CHC factor accuracy",
-        columns=["model", *FACTORS],
-        rows=[[m, *(s["by_factor"].get(f) for f in FACTORS)] for m, s in models.items()],
-    )
+    factors = table1(models)  # Table 1's layout: I, RG, RQ, Gf, Gc, Gq, Grw, Gv, Overall
     types = Table(
         title="m3gia: accuracy by question type",
         columns=["question type", *ms],

@@ -150,7 +150,8 @@ def deviations(spec: RunSpec) -> list[str]:
             "no --judge: responses the rules cannot read count as wrong (the paper re-extracts them with GPT-4)"
         )
     out.append(
-        "refusals count as wrong in the headline figures (the paper reports the left set without them)"
+        "the headline figures count refusals as wrong; the paper's left-set figures (refusals excluded) are in "
+        "`left_set` and their own table"
     )
     if "coarse-context" in opts.kinds:
         out.append(
@@ -158,8 +159,8 @@ def deviations(spec: RunSpec) -> list[str]:
         )
     if opts.shots:
         out.append(
-            "few-shot CoT demonstrations are built from the one-line explanations (some Sequence explanations "
-            "name choices by letter while the answers are numbers)"
+            "few-shot CoT rationales are built from the one-line explanations (the paper's demonstrations are "
+            "not released; demos whose explanation names choices by letter are left out)"
         )
     if opts.task == "pattern":
         out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")

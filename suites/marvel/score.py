@@ -30,7 +30,7 @@ from scipy.stats import chisquare
 from core.types import Row
 from suites.base import RunSpec, ScoreReport, Sink, SuiteError, by_model, scored_row
 from suites.marvel.data import CONFIGURATIONS, KINDS, PATTERNS, REFERENCE, Puzzle, by_id
-from suites.marvel.extract import extract
+from suites.marvel.extract import extract, is_refusal
 from suites.marvel.tables import pattern_table, tables
 from suites.stats import bootstrap_ci, mean
 
@@ -57,8 +57,9 @@ def score_row(r: Row, p: Puzzle, kind: str, judge: Row | None) -> dict[str, Any]
             ext = extract(kind, judge.get("text"), p)
             stage = "judge"
     ok = ext is not None and str(ext).lower() == str(gold).lower()
+    refused = ext is None and stage in ("none", "judge") and is_refusal(r.get("text"))
     return scored_row(r, puzzle=p.id, question=kind, pattern=p.pattern, configuration=p.configuration,
-                      extracted=ext, gold=gold, score=float(ok), stage=stage)  # fmt: skip
+                      extracted=ext, gold=gold, score=float(ok), stage=stage, refused=refused)  # fmt: skip
 
 
 def choice_bias(preds: list[int | None], n_samples: int = 1) -> dict[str, Any]:
@@ -150,7 +151,21 @@ def aggregate(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str,
     }
     n_samples = len({s["sample"] for s in avr}) or 1
     out.update(choice_bias([s["extracted"] for s in avr], n_samples))
+    out["left_set"] = left_set(by_kind, kinds)
     out.update(_counts(scored))
+    return out
+
+
+def left_set(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> dict[str, Any]:
+    """The paper's "left set": accuracy per question over the answers that are not refusals (a refusal
+    is a response the rules and judge cannot read that declines to answer), with the refusal counts."""
+    out: dict[str, Any] = {}
+    for kind, key in INSTANCE.items():
+        if kind not in kinds:
+            continue
+        kept = [s for s in by_kind[kind] if not s.get("refused")]
+        out[key] = mean(list(_item_means(kept).values()))
+        out[f"{key}_refused"] = sum(bool(s.get("refused")) for s in by_kind[kind])
     return out
 
 

@@ -75,6 +75,18 @@ def tables(
             note=ci_method(n_max) + " (puzzles; a puzzle's value is its mean over samples)",
         )
     )
+    left = [(m, s["left_set"]) for m, s in ms if s.get("left_set")]
+    if left:
+        cols = [c for c in INSTANCE if c in left[0][1]]
+        main.append(
+            Table(
+                title="MARVEL: accuracy on the left set (%): refusals excluded, as the paper reports",
+                columns=["model", *cols, *(f"{c} refused" for c in cols)],
+                rows=[[label(m, models[m]), *(pct(v[c]) for c in cols), *(v[f"{c}_refused"] for c in cols)]
+                      for m, v in left],  # fmt: skip
+                note="A refusal: a response that declines to answer and gives nothing the rules or judge can read.",
+            )
+        )
     if "avr" not in kinds:
         return main
     chance = [["random", *(pct(REFERENCE["random"]["avr"]) for _ in PATTERNS)]]

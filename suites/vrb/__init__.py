@@ -28,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: ${data.ENV_DATA_DIR}, else {data.DEFAULT_DATA_DIR})",
     )
     parser.add_argument(
+        "--effects-items",
+        dest="effects_items",
+        choices=("reference", "nonfatal"),
+        default=None,
+        help="items in the skill and category effects: the reference's (no image error; default) or all "
+        "but those with a fatal image error",
+    )
+    parser.add_argument(
         "--datasets",
         default=None,
         help=f"comma-separated datasets, e.g. zambia,india (default: every *{data.QUESTIONS_SUFFIX} found)",
@@ -58,9 +66,11 @@ def build(spec: RunSpec) -> Iterator[Request]:
 def deviations(spec: RunSpec) -> list[str]:
     """Departures from the reference protocol (README.md: Protocol)."""
     out = [
-        "skill effects: a fixed-effects logit (model, dataset, category dummies) over every annotated item but "
-        "the fatal ones (the reference: random model and dataset effects, items with image errors dropped)"
+        "skill and category effects: a fixed-effects logit (model, dataset, category dummies; the reference: "
+        "Bayesian, random model and dataset effects)"
     ]
+    if spec.opt("effects_items") == "nonfatal":
+        out.append("effects over all items but the fatal ones (the reference drops every item with an image error)")
     if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
         out.append(
             f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the reference: 1, 0)"
@@ -77,7 +87,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
 
 def run_name(spec: RunSpec) -> str:
     ds = spec.opt("datasets")
-    return "vrb-" + "-".join(n.strip() for n in str(ds).split(",") if n.strip()) if ds else "vrb"
+    name = "vrb-" + "-".join(n.strip() for n in str(ds).split(",") if n.strip()) if ds else "vrb"
+    return name + ("-nonfatal" if spec.opt("effects_items") == "nonfatal" else "")
 
 
 SUITE = Suite(

@@ -8,6 +8,7 @@ image-quality severity, and skill effects (see effects.py).
   the paper. An answer the rules cannot read stays wrong, as the paper scores it.
 - 95% CIs: percentile bootstrap over items, 1,000 resamples, seed 0 (`suites.stats.bootstrap_ci`).
 - Category, skill and severity breakdowns leave out items annotated `fatal` (an unusable image);
+  the skill and category effects use the reference's item set (EFFECT_ITEMS);
   the headline accuracy keeps every item. An item counts once for each of its skills.
 - Severity levels: no_error, minor, medium (`moderate` is read as medium), as in the reference.
 - Skill effects pool every model of the run (model fixed effects; also in scores.json's top-level
@@ -27,6 +28,7 @@ from core.types import Row
 from suites.base import RunSpec, ScoreReport, Sink, SuiteError, Table, by_model, ranked, scored_row
 from suites.stats import bootstrap_ci, ci_method, mean
 from suites.vrb import data
+from suites.vrb.categories import category_effects, category_table
 from suites.vrb.data import CATEGORIES, SKILLS, Item
 from suites.vrb.effects import Answers, skill_effects
 from suites.vrb.extract import extract_step
@@ -70,12 +72,20 @@ def breakdowns(item_scores: dict[str, float], items: dict[str, Item]) -> dict[st
     return out
 
 
-def _answers(rows: list[Row], items: dict[str, Item]) -> Answers:
-    """Scored answers to annotated, non-fatal items: the skill-effect regression's sample."""
+EFFECT_ITEMS = {
+    "reference": lambda it: it.severity in (None, "no_error"),
+    "nonfatal": lambda it: it.severity != "fatal",
+}
+"""Items in the skill and category effects: the reference's (every item with an image-error annotation
+dropped, as its category_analysis.py does; the default) or all but the fatal ones (`--effects-items nonfatal`)."""
+
+
+def _answers(rows: list[Row], items: dict[str, Item], which: str = "reference") -> Answers:
+    """Scored answers to the annotated items of the effects' item set (EFFECT_ITEMS): the regressions' sample."""
     use = [
         r
         for r in rows
-        if r["score"] is not None and (it := items[r["item"]]).category and it.severity != "fatal"
+        if r["score"] is not None and (it := items[r["item"]]).category and EFFECT_ITEMS[which](it)
     ]
     return Answers(
         correct=[r["score"] for r in use],
@@ -98,6 +108,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     """One model at a time: its scored rows go to `sink`; kept are its item scores and, for the pooled
     skill-effect fit, one small record per answer to an annotated item."""
     sink = sink if sink is not None else Sink()
+    which = effect_items(spec)
     root = data.data_dir(spec)
     items = {it.key: it for it in data.load(spec)}
     annotated = any(it.category for it in items.values())
@@ -126,7 +137,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         models[m]["no_answer"] = sum(x["extracted"] is None and x["error"] is None for x in mine)
         models[m]["errors"] = sum(x["error"] is not None for x in mine)
         if annotated:
-            fit = skill_effects(_answers(mine, items), SKILLS, fixed=("dataset", "category"))
+            fit = skill_effects(_answers(mine, items, which), SKILLS, fixed=("dataset", "category"))
             models[m]["skill_effects"] = fit["effects"]
             pooled += mine
         else:
@@ -137,13 +148,28 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     if annotated and pooled:
         extra["skill_effects"] = {
             "models": sorted(models),
-            **skill_effects(_answers(pooled, items), SKILLS),
+            "items": which,
+            **skill_effects(_answers(pooled, items, which), SKILLS),
         }
+        extra["category_effects"] = {"items": which, **category_effects(_answers(pooled, items, which))}
     else:
         extra["skill_effects"] = {
             "note": f"no <dataset>{data.CATEGORIES_SUFFIX} in {root}: no skill annotations"
         }
     return ScoreReport(models=models, scored=sink.rows, tables=tables(models, extra), extra=extra)
+
+
+ITEMS_NOTE = {
+    "reference": "items with any image-error annotation excluded (the reference's set)",
+    "nonfatal": "items with fatal image errors excluded",
+}
+
+
+def effect_items(spec: RunSpec) -> str:
+    which = spec.opt("effects_items", "reference")
+    if which not in EFFECT_ITEMS:
+        raise SuiteError(f"--effects-items {which!r}: use reference or nonfatal")
+    return which
 
 
 def _pct(x: float | None) -> str:
@@ -210,7 +236,9 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     ]
                     for s, e in eff.items()
                 ],
-                note=extra["skill_effects"]["formula"] + "; fatal items excluded",
+                note=extra["skill_effects"]["formula"] + "; " + ITEMS_NOTE[extra["skill_effects"]["items"]],
             )
         )
-    return out
+    cat = extra.get("category_effects")
+    t = category_table(cat, ITEMS_NOTE[cat["items"]]) if cat else None
+    return out + ([t] if t else [])

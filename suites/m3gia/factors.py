@@ -1,0 +1,51 @@
+"""Table 1's layout (narrow factors I, RG, RQ, broad factors Gf, Gc, Gq, Grw, Gv, then Overall) and the
+correlation of factor accuracies across models (does a model strong on one CHC factor tend to be strong on
+the others — the "general factor" the paper's GIA builds on?)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from suites.base import Table
+
+TABLE1 = ("I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv")
+"""Table 1's factor columns, in its order; Overall follows."""
+
+
+def table1(models: dict[str, dict[str, Any]]) -> Table:
+    return Table(
+        title="m3gia: accuracy by CHC factor (Table 1 layout)",
+        columns=["model", *TABLE1, "Overall"],
+        rows=[[m, *(s["by_factor"].get(f) for f in TABLE1), s["accuracy"]] for m, s in models.items()],
+        note="The paper's Human row is not reproduced: the released data hold no human factor accuracies "
+        "(the CFA models are fitted on standardised human scores).",
+    )
+
+
+def factor_correlation(models: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, float | None]], Table | None]:
+    """Pearson r between every two factors' accuracies across models (None below 3 models or with no
+    spread), and its table."""
+    names = list(models)
+    if len(names) < 3:
+        return {}, None
+    acc = {f: np.array([models[m]["by_factor"].get(f, np.nan) for m in names], dtype=float) for f in TABLE1}
+    corr: dict[str, dict[str, float | None]] = {}
+    for a in TABLE1:
+        corr[a] = {}
+        for b in TABLE1:
+            x, y = acc[a], acc[b]
+            ok = ~(np.isnan(x) | np.isnan(y))
+            r = None
+            if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
+                r = float(sps.pearsonr(x[ok], y[ok]).statistic)
+            corr[a][b] = r
+    table = Table(
+        title="m3gia: correlation of factor accuracies across models (Pearson r)",
+        columns=["factor", *TABLE1],
+        rows=[[a, *(corr[a][b] for b in TABLE1)] for a in TABLE1],
+        note=f"over {len(names)} models; empty: fewer than 3 models with that factor, or no spread.",
+    )
+    return corr, table

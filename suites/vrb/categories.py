@@ -1,0 +1,114 @@
+"""Task-category effects (the reference's Fig. 11): how hard each kind of task is, models and datasets held
+as observed.
+
+The reference fits `correct ~ category + (1|model) + (1|dataset)` (Bayesian, bambi) and plots each
+category's predicted accuracy. Here the same predictors enter a fixed-effects logit (statsmodels binomial
+GLM on answers grouped by model x dataset x category, the per-answer likelihood) and a category's predicted
+accuracy is the mean over every answer of P(correct | category = c, its model and dataset): marginal
+standardisation. 95% CIs: percentile bootstrap over items (200 resamples, refitted). Same item set as the
+skill effects (suites.vrb.score.EFFECT_ITEMS).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import statsmodels.api as sm
+
+from suites.base import Table
+from suites.vrb.effects import Answers
+
+N_RESAMPLES = 200
+
+
+def _design(codes: dict[str, np.ndarray], sizes: dict[str, int]) -> np.ndarray:
+    """Intercept + treatment dummies (level 0 the reference) of each factor, from integer codes."""
+    cols = [np.ones(len(next(iter(codes.values()))))]
+    for f, c in codes.items():
+        cols += [(c == k).astype(float) for k in range(1, sizes[f])]
+    return np.column_stack(cols)
+
+
+def _predicted(codes: dict[str, np.ndarray], sizes: dict[str, int], w: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Fit on cells (weights w = answers per cell, y = share right); each category's standardised accuracy."""
+    X = _design(codes, sizes)
+    keep = w > 0
+    out = np.empty(sizes["category"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # separated cells (all right / all wrong) push the fit to the bounds
+        try:
+            fit = sm.GLM(y[keep], X[keep], family=sm.families.Binomial(), var_weights=w[keep]).fit()
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+        for c in range(sizes["category"]):
+            alt = {**codes, "category": np.full_like(codes["category"], c)}
+            p = fit.predict(_design(alt, sizes))
+            out[c] = float(np.sum(p * w) / np.sum(w))
+    return out
+
+
+def category_effects(a: Answers, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict:
+    """{"formula", "estimator", "categories": {name: {"accuracy", "ci95", "n_items"}}} or a note."""
+    out: dict = {
+        "formula": "correct ~ C(category) + C(model) + C(dataset)",
+        "estimator": "logit (statsmodels GLM binomial); predicted accuracy by marginal standardisation; "
+        f"percentile item bootstrap ({n_resamples})",
+    }
+    if not len(a.correct) or len(set(a.category)) < 2:
+        out["categories"] = {}
+        out["note"] = "needs answers to at least two categories"
+        return out
+    names = {f: np.unique(np.asarray(getattr(a, f), dtype=object), return_inverse=True) for f in ("category", "model", "dataset")}
+    levels = {f: list(v[0]) for f, v in names.items()}
+    codes = {f: v[1].ravel() for f, v in names.items()}
+    sizes = {f: len(levels[f]) for f in levels}
+    # cells: one row per (category, model, dataset) present
+    key = (codes["category"] * sizes["model"] + codes["model"]) * sizes["dataset"] + codes["dataset"]
+    cells, cell_of = np.unique(key, return_inverse=True)
+    cell_codes = {
+        "category": cells // (sizes["model"] * sizes["dataset"]),
+        "model": (cells // sizes["dataset"]) % sizes["model"],
+        "dataset": cells % sizes["dataset"],
+    }
+    y = np.asarray(a.correct, dtype=float)
+    item_codes, item_idx = np.unique(np.asarray(a.item, dtype=object), return_inverse=True)
+
+    def fit(weights: np.ndarray) -> np.ndarray | None:
+        w = np.bincount(cell_of, weights=weights, minlength=len(cells))
+        s = np.bincount(cell_of, weights=weights * y, minlength=len(cells))
+        share = np.divide(s, w, out=np.zeros_like(s), where=w > 0)
+        return _predicted(cell_codes, sizes, w, share)
+
+    point = fit(np.ones(len(y)))
+    if point is None:
+        out["categories"], out["note"] = {}, "fit failed"
+        return out
+    rng = np.random.default_rng(seed)
+    reps = []
+    for _ in range(n_resamples):
+        counts = np.bincount(rng.integers(0, len(item_codes), len(item_codes)), minlength=len(item_codes))
+        r = fit(counts[item_idx].astype(float))
+        if r is not None:
+            reps.append(r)
+    R = np.array(reps)
+    cats: dict[str, dict] = {}
+    for c, name in enumerate(levels["category"]):
+        lo, hi = (np.quantile(R[:, c], [0.025, 0.975]) if len(R) else (np.nan, np.nan))
+        n_items = len(np.unique(item_idx[codes["category"] == c]))
+        cats[str(name)] = {"accuracy": float(point[c]), "ci95": [float(lo), float(hi)], "n_items": n_items}
+    out["categories"] = dict(sorted(cats.items(), key=lambda kv: kv[1]["accuracy"]))
+    return out
+
+
+def category_table(effects: dict, items_note: str = "fatal items excluded") -> Table | None:
+    cats = effects.get("categories") or {}
+    if not cats:
+        return None
+    names = list(cats)  # hardest first
+    return Table(
+        title="vrb: task-category effects (Fig. 11): predicted accuracy, models and datasets as observed",
+        columns=["category", "items", "predicted accuracy", "95% CI"],
+        rows=[[c, cats[c]["n_items"], cats[c]["accuracy"], cats[c]["ci95"]] for c in names],
+        note=effects["formula"] + "; " + effects["estimator"] + "; " + items_note,
+    )

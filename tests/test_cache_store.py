@@ -1,0 +1,69 @@
+"""The response cache as the scheduler uses it: reads answer at once (queued values included), writes are
+committed in batches by one writer thread, and everything queued is on disk after aclose."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import diskcache
+
+from cache.store import AsyncCache
+
+
+def _value(i: int) -> dict:
+    return {
+        "text": f"answer {i}",
+        "usage": {"input_tokens": 3, "output_tokens": i},
+        "cost_usd": 0.0,
+        "t": 1.0,
+    }
+
+
+async def test_values_are_readable_while_queued_and_on_disk_after_close(tmp_path: Path):
+    c = AsyncCache(tmp_path, flush_every_s=60.0, max_batch=10_000)  # nothing leaves the queue by itself
+    assert await c.get("k0") is None
+    for i in range(5):
+        c.put(f"k{i}", _value(i))
+    assert await c.get("k3") == _value(3)  # still queued: answered from memory
+    with diskcache.Cache(str(tmp_path)) as d:
+        assert len(d) == 0
+    await c.aclose()
+    assert (c.hits, c.misses) == (1, 1)
+    c2 = AsyncCache(tmp_path)
+    assert [await c2.get(f"k{i}") for i in range(5)] == [_value(i) for i in range(5)]
+    await c2.aclose()
+
+
+async def test_writes_go_in_batches_from_one_thread(tmp_path: Path, monkeypatch):
+    c = AsyncCache(tmp_path, flush_every_s=60.0, max_batch=100)
+    commits: list[tuple[str, int]] = []
+    transact = c._cache.transact
+
+    def counting_transact(*a, **kw):  # records which thread commits how many values at once
+        commits.append((threading.current_thread().name, len(c._writing)))
+        return transact(*a, **kw)
+
+    monkeypatch.setattr(c._cache, "transact", counting_transact)
+    for i in range(250):
+        c.put(f"k{i}", _value(i))
+        if i % 100 == 99:  # a full batch goes to the writer; reads go on meanwhile
+            assert await c.get(f"k{i}") == _value(i)
+    await c.aclose()
+    assert sum(n for _, n in commits) == 250 and len(commits) <= 3
+    assert {name for name, _ in commits} <= {f"evalsweep-cache_{0}"}
+    with diskcache.Cache(str(tmp_path)) as d:
+        assert len(d) == 250
+
+
+async def test_queued_values_reach_disk_within_the_flush_interval(tmp_path: Path):
+    c = AsyncCache(tmp_path, flush_every_s=0.01)
+    c.put("k", _value(1))
+    with diskcache.Cache(str(tmp_path)) as d:
+        for _ in range(200):
+            if "k" in d:
+                break
+            await asyncio.sleep(0.01)
+        assert "k" in d  # committed while the run goes on, not only at aclose
+    await c.aclose()
