@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from report.paper import paper_tables_html
 from report.tables import (
     AXES,
     SuiteView,
@@ -331,4 +332,6 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
         ]
     if "by_dataset" in v.breakdowns:
         out += ["<h3>By dataset</h3>", _pivot(v.breakdowns["by_dataset"], v, p)]
+    if v.paper_tables:
+        out += ["<h3>The paper's tables</h3>", paper_tables_html(v.paper_tables)]
     return "\n".join(out)

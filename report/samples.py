@@ -17,14 +17,13 @@ are kept (a note says so when a model has more).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from report.load import atomic_write, read_json
+from report.load import all_rows, atomic_write, read_json
 
 MAX_ITEMS = 5000
 STATUSES = ("correct", "partial", "wrong", "unextractable", "error", "unscored")
@@ -138,32 +137,36 @@ def _record(item: str, s: dict[str, Any] | None, calls: list[dict[str, Any]]) ->
     return rec
 
 
-def _by_model(results: Path, models: set[str]) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
-    """final rows, which come sorted by (model, item, sample, pass), grouped by model."""
-    from itertools import groupby
-
-    from runner.results import final_rows, results_files
-
-    if not results_files(results.parent):  # results.jsonl, or only --join workers' files
-        return
-    rows = (r for r in final_rows(results) if r.get("model") in models)
-    yield from groupby(rows, key=lambda r: r.get("model"))
+Calls = dict[str, dict[str, list[dict[str, Any]]]]
 
 
-def model_records(mine: dict[str, list[dict[str, Any]]], rows: Iterator[dict[str, Any]]) -> list[dict]:
-    """The viewer rows of one model: each kept scored row with the calls of its item (and sample)."""
-    calls: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
+def final_calls(results: Path, scored: Scored) -> Calls:
+    """model → item → its final calls (the last success of each (sample, pass), else its last error:
+    the rows the scorer read), for the kept items only. One pass over results.jsonl without an index
+    of every row, so a 1M-row run costs memory only for the few thousand items the viewer shows."""
+    out: dict[str, dict[str, dict[tuple, dict[str, Any]]]] = {}
+    for r in all_rows(results):
+        mine = scored.get(r.get("model"))  # type: ignore[arg-type]
         item = str(r.get("item"))
-        if item in mine:
-            calls.setdefault(item, []).append(_compact_call(r))
+        if mine is None or item not in mine:
+            continue
+        calls = out.setdefault(r["model"], {}).setdefault(item, {})
+        k = (r.get("sample") or 0, str(r.get("pass")))
+        prev = calls.get(k)
+        if prev is None or r.get("error") is None or prev.get("e") is not None:
+            calls[k] = _compact_call(r)
+    return {m: {i: [c[k] for k in sorted(c)] for i, c in d.items()} for m, d in out.items()}
+
+
+def model_records(mine: dict[str, list[dict[str, Any]]], calls: dict[str, list[dict]]) -> list[dict]:
+    """The viewer rows of one model: each kept scored row with the calls of its item (and sample)."""
     out = []
     for item, srows in mine.items():
-        cs = calls.pop(item, [])
+        cs = calls.get(item, [])
         if len(srows) > 1 or "sample" in srows[0]:
             for s in srows:
-                mine = [c for c in cs if c.get("n") == s.get("sample")] if "sample" in s else cs
-                out.append(_record(item, s, mine))
+                mine_ = [c for c in cs if c.get("n") == s.get("sample")] if "sample" in s else cs
+                out.append(_record(item, s, mine_))
         else:
             out.append(_record(item, srows[0], cs))
     return out
@@ -195,12 +198,10 @@ def write_view(out: Path, slug: str, label: str, entries: list, max_items: int =
         scored, total = _scored_index(run_dir / "scored.jsonl", names, max_items)
         if not (run_dir / "scored.jsonl").is_file():
             vd.notes.append(f"{run_dir}: no scored.jsonl; score the run to see its samples")
-        seen = set()
-        for model, rows in _by_model(run_dir / "results.jsonl", names):
-            seen.add(model)
-            meta[model] = _write_model(out, slug, model, model_records(scored.get(model, {}), rows), items)
-        for model in names - seen:  # scored rows but no results rows
-            meta[model] = _write_model(out, slug, model, model_records(scored.get(model, {}), iter(())), items)
+        calls = final_calls(run_dir / "results.jsonl", scored)
+        for model in names:
+            recs = model_records(scored.get(model, {}), calls.pop(model, {}))
+            meta[model] = _write_model(out, slug, model, recs, items)
         for m, n in total.items():
             if n > max_items:
                 vd.notes.append(f"{m}: the viewer shows the first {max_items:,} of its {n:,} items")

@@ -50,6 +50,8 @@ class SuiteView:
     """The score of random guessing, when the suite reports it (VRB: `chance` in scores.json)."""
     skill_notes: dict[str, str] = field(default_factory=dict)
     """Skills of a pooled fit that it could not estimate, with its reason."""
+    paper_tables: list[dict[str, Any]] = field(default_factory=list)
+    """scores.json `tables`: the suite's own tables as `evalsweep score` prints them."""
     deviations: list[str] = field(default_factory=list)
     """scores.json `protocol.deviations`: where this run departs from the paper's protocol."""
     partial: str | None = None
@@ -198,6 +200,7 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
         if per:
             v.breakdowns[kind] = per
     v.deviations = deviations_of(extra.get("protocol"))
+    v.paper_tables = [t for t in extra.get("tables") or [] if isinstance(t, dict)]
     c = extra.get("chance")
     v.chance = float(c) if isinstance(c, int | float) and not isinstance(c, bool) else None
     per_model = {e.model: s for e in ranked if (s := _stats(e.scores.get("skill_effects")))}

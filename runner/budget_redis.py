@@ -336,6 +336,8 @@ class RedisBudget:
                     continue
                 T = self._T1 / 1e6 / max(self.factor, 1e-3)
                 n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
+                # leases come with slots: never take more than a fair share of the key's concurrency
+                n = min(n, max(1, self._fair() - self._leased + sum(tk.leased for tk in self._queue)))
                 batch = [self._queue[i] for i in range(n)]
                 need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
                 granted, start, T, given, Tt = await self._eval(
@@ -356,6 +358,9 @@ class RedisBudget:
         except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
             self._fall_back(e)
 
+    def _fair(self) -> int:
+        return max(1, math.ceil(self.max_concurrency / max(1, self.n_procs)))
+
     def _wake(self) -> None:
         free = (1 if self.probing else self.max_concurrency) - self._used
         if self._local is not None:
@@ -373,8 +378,9 @@ class RedisBudget:
                 await asyncio.sleep(SYNC_S)
                 now = time.monotonic()
                 spare = self._held - self._leased
-                if spare > 0 and not self._queue and now - self._idle_since > KEEP_S:
-                    granted, *_ = await self._eval(lease_delta=-spare)
+                over = self._held - max(self._fair(), self._leased)  # others may be waiting for these
+                if spare > 0 and (over > 0 or not self._queue and now - self._idle_since > KEEP_S):
+                    granted, *_ = await self._eval(lease_delta=-(over if over > 0 else spare))
                     self._held += granted
                 elif self._used or self._tok_delta or now - self._last_call > self.lease_ms / 3000:
                     await self._eval()

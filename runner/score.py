@@ -118,6 +118,9 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     for m, s in report.models.items():
         s.update(cov.fields(m, planned))
     scores = {"suite": spec.suite, "headline": suite.headline, "models": report.models, **report.extra}
+    scores["tables"] = [  # the report shows them in the suite's section
+        {"title": t.title, "columns": t.columns, "rows": t.rows, "note": t.note} for t in report.tables
+    ]
     absent = [m for m in _manifest_models(run_dir) if m not in report.models]
     if absent:
         scores["unscored_models"] = {m: cov.fields(m, planned) for m in absent}

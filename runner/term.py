@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from suites.base import Table
 
@@ -84,8 +85,11 @@ def _panels(widths: list[int], keep: list[int], width: int) -> list[list[int]]:
     return [sorted(p) for p in panels]
 
 
-def render(t: Table, width: int, models: Mapping[str, Mapping[str, Any]] | None = None) -> list[RichTable]:
-    """The table as one or more rich tables no wider than `width`; models below full coverage marked.
+def render(
+    t: Table, width: int, models: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[RichTable | Text]:
+    """The table as one or more rich tables no wider than `width`, then its note; models below full
+    coverage marked.
 
     Too wide: columns holding one value in every row move into the note, prose columns wrap at
     `PROSE_MAX`, a long row label folds at `LABEL_MAX`, and what still does not fit goes on into
@@ -126,7 +130,7 @@ def render(t: Table, width: int, models: Mapping[str, Mapping[str, Any]] | None 
     out = []
     for k, idx in enumerate(panels):
         title = t.title if k == 0 else f"{t.title} ({k + 1}/{len(panels)})"
-        rt = RichTable(title=title, caption=(note or None) if k == len(panels) - 1 else None)
+        rt = RichTable(title=title)
         for i in idx:
             if i in wrap:
                 rt.add_column(cols[i], overflow="fold", max_width=widths[i])
@@ -135,4 +139,6 @@ def render(t: Table, width: int, models: Mapping[str, Mapping[str, Any]] | None 
         for r in rows:
             rt.add_row(*(r[i] for i in idx))
         out.append(rt)
+    if note:  # under the last panel, as wide as the terminal (a caption would wrap at the panel's width)
+        out.append(Text(note, style="dim"))
     return out

@@ -139,6 +139,17 @@ class Truncation:
             yield r
 
 
+def run_deviations(spec: RunSpec, items: str, paper: str = "the paper") -> list[str]:
+    """The departures every suite words alike: samples or temperature other than one greedy answer, and
+    `--limit` (a subset of `items`)."""
+    out = []
+    if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
+        out.append(f"samples {spec.samples or 1} at temperature {spec.temperature or 0} ({paper}: 1, greedy)")
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of {items}")
+    return out
+
+
 def with_protocol(
     report: ScoreReport, deviations: list[str], truncation: Truncation | None = None
 ) -> ScoreReport:

@@ -34,7 +34,9 @@ def _levels(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return (u, c) if len(u) <= MAX_LEVELS else None
 
 
-def bootstrap_means(x: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> np.ndarray:
+def bootstrap_means(
+    x: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = SEED, chunk_elements: int = CHUNK_ELEMENTS
+) -> np.ndarray:
     """The means of `n_resamples` resamples of x (items drawn with replacement), bounded memory."""
     rng = np.random.default_rng(seed)
     n = x.size
@@ -43,7 +45,7 @@ def bootstrap_means(x: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = S
         counts = rng.multinomial(n, c / n, size=n_resamples)
         return (counts @ u) / n
     means = np.empty(n_resamples)
-    step = max(1, CHUNK_ELEMENTS // n)
+    step = max(1, chunk_elements // n)
     for i in range(0, n_resamples, step):
         k = min(step, n_resamples - i)
         means[i : i + k] = x[rng.integers(0, n, size=(k, n))].mean(axis=1)
@@ -55,12 +57,13 @@ def bootstrap_ci(
     n_resamples: int = N_RESAMPLES,
     seed: int = SEED,
     level: float = LEVEL,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> tuple[float, float] | None:
     """Percentile bootstrap CI of the mean over items (resampling items with replacement)."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return None
-    means = bootstrap_means(x, n_resamples, seed)
+    means = bootstrap_means(x, n_resamples, seed, chunk_elements)
     a = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [a, 1.0 - a])
     return float(lo), float(hi)

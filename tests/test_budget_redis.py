@@ -81,6 +81,7 @@ async def test_aimd_factor_is_shared(redis_server: RedisServer):
 async def test_identity_never_holds_the_key(redis_server: RedisServer):
     b = _budget(redis_server.url, rpm=600)
     await _admit(b, 0)
+    assert b._local is None and b.calls >= 1, (b._local, b.calls)
     keys = [k.decode() for k in await b.client.keys("*")]
     assert keys and all("the-key" not in k for k in keys)
     assert lane_id("u", "k1") != lane_id("u", "k2") and lane_id("u", "k1") == lane_id("u", "k1")

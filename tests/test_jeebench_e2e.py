@@ -50,6 +50,14 @@ def test_sim_sweep_every_variant(tmp_path: Path, variant: str, capsys: pytest.Ca
         assert {int(y) for y in s["by_year"]} <= set(range(2016, 2024))  # §4.7
         assert s["marks_mcq"]["questions"] == sum(t.startswith("MCQ") for t in _types(out, s))  # Table 5
     assert 0.0 < scores["random_baseline"]["overall"] < 0.25
+    titles = [t["title"] for t in scores["tables"]]  # the printed tables, kept for the report
+    assert any("Table 2's Random row" in t for t in titles) and any("by exam year" in t for t in titles)
+    if variant == "cot":  # the report shows them in the suite's section, deviations under each
+        assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+        page = (tmp_path / "report" / "index.html").read_text()
+        assert "The paper&#x27;s tables" in page or "The paper's tables" in page
+        assert "random baseline (Table 2" in page and "score by exam year (§4.7)" in page
+        assert "a subset of the 515 questions" in page
     assert scores["suite"] == "jeebench" and scores["variant"] == variant
     assert set(scores["models"]) == {"sim/strong", "sim/weak"}
     for s in scores["models"].values():

@@ -43,7 +43,15 @@ def test_records_join_calls_to_scored_rows(tmp_path: Path) -> None:
         row("n", "1", 0.01),
     ]
     results[0]["text"], results[1]["text"] = "so (B)", "maybe C"
-    run = make_run(tmp_path, "r", "vrb", {"m": {}, "n": {}}, {"m": {"accuracy": 1}, "n": {"accuracy": 0}}, results)
+    # a resume wrote more rows for the same calls: the last success wins over a later error
+    results += [
+        row("m", "1", None, error="HTTP 429", sample=1),
+        row("m", "2", None, error="HTTP 500", attempts=6),
+    ]
+    results.insert(0, row("m", "1", None, error="timeout", sample=0))
+    run = make_run(
+        tmp_path, "r", "vrb", {"m": {}, "n": {}}, {"m": {"accuracy": 1}, "n": {"accuracy": 0}}, results
+    )
     _scored(
         run,
         [  # one row per (model, item) with per-sample extracts (JEEBench's shape)
@@ -67,7 +75,14 @@ def test_records_join_calls_to_scored_rows(tmp_path: Path) -> None:
         (0, "so (B)", "B", "rules"),
         (1, "maybe C", "C", "judge"),
     ]
-    assert (one["st"], one["x"], one["g"], one["sg"], one["c"], one["a"]) == ("correct", "B", "B", "rules", 0.03, 2)
+    assert (one["st"], one["x"], one["g"], one["sg"], one["c"], one["a"]) == (
+        "correct",
+        "B",
+        "B",
+        "rules",
+        0.03,
+        2,
+    )
     two = m["2"]
     assert (two["st"], two["e"], two["k"][0]["a"], two["k"][0]["e"]) == ("error", "HTTP 500", 6, "HTTP 500")
     # the vrb data is not reachable here: responses are still shown, with a note instead of prompts
@@ -135,3 +150,25 @@ def test_coverage_and_deviations_are_read_defensively(tmp_path: Path) -> None:
         "k: v",
     ]
     assert deviations_of(None) == deviations_of({"deviations": "x"}) == []
+
+
+def test_join_workers_files_are_read_too(tmp_path: Path) -> None:
+    """A --join run keeps each worker's rows in results.<host>-<pid>.jsonl: costs and the viewer read
+    them with results.jsonl, the last success of each call winning across files."""
+    run = make_run(
+        tmp_path, "r", "vrb", {"m": {}}, {"m": {"accuracy": 1}}, [row("m", "1", None, error="HTTP 500")]
+    )
+    (run / "results.h-2.jsonl").write_text(
+        json.dumps(row("m", "1", 0.25)) + "\n" + json.dumps(row("m", "2", 0.5))
+    )
+    _scored(run, [{"model": "m", "item": i, "extracted": "A", "gold": "A", "score": 1.0} for i in ("1", "2")])
+    (e,) = load_runs([run]).entries
+    assert (e.cost.total, e.cost.calls, e.cost.errors) == (0.25, 1, 0)  # the torn line of item 2 skipped
+    loaded = load_runs([run])
+    (v,) = views_of(loaded.entries, loaded.extras)
+    vd = write_view(tmp_path / "out", v.slug, v.label, v.entries)
+    recs = _js(tmp_path / "out" / vd.models[0]["file"])
+    assert [(r["i"], r["st"], [c["c"] for c in r["k"]]) for r in recs] == [
+        ("1", "correct", [0.25]),
+        ("2", "correct", []),
+    ]  # type: ignore[union-attr]

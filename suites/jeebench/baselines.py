@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from suites.base import Table
+from suites.base import Table, ranked
 from suites.jeebench.data import MCQ_TYPES, SUBJECTS, TYPES, Item
 
 RANDOM_MULTIPLE = {1: 0.0625, 2: 0.09375, 3: 0.203125, 4: 0.5}
@@ -61,7 +61,7 @@ def year_table(models: dict[str, dict[str, Any]], variant: str) -> Table | None:
     return Table(
         title=f"jeebench ({variant}): score by exam year (§4.7)",
         columns=["model", *map(str, years)],
-        rows=[[m, *(s.get("by_year", {}).get(y) for y in years)] for m, s in sorted(models.items())],
+        rows=[[m, *(models[m].get("by_year", {}).get(y) for y in years)] for m in ranked(models, "overall")],
         note="A model much better on the years before its training cutoff may have seen those papers.",
     )
 
@@ -80,7 +80,7 @@ def random_table(row: dict[str, Any], variant: str) -> Table:
 
 def mcq_marks_table(models: dict[str, dict[str, Any]], variant: str) -> Table | None:
     rows = [[m, variant, *(s["marks_mcq"][k] for k in ("positive", "negative", "total", "questions"))]
-            for m, s in sorted(models.items()) if s.get("marks_mcq")]  # fmt: skip
+            for m, s in ((m, models[m]) for m in ranked(models, "overall")) if s.get("marks_mcq")]  # fmt: skip
     if not rows:
         return None
     return Table(

@@ -90,6 +90,17 @@ def _breakdown(t: np.ndarray, qs: Sequence[Question], sel: np.ndarray) -> dict[s
     }
 
 
+def _question_ci(t: np.ndarray) -> list[float] | None:
+    """95% bootstrap CI over the answered questions of t, each question's mean over its iterations."""
+    if not np.isnan(t).any():
+        per_q = t.mean(axis=1)
+    else:
+        answered = ~np.isnan(t).all(axis=1)
+        per_q = np.nansum(t[answered], axis=1) / (~np.isnan(t[answered])).sum(axis=1)
+    ci = bootstrap_ci(per_q.tolist())
+    return list(ci) if ci else None
+
+
 def model_scores(t: np.ndarray, qs: Sequence[Question], stages: dict[str, int]) -> dict[str, Any]:
     """One model's scores.json entry from its correctness matrix `t` (questions x iterations)."""
     langs = np.array([q.lang for q in qs])
@@ -97,18 +108,16 @@ def model_scores(t: np.ndarray, qs: Sequence[Question], stages: dict[str, int]) 
     everything = np.ones(len(qs), dtype=bool)
     out = _breakdown(t, qs, everything)
     answered = ~np.isnan(t).all(axis=1)
-    per_q = np.nansum(t[answered], axis=1) / (~np.isnan(t[answered])).sum(axis=1)
-    if not np.isnan(t).any():
-        per_q = t.mean(axis=1)
-    ci = bootstrap_ci(per_q.tolist())
-    out.update(n_questions=len(qs), iterations=int(t.shape[1]), ci95=list(ci) if ci else None)
+    out.update(n_questions=len(qs), iterations=int(t.shape[1]), ci95=_question_ci(t))
     out["n"] = int(answered.sum())
     out["by_language"], out["gia"], out["gia_normalized"], per_lang = {}, {}, {}, {}
+    out["ci95_by_language"] = {}
     for lang in LANGS:
         sel = langs == lang
         if not sel.any():
             continue
         b = _breakdown(t, qs, sel)
+        out["ci95_by_language"][lang] = _question_ci(t[sel])
         # the GIA input: per-type correct counts, summed over questions, averaged over iterations
         b["type_counts"] = {ty: _type_count(t[sel & (types == ty)]) for ty in TYPES}
         complete = {q.qid for q, s in zip(qs, sel, strict=True) if s} == set(answer_key(lang))
@@ -246,9 +255,13 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
         rows=[[m, *(s["by_cluster"].get(c) for c in CLUSTERS)] for m, s in models.items()],
     )
     by_lang = Table(
-        title="m3gia: accuracy by language",
+        title="m3gia: accuracy by language (95% CI)",
         columns=["model", *langs],
-        rows=[[m, *(s["by_language"].get(c) for c in langs)] for m, s in models.items()],
+        rows=[
+            [m, *(_with_ci(s["by_language"].get(c), s.get("ci95_by_language", {}).get(c)) for c in langs)]
+            for m, s in models.items()
+        ],  # fmt: skip
+        note=ci_method() + " (questions of the language)",
     )
     factors = table1(models)  # Table 1's layout: I, RG, RQ, Gf, Gc, Gq, Grw, Gv, Overall
     types = Table(
@@ -273,3 +286,9 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
         "r needs at least 3 models.",
     )
     return [main, clusters, by_lang, factors, types, g, c]
+
+
+def _with_ci(v: float | None, ci: list[float] | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")

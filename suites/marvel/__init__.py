@@ -35,6 +35,7 @@ from suites.base import (
     SuiteError,
     Truncation,
     judge_request,
+    run_deviations,
     with_protocol,
 )
 from suites.marvel import sim
@@ -164,13 +165,7 @@ def deviations(spec: RunSpec) -> list[str]:
         )
     if opts.task == "pattern":
         out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")
-    if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
-        out.append(
-            f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the paper: 1, greedy)"
-        )
-    if spec.limit is not None:
-        out.append(f"--limit {spec.limit}: a subset of the 770 puzzles")
-    return out
+    return out + run_deviations(spec, "the 770 puzzles")
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from core.types import Request, Row
-from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_protocol
+from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, run_deviations, with_protocol
 from suites.vrb import data, prompt, sim
 from suites.vrb.score import score as score_rows
 
@@ -71,13 +71,7 @@ def deviations(spec: RunSpec) -> list[str]:
     ]
     if spec.opt("effects_items") == "nonfatal":
         out.append("effects over all items but the fatal ones (the reference drops every item with an image error)")
-    if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
-        out.append(
-            f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (the reference: 1, 0)"
-        )
-    if spec.limit is not None:
-        out.append(f"--limit {spec.limit}: a subset of the items")
-    return out
+    return out + run_deviations(spec, "the items", "the reference")
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:

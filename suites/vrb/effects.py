@@ -90,6 +90,9 @@ def newton_logit(
     idx = np.arange(k, k + m)
     active = np.arange(B)
     prev = np.full(succ.shape, -1.0)
+    ZZ = (d.Zq[:, :, None] * d.Zq[:, None, :]).reshape(
+        len(d.Zq), k * k
+    )  # Zq' diag(v) Zq = v @ ZZ, no (B, k, Q)
     for _ in range(max_iter):
         mu = expit(np.clip(d.eta(beta[active]), -35, 35))
         moving = np.max(np.abs(mu - prev[active]), axis=(1, 2)) >= tol
@@ -101,7 +104,7 @@ def newton_logit(
         r = succ[active] - n * mu
         v = n * mu * (1 - mu)
         H = np.zeros((len(active), k + m, k + m))
-        H[:, :k, :k] = np.matmul(d.Zq.T[None] * v.sum(axis=1)[:, None, :], d.Zq)
+        H[:, :k, :k] = (v.sum(axis=1) @ ZZ).reshape(-1, k, k)
         H[:, k:, :k] = v[:, 1:, :] @ d.Zq
         H[:, :k, k:] = H[:, k:, :k].transpose(0, 2, 1)
         H[:, idx, idx] = v[:, 1:, :].sum(axis=2)

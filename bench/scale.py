@@ -1,0 +1,206 @@
+"""Scale benchmark (issue 13): scoring a big run in bounded memory.
+
+Generates two run directories — 1,000,000 rows (2 models x 500,000 items, jsonl suite) and 45 models x
+700 items in VRB's published format (a synthetic dataset) — then runs `evalsweep score` on each in a
+subprocess and prints its peak RSS (sampled every 20 ms) and wall time. Target: the 1M-row run scored in
+< 500 MB RSS.
+
+    python bench/scale.py [--dir /tmp/evalsweep-scale] [--items 500000] [--models 2]
+                          [--vrb-models 45] [--vrb-items 700] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from core.types import row_identity  # noqa: E402
+
+LETTERS = "ABCD"
+
+
+def _row(model: str, suite: str, item: str, text: str | None, k: int, error: str | None = None) -> bytes:
+    """One results.jsonl line shaped like the runner's (every field, a real-length key)."""
+    key = hashlib.sha256(row_identity(model, item, 0, "answer").encode()).hexdigest()
+    return (
+        orjson.dumps(
+            {
+                "model": model,
+                "suite": suite,
+                "item": item,
+                "sample": 0,
+                "pass": "answer",
+                "key": key,
+                "text": text,
+                "usage": {"input_tokens": 120, "output_tokens": 40},
+                "cost_usd": 0.00012,
+                "latency_s": 0.8,
+                "attempts": 1,
+                "cached": False,
+                "error": error,
+                "error_kind": "server" if error else None,
+                "via": None,
+                "lane": "mock#0",
+                "finish_reason": None if error else "stop",
+                "t": 1_760_000_000.0 + k,
+            }  # fmt: skip
+        )
+        + b"\n"
+    )
+
+
+def _manifest(run: Path, suite: str, models: list[str], options: dict | None = None) -> None:
+    spec = {"suite": suite, "options": options or {}, "samples": None, "temperature": None, "limit": None}
+    man = {"suite": suite, "run_name": run.name, "spec": spec, "models": models, "status": "complete"}
+    (run / "manifest.json").write_bytes(orjson.dumps(man))
+
+
+def _write(path: Path, lines: Iterator[bytes]) -> None:
+    with path.open("wb", buffering=1 << 22) as f:
+        for line in lines:
+            f.write(line)
+
+
+def make_jsonl_run(root: Path, n_items: int, n_models: int) -> Path:
+    data, run = root / "items.jsonl", root / "jsonl-run"
+    run.mkdir(parents=True, exist_ok=True)
+    _write(
+        data,
+        (
+            orjson.dumps(
+                {
+                    "id": f"q{i}",
+                    "prompt": f"Question {i}?",
+                    "choices": ["w", "x", "y", "z"],
+                    "answer": LETTERS[i % 4],
+                }
+            )
+            + b"\n"  # fmt: skip
+            for i in range(n_items)
+        ),
+    )
+    models = [f"model-{m}" for m in range(n_models)]
+    suite = f"jsonl:{data}"
+
+    def rows() -> Iterator[bytes]:
+        k = 0
+        for i in range(n_items):  # completion order: items interleaved across models, as a sweep writes
+            for m, name in enumerate(models):
+                k += 1
+                if (i * 7 + m) % 100 == 0:
+                    yield _row(name, suite, f"q{i}", None, k, "HTTP 500 after 6 attempts")
+                    continue
+                pick = LETTERS[i % 4] if (i * 31 + m * 17) % 10 < 6 + m else LETTERS[(i + 1) % 4]
+                yield _row(
+                    name, suite, f"q{i}", f"Looking at the options one by one.\nThe answer is {pick}.", k
+                )
+
+    _write(run / "results.jsonl", rows())
+    _manifest(run, suite, models)
+    return run
+
+
+def make_vrb_run(root: Path, n_models: int, n_items: int) -> Path:
+    from suites.base import RunSpec
+    from suites.vrb import data, sim
+    from suites.vrb.synthetic import write_dataset
+
+    vrb_dir = write_dataset(
+        root / "vrb-data", {"zambia": n_items * 3 // 5, "india": n_items - n_items * 3 // 5}
+    )
+    items = list(data.load(RunSpec(suite="vrb", options={"data_dir": str(vrb_dir)})))
+    run = root / "vrb-run"
+    run.mkdir(parents=True, exist_ok=True)
+    models = [f"model-{m:02d}" for m in range(n_models)]
+
+    def rows() -> Iterator[bytes]:
+        k = 0
+        for m, name in enumerate(models):
+            for j, it in enumerate(items):
+                k += 1
+                right = (j * 13 + m * 7) % 100 < 30 + m
+                x = it.solution if right else next(lab for lab in it.labels if lab != it.solution)
+                yield _row(name, "vrb", it.key, sim.response(it, x, j + m), k)
+
+    _write(run / "results.jsonl", rows())
+    _manifest(run, "vrb", models, {"data_dir": str(vrb_dir), "datasets": None})
+    return run
+
+
+def peak_rss(args: list[str]) -> tuple[float, float]:
+    """(peak RSS in MB, wall seconds) of `python -m runner.cli ARGS`."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    ps, peak = psutil.Process(proc.pid), 0
+    while proc.poll() is None:
+        try:
+            peak = max(peak, ps.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.02)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"`evalsweep {' '.join(args)}` failed:\n{proc.stderr.read().decode() if proc.stderr else ''}"
+        )
+    return peak / 2**20, wall
+
+
+def _timed(what: str, make: Callable[[], Path]) -> Path:
+    t0 = time.perf_counter()
+    run = make()
+    size = (run / "results.jsonl").stat().st_size / 2**20
+    print(f"{what}: generated in {time.perf_counter() - t0:.1f} s ({size:,.0f} MB results.jsonl)", flush=True)
+    return run
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dir", type=Path, default=None, help="where to generate (default: a temp dir)")
+    p.add_argument("--items", type=int, default=500_000, help="jsonl items per model")
+    p.add_argument("--models", type=int, default=2, help="jsonl models")
+    p.add_argument("--vrb-models", type=int, default=45)
+    p.add_argument("--vrb-items", type=int, default=700)
+    p.add_argument("--keep", action="store_true", help="keep the generated run directories")
+    a = p.parse_args(argv)
+    root = a.dir or Path(tempfile.mkdtemp(prefix="evalsweep-scale-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        runs = {
+            f"jsonl {a.models} x {a.items:,}": _timed(
+                "jsonl", lambda: make_jsonl_run(root, a.items, a.models)
+            ),
+            f"vrb {a.vrb_models} x {a.vrb_items}": _timed(
+                "vrb", lambda: make_vrb_run(root, a.vrb_models, a.vrb_items)
+            ),
+        }
+        print(f"\n{'run':<24} {'rows':>10} {'stage':<7} {'peak RSS MB':>12} {'wall s':>8}")
+        for name, run in runs.items():
+            n = sum(1 for _ in (run / "results.jsonl").open("rb"))
+            rss, wall = peak_rss(["score", str(run)])
+            print(f"{name:<24} {n:>10,} {'score':<7} {rss:>12,.0f} {wall:>8.1f}", flush=True)
+    finally:
+        if not a.keep and a.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
