@@ -42,6 +42,7 @@ LATE_S = 0.015  # a slot missed by more than this (a late timer) is dropped and 
 SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
 AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
+SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 
 _LUA = """
@@ -304,7 +305,11 @@ class RedisBudget:
         # in every process.
         now_s = float(res[6]) / 1e6
         if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
-            self._offset = now_s - (t0 + t1) / 2
+            est = now_s - (t0 + t1) / 2
+            if self._best_rtt == float("inf"):
+                self._offset = est
+            else:  # slew, never jump: a jump would bunch the slots granted before and after it
+                self._offset += max(-SLEW_S, min(SLEW_S, est - self._offset))
             self._best_rtt, self._best_at = rtt, t1
         pause = float(res[3]) / 1e6
         if pause > 0:
