@@ -100,6 +100,52 @@ def one(k: int, rpm: float, seconds: float, redis_url: str | None, per: int | No
         stop_mock(mock)
 
 
+async def _admit_many(b: object, n: int = 2000, conc: int = 64) -> tuple[float, float]:
+    """CPU us per admission and admissions/s through a lane budget, the way Lane._attempt uses it."""
+    import asyncio
+
+    sem = asyncio.Semaphore(conc)
+
+    async def one() -> None:
+        async with sem:
+            await b.acquire()  # type: ignore[attr-defined]
+            try:
+                wait = b.reserve(0)  # type: ignore[attr-defined]
+                while wait > 0:
+                    await asyncio.sleep(wait)
+                    wait = b.confirm()  # type: ignore[attr-defined]
+            finally:
+                b.release()  # type: ignore[attr-defined]
+            await asyncio.sleep(0.01)
+
+    t0, w0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return (time.process_time() - t0) / n * 1e6, n / (time.perf_counter() - w0)
+
+
+def in_process(redis_url: str) -> None:
+    """The same admissions through the local budget and the Redis one, in one process: the CPU
+    difference is what the shared budget costs per call, without process start-up noise."""
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    from runner.budget_redis import RedisBudget, lane_id
+    from runner.lanes import LocalBudget
+
+    async def go() -> None:
+        for rpm in (12000, 60000):
+            lo = await _admit_many(LocalBudget(rpm, None, 64))
+            rb = RedisBudget(aioredis.Redis.from_url(redis_url), lane_id("bench", str(rpm)), "bench", rpm, None, 64,
+                             5.0, local_factory=LocalBudget)
+            sh = await _admit_many(rb)
+            await rb.aclose()
+            print(f"in-process at {rpm:g} RPM: local {lo[0]:.0f} us/call ({lo[1]:.0f}/s), redis {sh[0]:.0f} us/call "
+                  f"({sh[1]:.0f}/s, {rb.calls} round trips): +{sh[0] - lo[0]:.0f} us per call")
+
+    asyncio.run(go())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rpm", type=float, default=12000)
@@ -122,6 +168,7 @@ def main() -> None:
         # process start-up (imports, connecting) is most of a short run's CPU: measure it with 1-call
         # runs and take it out, so the difference is the per-call cost of the Redis round trips
         base = {url is not None: one(1, a.rpm, a.seconds, url, per=1)["cpu_s"] for url in (None, redis.url)}
+        in_process(redis.url)
     finally:
         redis.close()
     by = {(r["k"], r["shared"]): r for r in results}
