@@ -2,8 +2,8 @@
 
 Generates two run directories — 1,000,000 rows (2 models x 500,000 items, jsonl suite) and 45 models x
 700 items in VRB's published format (a synthetic dataset) — then runs `evalsweep score` on each in a
-subprocess and prints its peak RSS (sampled every 20 ms) and wall time. Target: the 1M-row run scored in
-< 500 MB RSS.
+subprocess and prints its peak RSS (sampled every 20 ms) and wall time; then the same for `evalsweep
+report` and the viewer's page weight. Target: the 1M-row run scored in < 500 MB RSS.
 
     python bench/scale.py [--dir /tmp/evalsweep-scale] [--items 500000] [--models 2]
                           [--vrb-models 45] [--vrb-items 700] [--keep]
@@ -172,6 +172,16 @@ def _timed(what: str, make: Callable[[], Path]) -> Path:
     return run
 
 
+def page_weight(out: Path) -> tuple[float, float, float, float]:
+    """MB: index.html, the largest per-model viewer file, the prompts, everything under samples/."""
+    js = list((out / "samples").rglob("*.js"))
+    models = [p.stat().st_size for p in js if p.name != "prompts.js"]
+    prompts = [p.stat().st_size for p in js if p.name == "prompts.js"]
+    total = sum(p.stat().st_size for p in (out / "samples").rglob("*") if p.is_file())
+    mb = 2**20
+    return (out / "index.html").stat().st_size / mb, max(models, default=0) / mb, sum(prompts) / mb, total / mb
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dir", type=Path, default=None, help="where to generate (default: a temp dir)")
@@ -192,11 +202,19 @@ def main(argv: list[str] | None = None) -> None:
                 "vrb", lambda: make_vrb_run(root, a.vrb_models, a.vrb_items)
             ),
         }
+        weights: list[tuple[str, tuple[float, ...]]] = []
         print(f"\n{'run':<24} {'rows':>10} {'stage':<7} {'peak RSS MB':>12} {'wall s':>8}")
         for name, run in runs.items():
             n = sum(1 for _ in (run / "results.jsonl").open("rb"))
             rss, wall = peak_rss(["score", str(run)])
             print(f"{name:<24} {n:>10,} {'score':<7} {rss:>12,.0f} {wall:>8.1f}", flush=True)
+            rss, wall = peak_rss(["report", str(run), "--out", str(run / "report")])
+            print(f"{name:<24} {n:>10,} {'report':<7} {rss:>12,.0f} {wall:>8.1f}", flush=True)
+            weights.append((name, page_weight(run / "report")))
+        print("\nviewer page weight (MB): index.html opens; a model's file loads when chosen; prompts on a click")
+        print(f"{'run':<24} {'index.html':>10} {'model max':>10} {'prompts':>8} {'samples/':>9}")
+        for name, w in weights:
+            print(f"{name:<24} {w[0]:>10.2f} {w[1]:>10.2f} {w[2]:>8.2f} {w[3]:>9.1f}")
     finally:
         if not a.keep and a.dir is None:
             shutil.rmtree(root, ignore_errors=True)

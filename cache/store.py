@@ -6,13 +6,20 @@ of the loop. Writes are queued and committed in one SQLite transaction per batch
 every `flush_every_s`) by a single writer thread, so a call never waits for the disk. A value is one
 sample's answer: `{"text", "usage", "cost_usd", "finish_reason", "model", "t"}` — never a key or a
 header.
+
+A damaged cache never costs rows: one that cannot be opened is moved aside (`cache.db.corrupt-<ts>`)
+and a fresh one started; a read or write error later turns the cache off for the rest of the run
+(one warning; calls go to the provider). A write error that means the disk is full is different: it
+is a fault of the run, reported through `on_fault` so the run stops launching calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +32,7 @@ import diskcache
 import orjson
 
 log = logging.getLogger("evalsweep")
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def default_cache_dir() -> Path:
@@ -43,9 +51,12 @@ class AsyncCache:
         """A second layer under this one (cache.pg.PgCache): asked on a local miss, given every answer."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(
-            str(self.directory), size_limit=2**40, eviction_policy="none", cull_limit=0
-        )
+        self._cache = _open(self.directory)
+        self.broken: str | None = None if self._cache is not None else "could not be opened"
+        """Why the cache was turned off mid-run (reads then miss, writes are dropped)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_fault: Any = None
+        """Called with a message when a write fails because the disk is full (the run must stop)."""
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsweep-cache")
         self._lock = threading.Lock()
         self._pending: dict[str, dict[str, Any]] = {}
@@ -62,8 +73,11 @@ class AsyncCache:
         # A value still on its way to disk counts too (same run, same key); pending before writing
         # before disk, the order in which the writer moves it, so none is missed in between.
         v = self._pending.get(key) or self._writing.get(key)
-        if v is None:
-            v = _decode(self._cache.get(key))
+        if v is None and self.broken is None:
+            try:
+                v = _decode(self._cache.get(key))  # type: ignore[union-attr]
+            except (sqlite3.Error, OSError) as e:
+                self._off(e)
         if v is None and self.shared is not None:
             v = await self.shared.get(key)
             if v is not None:
@@ -74,7 +88,19 @@ class AsyncCache:
             self.hits += 1
         return v
 
+    def _off(self, e: BaseException) -> None:
+        if self.broken is None:
+            self.broken = f"{type(e).__name__}: {e}"
+            log.warning(
+                "the response cache in %s is damaged or unreadable (%s): running without it "
+                "(no result is lost; move it aside or delete it to start a fresh one)",
+                self.directory,
+                self.broken,
+            )
+
     def put(self, key: str, value: dict[str, Any], share: bool = True) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
         if share and self.shared is not None:
             self.shared.put(key, value)
         with self._lock:
@@ -99,12 +125,19 @@ class AsyncCache:
             batch, self._pending = self._pending, {}
             self._writing = batch
             self._queued = False
-        if not batch:
+        if not batch or self.broken:
+            self._writing = {}
             return
         try:
-            with self._cache.transact():
+            with self._cache.transact():  # type: ignore[union-attr]
                 for k, v in batch.items():
-                    self._cache.set(k, orjson.dumps(v))  # raw bytes: no pickle either way
+                    self._cache.set(k, orjson.dumps(v))  # type: ignore[union-attr]  # raw bytes, no pickle
+        except (sqlite3.Error, OSError) as e:
+            if not _disk_full(e):
+                self._off(e)
+            elif self.on_fault is not None and self._loop is not None:
+                msg = f"cannot write the response cache in {self.directory}: {e}"
+                self._loop.call_soon_threadsafe(self.on_fault, msg)
         finally:
             self._writing = {}
 
@@ -116,7 +149,60 @@ class AsyncCache:
         if self.shared is not None:
             await self.shared.aclose()
         self._writer.shutdown(wait=True)
-        self._cache.close()
+        try:
+            if self._cache is not None:
+                self._cache.close()
+        except (sqlite3.Error, OSError):
+            pass
+
+
+_CORRUPT = ("not a database", "malformed", "corrupt")
+
+
+def _open(directory: Path) -> diskcache.Cache | None:
+    """Open the cache; a damaged one is moved aside (`cache.db.corrupt-<ts>`) and a fresh one started;
+    one that cannot be opened for another reason (I/O error, no space) is left alone and the run goes
+    without a cache. Each case with one warning; None means no cache."""
+    try:
+        return _open_checked(directory)
+    except (sqlite3.Error, OSError) as e:
+        why = f"{type(e).__name__}: {e}"
+        if not any(w in str(e) for w in _CORRUPT):
+            log.warning("cannot open the response cache in %s (%s): running without it", directory, why)
+            return None
+    ts = time.strftime("%Y%m%d-%H%M%S")
+    for name in ("cache.db", "cache.db-wal", "cache.db-shm"):
+        p = directory / name
+        if p.exists():
+            p.rename(directory / f"{name}.corrupt-{ts}")
+    log.warning(
+        "the response cache %s is damaged (%s): moved it aside as cache.db.corrupt-%s and started a "
+        "fresh one",
+        directory / "cache.db",
+        why,
+        ts,
+    )
+    try:
+        return _open_checked(directory)
+    except (sqlite3.Error, OSError) as e:
+        log.warning("cannot start a fresh cache in %s (%s): running without it", directory, e)
+        return None
+
+
+def _open_checked(directory: Path) -> diskcache.Cache:
+    c = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none", cull_limit=0)
+    try:
+        c._sql("SELECT rowid FROM Cache LIMIT 1").fetchall()  # reads the header and the root page
+    except BaseException:
+        c.close()
+        raise
+    return c
+
+
+def _disk_full(e: BaseException) -> bool:
+    if isinstance(e, OSError) and e.errno in _FULL:
+        return True
+    return "disk is full" in str(e) or "No space left" in str(e)
 
 
 def _log_failure(f: Future[None]) -> None:
@@ -195,5 +281,18 @@ def probe(directory: Path | None) -> Iterator[Callable[[str], bool]]:
     if directory is None or not (Path(directory) / "cache.db").exists():
         yield lambda key: False
         return
-    with diskcache.Cache(str(directory)) as c:
-        yield c.__contains__
+    try:
+        c = diskcache.Cache(str(directory))
+    except (sqlite3.Error, OSError) as e:
+        log.warning("the response cache in %s cannot be read (%s): planning as if empty", directory, e)
+        yield lambda key: False
+        return
+
+    def has(key: str) -> bool:
+        try:
+            return key in c
+        except (sqlite3.Error, OSError):  # damaged pages: a miss, as the run itself would see it
+            return False
+
+    with c:
+        yield has

@@ -15,6 +15,7 @@ import orjson
 from core.types import Request, TextPart, text_of
 from providers import http
 from providers.base import Completion, ProviderError, apply_params
+from providers.parse import anthropic_message
 
 DEFAULT_BASE = "https://api.anthropic.com"
 VERSION = "2023-06-01"
@@ -88,18 +89,7 @@ def messages_body(req: Request, model_id: str, params: dict[str, Any]) -> dict[s
 
 def parse_message(body: Any) -> Completion:
     """A Messages response (live, or a batch's `result.message`): text blocks joined, usage, stop reason."""
-    try:
-        blocks = body["content"]
-        texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
-    except (KeyError, TypeError):
-        raise ProviderError(f"malformed Messages response: {str(body)[:120]}", retryable=True) from None
-    usage = body.get("usage") or {}
-    return Completion(
-        texts=["".join(texts) if texts else None],
-        input_tokens=usage.get("input_tokens"),
-        output_tokens=usage.get("output_tokens"),
-        finish_reasons=[body.get("stop_reason")],
-    )
+    return anthropic_message(body)
 
 
 class AnthropicProvider:

@@ -61,7 +61,8 @@ class AnthropicBatchAPI:
         async for d in self.http.lines(url, anthropic_headers(api_key, self._extra)):
             cid = d.get("custom_id")
             if isinstance(cid, str):
-                yield (cid, *_parse(d.get("result") or {}))
+                res = d.get("result")
+                yield (cid, *_parse(res if isinstance(res, dict) else {}))
 
     async def close(self) -> None:
         await self.http.close()
@@ -74,6 +75,8 @@ def _parse(r: dict[str, Any]) -> tuple[Any, str | None]:
             return parse_message(r.get("message")), None
         except ProviderError as e:
             return None, str(e)
-    err = (r.get("error") or {}).get("error") or r.get("error") or {}
+    err = r.get("error") or {}
+    if isinstance(err, dict) and isinstance(err.get("error"), dict):
+        err = err["error"]
     msg = err.get("message", "") if isinstance(err, dict) else str(err)
     return None, f"{kind}: {str(msg)[:200]}".rstrip(": ")

@@ -10,7 +10,14 @@ from typing import Any
 import aiohttp
 import orjson
 
-from providers.base import Completion, ProviderError, error_for_status, parse_retry_after
+from providers.base import (
+    Completion,
+    ProviderError,
+    error_for_status,
+    header_secrets,
+    parse_retry_after,
+    scrub,
+)
 
 BATCH_KINDS = ("openai", "anthropic")
 """Endpoint kinds with a batch API."""
@@ -64,7 +71,8 @@ class BatchHTTP:
                 raw = await resp.read()
                 if resp.status >= 300:
                     ra = parse_retry_after(resp.headers.get("retry-after"))
-                    raise error_for_status(resp.status, raw.decode("utf-8", "replace"), ra)
+                    body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
+                    raise error_for_status(resp.status, body, ra)
         except ProviderError:
             raise
         except TimeoutError:
@@ -81,13 +89,14 @@ class BatchHTTP:
             ) from None
 
     async def lines(self, url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-        """Parsed JSONL lines of a download, streamed; a garbled line is skipped (its request then
+        """Parsed JSONL lines (objects) of a download, streamed; a garbled line is skipped (its request then
         counts as missing and falls back to a live call)."""
         try:
             async with self.session().get(url, headers=headers) as resp:
                 if resp.status >= 300:
                     raw = await resp.read()
-                    raise error_for_status(resp.status, raw.decode("utf-8", "replace"))
+                    body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
+                    raise error_for_status(resp.status, body)
                 buf = b""
                 async for chunk in resp.content.iter_chunked(1 << 20):
                     buf += chunk
@@ -107,6 +116,7 @@ def _loads(line: bytes) -> Any:
     if not line.strip():
         return None
     try:
-        return orjson.loads(line)
+        d = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
+    return d if isinstance(d, dict) else None

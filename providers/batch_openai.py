@@ -12,7 +12,7 @@ import orjson
 from core.types import Request
 from providers.base import ProviderError, wire_body
 from providers.batch_base import BatchHTTP, BatchStatus, LineResult
-from providers.openai import parse_chat
+from providers.parse import openai_chat
 
 ENDED = {"completed", "expired", "cancelled", "failed"}
 
@@ -90,13 +90,17 @@ class OpenAIBatchAPI:
 
 
 def _parse(d: dict[str, Any], n: int) -> tuple[Any, str | None]:
-    resp = d.get("response") or {}
+    resp = d.get("response")
+    resp = resp if isinstance(resp, dict) else {}
+    body = resp.get("body")
     err = d.get("error")
     if err or resp.get("status_code") != 200:
-        e = err or (resp.get("body") or {}).get("error") or {}
+        e = err or (body.get("error") if isinstance(body, dict) else None) or {}
+        if not isinstance(e, dict):
+            e = {"message": str(e)}
         code = e.get("code") or e.get("type") or f"HTTP {resp.get('status_code')}"
         return None, f"{code}: {str(e.get('message', ''))[:200]}"
     try:
-        return parse_chat(orjson.dumps(resp.get("body")), n), None
+        return openai_chat(body, n), None
     except ProviderError as e:
         return None, str(e)

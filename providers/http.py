@@ -6,7 +6,14 @@ from typing import Any
 
 import aiohttp
 
-from providers.base import ProviderError, error_for_status, parse_duration, retry_after_of
+from providers.base import (
+    ProviderError,
+    error_for_status,
+    header_secrets,
+    parse_duration,
+    retry_after_of,
+    scrub,
+)
 
 
 def parse_limits(headers: Any) -> dict[str, float] | None:
@@ -44,9 +51,8 @@ async def exchange(
             raw = await resp.read()
             limits = parse_limits(resp.headers)
             if resp.status != 200:
-                err = error_for_status(
-                    resp.status, raw.decode("utf-8", "replace"), retry_after_of(resp.headers, limits)
-                )
+                body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
+                err = error_for_status(resp.status, body, retry_after_of(resp.headers, limits))
                 err.limits = limits
                 raise err
             return raw, limits

@@ -10,7 +10,8 @@ import asyncio
 from typing import Any
 
 from core.types import Request
-from providers.base import Completion, ProviderError, apply_params, wire_body
+from providers.base import Completion, ProviderError, apply_params, scrub, wire_body
+from providers.parse import openai_chat
 
 
 class LiteLLMProvider:
@@ -54,22 +55,21 @@ class LiteLLMProvider:
             resp = await lib.acompletion(**kw)
         except Exception as e:  # noqa: BLE001 - mapped to our classes below
             raise _map_error(lib, e, api_key) from None
-        texts = [c.message.content for c in resp.choices][:n]
-        texts += [None] * (n - len(texts))
-        usage = getattr(resp, "usage", None)
-        return Completion(
-            texts=texts,
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
-            finish_reasons=[getattr(c, "finish_reason", None) for c in resp.choices][:n],
-        )
+        return _completion(resp, n)
+
+
+def _completion(resp: Any, n: int) -> Completion:
+    """litellm's ModelResponse through the same checks as the fast path's JSON."""
+    try:
+        body = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
+    except Exception as e:  # noqa: BLE001 - whatever litellm hands back, it is malformed for us
+        raise ProviderError(f"malformed litellm response: {type(e).__name__}", retryable=True) from None
+    return openai_chat(body, n)
 
 
 def _map_error(lib: Any, e: Exception, api_key: str | None) -> ProviderError:
     status = getattr(e, "status_code", None)
-    msg = f"{type(e).__name__}: {str(e)[:300]}"
-    if api_key:
-        msg = msg.replace(api_key, "[key]")
+    msg = f"{type(e).__name__}: {scrub(str(e), api_key)[:300]}"
     ex = lib.exceptions
     if isinstance(e, ex.RateLimitError):
         return ProviderError(msg, status=429, rate_limited=True, retry_after=_retry_after(e))

@@ -14,6 +14,7 @@ import orjson
 from core.types import Request
 from providers import http
 from providers.base import Completion, ProviderError, wire_body
+from providers.parse import openai_chat
 
 _JSON = {"Content-Type": "application/json"}
 
@@ -73,37 +74,12 @@ class OpenAIProvider:
 
 
 def parse_chat(raw: bytes, n: int = 1) -> Completion:
-    """Parse a chat.completions body; truncated or malformed JSON is a (retryable) provider error."""
+    """Parse a chat.completions body: a well-typed completion, or a retryable error for truncated,
+    undecodable or malformed bodies (providers.parse says what well-typed means)."""
     try:
         body = orjson.loads(raw)
-        choices = body["choices"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+    except orjson.JSONDecodeError:
         raise ProviderError(
             f"malformed response body ({len(raw)} bytes): {raw[:120]!r}", retryable=True
         ) from None
-    if not isinstance(choices, list) or not choices:
-        raise ProviderError("response has no choices", retryable=True)
-    texts: list[str | None] = [None] * n
-    reasons: list[str | None] = [None] * n
-    for i, ch in enumerate(choices):
-        idx = ch.get("index", i) if isinstance(ch, dict) else i
-        if not isinstance(idx, int) or not 0 <= idx < n:
-            idx = i
-        if idx >= n:
-            break
-        msg = ch.get("message") or {}
-        content = msg.get("content")
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        texts[idx] = content
-        reasons[idx] = ch.get("finish_reason")
-    # Fewer choices than `n` (llama.cpp, Ollama ignore it): keep them, the scheduler sends the rest.
-    if all(t is None and r is None for t, r in zip(texts, reasons, strict=True)):
-        raise ProviderError(f"response has {len(choices)} choices, {n} requested", retryable=True)
-    usage = body.get("usage") or {}
-    return Completion(
-        texts=texts,
-        input_tokens=usage.get("prompt_tokens"),
-        output_tokens=usage.get("completion_tokens"),
-        finish_reasons=reasons,
-    )
+    return openai_chat(body, n)

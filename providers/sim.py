@@ -15,7 +15,6 @@ from typing import Any
 
 from core.types import Request, text_of
 from providers.base import Completion
-from runner.config import ModelCfg
 
 # name: (ability, price_in, price_out, open_weights, reasoning, release_date)
 PROFILES: dict[str, tuple[float, float, float, bool, bool, str]] = {
@@ -34,7 +33,9 @@ def _u(*parts: Any) -> float:
     return int.from_bytes(h, "big") / 2**64
 
 
-def sim_model(name: str) -> ModelCfg:
+def sim_model(name: str) -> dict[str, Any]:
+    """The `[[models]]` fields of built-in `sim/<name>` (runner.config builds the ModelCfg: providers
+    sit below the runner and never import it)."""
     ability, pin, pout, open_w, reasoning, released = PROFILES.get(name) or (
         round(0.2 + 0.7 * _u("ability", name), 3),
         round(0.1 + 10 * _u("price", name), 2),
@@ -43,18 +44,18 @@ def sim_model(name: str) -> ModelCfg:
         False,
         "2025-01-01",
     )
-    return ModelCfg(
-        name=name,
-        provider="sim",
-        endpoint="sim",
-        model=name,
-        price_in=pin,
-        price_out=pout,
-        open_weights=open_w,
-        reasoning=reasoning,
-        release_date=released,
-        params={"ability": ability},
-    )
+    return {
+        "name": name,
+        "provider": "sim",
+        "endpoint": "sim",
+        "model": name,
+        "price_in": pin,
+        "price_out": pout,
+        "open_weights": open_w,
+        "reasoning": reasoning,
+        "release_date": released,
+        "params": {"ability": ability},
+    }
 
 
 class SimProvider:

@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-from report.load import all_rows, atomic_write, read_json
+from report.costs import all_rows
+from report.load import atomic_write, read_json
 
 MAX_ITEMS = 5000
 STATUSES = ("correct", "partial", "wrong", "unextractable", "error", "unscored")

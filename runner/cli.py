@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from runner.checks import check_common, check_run_args, check_run_values
 from runner.config import Config, ConfigError, load_config
 from suites.base import RunSpec, SuiteError, get_suite
 
@@ -106,6 +107,7 @@ def cmd_run(argv: list[str]) -> int:
     known, _ = pre.parse_known_args(argv)
     parser, dests = _run_parser(known.suite if known.suite and not known.suite.startswith("-") else None)
     a = parser.parse_args(argv)
+    check_run_args(a)
     spec = RunSpec(
         suite=a.suite,
         options={d: getattr(a, d) for d in dests},
@@ -193,6 +195,7 @@ def load_sweep(path: Path) -> tuple[Config, list[Any]]:
                 )
             opts[dest] = ",".join(map(str, v)) if isinstance(v, list) else v
         models = r["models"] if isinstance(r["models"], list) else _models_arg(str(r["models"]))
+        check_run_values(r.get("samples"), r.get("temperature"), r.get("limit"), where=f"{where}: ")
         spec = RunSpec(
             suite=r["suite"],
             options=opts,
@@ -212,6 +215,7 @@ def cmd_sweep(argv: list[str]) -> int:
     p.add_argument("sweep", type=Path)
     _common_run_args(p)
     a = p.parse_args(argv)
+    check_common(a)
     cfg, plans = load_sweep(a.sweep)
     if a.config:
         cfg = load_config(a.config)
@@ -234,11 +238,14 @@ def cmd_sweep(argv: list[str]) -> int:
 
 
 def cmd_score(argv: list[str]) -> int:
+    from runner.results import check_run_dir
     from runner.score import score_run
 
     p = argparse.ArgumentParser(prog="evalsweep score", description="Score run directories.")
     p.add_argument("run_dirs", nargs="+", type=Path)
     a = p.parse_args(argv)
+    for d in a.run_dirs:
+        check_run_dir(d)
     for d in a.run_dirs:
         score_run(d)
     return EXIT_OK

@@ -61,10 +61,21 @@ class Endpoint(BaseModel):
                 )
         return v
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"https?://[^\s/:]+(:\d+)?(/\S*)?", v):
+            raise ValueError(f"not an http(s) URL: {v!r} (e.g. https://api.openai.com/v1)")
+        return v
+
     @model_validator(mode="after")
     def _batch_kind(self) -> Endpoint:
         if self.batch and self.kind not in ("openai", "anthropic"):
             raise ValueError(f"batch = true needs kind 'openai' or 'anthropic', not {self.kind!r}")
+        if self.retry_max_s < self.retry_initial_s:
+            raise ValueError(
+                f"retry_max_s ({self.retry_max_s:g}) is below retry_initial_s ({self.retry_initial_s:g})"
+            )
         return self
 
     @property
@@ -188,7 +199,7 @@ class Config(BaseModel):
         if name.startswith("sim/"):
             from providers.sim import sim_model
 
-            return sim_model(name)
+            return ModelCfg(**sim_model(name))
         known = ", ".join(m.name for m in self.models) or "none"
         where = self.source or "no config file"
         raise ConfigError(
@@ -235,9 +246,18 @@ def load_config(path: str | Path | None) -> Config:
             return Config()
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not valid UTF-8 (byte {e.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

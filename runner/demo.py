@@ -3,12 +3,13 @@ then scoring and the report — the whole pipeline in one command, no key and no
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from runner.config import Config, Endpoint
 from runner.finish import score_and_report
 from runner.run import RunPlan, execute
-from suites.base import RunSpec
+from suites.base import RunSpec, get_suite
 
 DEMO_MODELS = ["sim/frontier", "sim/strong", "sim/medium", "sim/open-large", "sim/weak"]
 
@@ -39,9 +40,8 @@ def demo(
 
 def _opts(variant: str) -> dict[str, object]:
     """The suite's own defaults for every flag, with the variant set (as `evalsweep run` would)."""
-    from runner.cli import _run_parser
-
-    parser, dests = _run_parser("jeebench")
-    opts: dict[str, object] = {d: parser.get_default(d) for d in dests}
+    parser = argparse.ArgumentParser(add_help=False)
+    get_suite("jeebench").add_arguments(parser)
+    opts: dict[str, object] = {a.dest: a.default for a in parser._actions}
     opts["variant"] = variant
     return opts

@@ -51,7 +51,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from providers.base import ProviderError
+from providers.base import ProviderError, scrub
 from runner.config import Endpoint
 
 T = TypeVar("T")
@@ -385,9 +385,7 @@ class Lane:
 
     def scrub(self, message: str) -> str:
         """Never let a key into a row, a log line or an error message, whatever a server echoes."""
-        if self.api_key:
-            message = message.replace(self.api_key, "[redacted]")
-        return message
+        return scrub(message, self.api_key)
 
     def reconcile(self, est_tokens: int, actual_tokens: int | None) -> None:
         """Correct the TPM account once the real usage is known (debt or credit for the next call)."""

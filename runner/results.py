@@ -4,13 +4,18 @@ Each row is one `write(2)` on an O_APPEND descriptor: it reaches the kernel at o
 process loses nothing it had finished (no user-space buffer to lose), and costs a few microseconds.
 A torn last line (power loss, disk full) is cut off on resume. Reading keeps, per identity
 (model, item, sample, pass), the best row: the last success, else the last error.
+
+A failed write (disk full, quota, I/O error) is a fault of ours, not of the call: the writer keeps the
+unwritten bytes (never a torn line followed by more rows), tells `on_fault` once so the run stops
+launching calls, holds the rows of calls still in flight in memory, and retries them at `flush`.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +34,76 @@ class ResultsWriter:
         repair_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.rows = 0
+        self.fault: str | None = None
+        """The first write error, phrased for the user (what, where, how much space)."""
+        self.on_fault: Callable[[str], None] | None = None
+        self._unsaved = bytearray()
+
+    @property
+    def unsaved_rows(self) -> int:
+        return self._unsaved.count(b"\n")
 
     def write(self, row: Row) -> None:
-        os.write(self._fd, orjson.dumps(row) + b"\n")
+        data = orjson.dumps(row) + b"\n"
         self.rows += 1
+        if self._unsaved:  # keep order: nothing may land after a partly written line
+            self._unsaved += data
+            return
+        try:
+            n = os.write(self._fd, data)
+        except OSError as e:
+            self._failed(e, data)
+            return
+        if n < len(data):  # a short write: the disk filled up mid-line
+            self._failed(OSError(28, os.strerror(28)), data[n:])
+
+    def _failed(self, e: OSError, rest: bytes) -> None:
+        self._unsaved += rest
+        if self.fault is None:
+            self.fault = write_error(self.path, e)
+            if self.on_fault is not None:
+                self.on_fault(self.fault)
+
+    def flush(self) -> int:
+        """Retry the held rows; returns how many are still unsaved."""
+        while self._unsaved and self._fd >= 0:
+            try:
+                n = os.write(self._fd, self._unsaved)
+            except OSError:
+                break
+            if n == 0:
+                break
+            del self._unsaved[:n]
+        return self.unsaved_rows
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.fsync(self._fd)
+            self.flush()
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                pass
             os.close(self._fd)
             self._fd = -1
+
+
+def write_error(path: Path, e: OSError) -> str:
+    """`cannot write PATH: No space left on device (12 KiB free of 1.0 MiB on /mnt)`."""
+    where = ""
+    try:
+        du = shutil.disk_usage(path.parent)
+        where = f" ({_size(du.free)} free of {_size(du.total)})"
+    except OSError:
+        pass
+    return f"cannot write {path}: {e.strerror or e}{where}"
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
 
 
 def repair_tail(path: Path) -> int:
@@ -81,14 +146,19 @@ def _last_line_start(f: Any, end: int) -> int:
 
 def scan(path: Path) -> Iterator[tuple[int, Row]]:
     """(byte offset, row) for every complete, parseable line; a bad line is skipped, not fatal."""
+    for _, off, row in _lines(path):
+        yield off, row
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, Any]]:
     if not path.exists():
         return
     with path.open("rb") as f:
         off = 0
-        for line in f:
+        for lineno, line in enumerate(f, 1):
             if line.endswith(b"\n"):
                 try:
-                    yield off, orjson.loads(line)
+                    yield lineno, off, orjson.loads(line)
                 except orjson.JSONDecodeError:
                     pass
             off += len(line)
@@ -105,12 +175,19 @@ Loc = int | tuple[Path, int]
 
 def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
     """Per identity, the location of its best row over every results file of the run directory:
-    (done = successes, final = best of any kind). Rows of `path` itself are plain offsets."""
+    (done = successes, final = best of any kind). Rows of `path` itself are plain offsets.
+
+    A row without a well-typed identity is bad input, named by file and line (ConfigError: exit 2)."""
     done: dict[str, Loc] = {}
     final: dict[str, Loc] = {}
     for p in [path, *(q for q in results_files(path.parent) if q != path)]:
         own = p == path
-        for off, r in scan(p):
+        for lineno, off, r in _lines(p):
+            bad = _identity_problem(r)
+            if bad:
+                raise ConfigError(
+                    f"{p}:{lineno}: not a results row ({bad}); fix or remove that line, then rerun"
+                )
             ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
             loc = off if own else (p, off)
             if r.get("error") is None:
@@ -119,6 +196,47 @@ def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
             elif ident not in done:
                 final[ident] = loc
     return done, final
+
+
+_ID_TYPES = {"model": str, "item": str, "sample": int, "pass": str}
+
+
+def _identity_problem(r: Any) -> str | None:
+    if not isinstance(r, dict):
+        return f"a {type(r).__name__}, not an object"
+    for k, t in _ID_TYPES.items():
+        v = r.get(k)
+        if v is None:
+            return f"no {k!r}"
+        if not isinstance(v, t) or isinstance(v, bool):
+            return f"{k!r} is {type(v).__name__}, not {t.__name__}"
+    return None
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run directory's manifest.json, checked: an object with a `spec` naming its suite."""
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        raise ConfigError(f"{run_dir}: not a run directory (no manifest.json)")
+    try:
+        man = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e}); restore it or pick another --out") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    spec = man.get("spec") if isinstance(man, dict) else None
+    if not isinstance(spec, dict) or not isinstance(spec.get("suite"), str):
+        raise ConfigError(f"{path}: not a run manifest (no spec.suite); restore it or pick another --out")
+    return man
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """What `evalsweep score` needs before it reads anything: a manifest and a results file."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: not a run directory (no such directory)")
+    read_manifest(run_dir)
+    if not results_files(run_dir):
+        raise ConfigError(f"{run_dir}: no {RESULTS} (the run never wrote a row); run it first")
 
 
 def read_at(path: Path, offset: Loc) -> Row:
@@ -155,16 +273,13 @@ def final_offsets(path: Path) -> tuple[list[Path], np.ndarray, np.ndarray]:
     codes: dict[str, dict[str, int]] = {"model": {}, "item": {}, "pass": {}}
     cols = {k: array("q") for k in ("model", "item", "sample", "pass", "ok", "file", "offset")}
     for k_file, p in enumerate(paths):
-        for off, r in scan(p):
-            try:
-                ident = [r["model"], r["item"], r["pass"]]
-                sample = int(r["sample"])
-            except (KeyError, TypeError, ValueError):
-                ident, sample = [], 0
-            if len(ident) < 3 or not all(isinstance(v, str) for v in ident):
+        for lineno, off, r in _lines(p):
+            bad = _identity_problem(r)
+            if bad:
                 raise ConfigError(
-                    f"{p}: the row at byte {off} is not a results row (model, item, sample, pass)"
+                    f"{p}:{lineno}: not a results row ({bad}); fix or remove that line, then rerun"
                 )
+            ident, sample = [r["model"], r["item"], r["pass"]], r["sample"]
             for k, v in zip(("model", "item", "pass"), ident, strict=True):
                 c = codes[k]
                 cols[k].append(c.setdefault(v, len(c)))

@@ -20,16 +20,19 @@ from typing import Any
 import orjson
 
 from cache.store import AsyncCache, default_cache_dir
-from core.types import Row
+from core.types import Row, row_identity
 from runner import __version__ as VERSION
 from runner import progress
+from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
+from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
 from runner.leases import open_leases, results_name
+from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
-from runner.results import RESULTS, ResultsWriter, index
+from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
@@ -59,10 +62,23 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-    tmp.replace(path)
+EXIT_ABORTED = 4
+"""The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
+
+
+def write_manifest(path: Path, data: Any) -> None:
+    """Atomically; on a full disk (no room for the temp copy) overwrite in place, so the manifest still
+    says the truth: a manifest left `running` by a run that stopped would be a lie."""
+    try:
+        write_json(path, data)
+    except OSError:
+        raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        try:
+            with path.open("r+b") as f:
+                f.write(raw)
+                f.truncate()
+        except OSError as e:
+            log.error("cannot update %s: %s", path, e.strerror)
 
 
 def judges_of(spec: RunSpec) -> list[str]:
@@ -74,13 +90,32 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     suite = get_suite(plan.spec.suite)
     run_name = suite.run_name(plan.spec)
     out = plan.out or Path("runs") / run_name
+    check_dir_arg("--out", out)
     out.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_dir(out, shared=plan.join)
+    try:
+        return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
+    except BaseException:
+        unlock(lock)
+        raise
+
+
+def _prepare(
+    plan: RunPlan,
+    cfg: Config,
+    models: dict[str, ModelEntry],
+    command: str,
+    out: Path,
+    suite: Any,
+    run_name: str,
+    lock: int,
+) -> RunCtx:
     man_path = out / "manifest.json"
     fp = spec_fingerprint(plan.spec)
     manifest: dict[str, Any] = {}
     if man_path.exists():
-        manifest = orjson.loads(man_path.read_bytes())
-        old = {k: manifest.get("spec", {}).get(k) for k in fp}
+        manifest = read_manifest(out)
+        old = {k: manifest["spec"].get(k) for k in fp}
         if orjson.dumps(old, option=orjson.OPT_SORT_KEYS) != orjson.dumps(fp, option=orjson.OPT_SORT_KEYS):
             raise ConfigError(
                 f"{out} holds a run made with other settings ({old}); this command has {fp}. "
@@ -122,6 +157,7 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
         run_dir=out,
         writer=writer,
         done=done,
+        lock=lock,
         join=plan.join,
     )
 
@@ -158,9 +194,16 @@ def execute(
         raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
-    runs = [prepare(p, cfg, models, command) for p in plans]
-    handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
+    runs: list[RunCtx] = []
+    handlers: list[logging.Handler] = []
     try:
+        for p in plans:
+            try:
+                runs.append(prepare(p, cfg, models, command))
+            except OSError as e:  # a full or read-only disk before anything was sent
+                print(f"evalsweep: stopped: {write_error(Path(e.filename or '.'), e)}", file=sys.stderr)
+                return EXIT_ABORTED
+        handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
         for r in runs:
             total = _count(r)
             for m in r.models:
@@ -184,6 +227,7 @@ def execute(
     finally:
         for r in runs:
             r.writer.close()
+            unlock(r.lock)
         for h in handlers:
             logging.getLogger("evalsweep").removeHandler(h)
             h.close()
@@ -231,6 +275,10 @@ async def _main(
             log.warning("[%s] %s %s/%s: %s", run.name, row["model"], row["item"], row["pass"], row["error"])
 
     sched.on_error = on_error
+    for r in runs:
+        r.writer.on_fault = sched.abort
+    if cache is not None:
+        cache.on_fault = sched.abort
     if batch_why:
         for r in runs:
             r.batcher = Batcher(sched, r.run_dir)
@@ -285,9 +333,24 @@ async def _main(
 
             await detach(budgets)
         await close_models(models)
-    status = "interrupted" if interrupted else "complete"
+    unsaved = sum(r.writer.flush() for r in runs)
+    if sched.fault is None and not interrupted:
+        for r in runs:
+            if not r.join:  # a --join worker runs only the units it won (runner.leases checks those)
+                account(r, sched)
     n_err = 0
     for r in runs:
+        r_err = sum(st.errors + st.skipped for st in r.stats.values())
+        n_err += r_err
+        status = (
+            "aborted"
+            if sched.fault
+            else "interrupted"
+            if interrupted
+            else "complete_with_errors"
+            if r_err
+            else "complete"
+        )
         man_path = r.run_dir / "manifest.json"
         man = orjson.loads(man_path.read_bytes())
         man.update(
@@ -298,11 +361,32 @@ async def _main(
                 "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
             }
         )
+        if sched.fault:
+            man["abort_reason"] = sched.fault
+            man["unsaved_rows"] = r.writer.unsaved_rows
+        else:
+            man.pop("abort_reason", None)
+            man.pop("unsaved_rows", None)
         man["lanes"] = lane_report(models, r.models)
         if batch_why:
             man["batch"] = batch_why
-        write_json(man_path, man)
-        n_err += sum(st.errors + st.skipped for st in r.stats.values())
+        write_manifest(man_path, man)
+    if sched.fault:
+        kept = (
+            ""
+            if not unsaved
+            else (
+                f" {unsaved} answers could not be saved to results.jsonl"
+                + ("" if cache is None else " (those that reached the cache are not paid again)")
+                + "."
+            )
+        )
+        print(
+            f"\nevalsweep: stopped: {sched.fault}.{kept}\nNo new calls were launched after the first "
+            f"failed write. Free space (or fix the fault) and resume with:\n  {command}",
+            file=sys.stderr,
+        )
+        return EXIT_ABORTED
     if interrupted:
         if in_flight:
             print(
@@ -326,8 +410,42 @@ async def _main(
     return 0
 
 
+def account(run: RunCtx, sched: Scheduler) -> None:
+    """The invariant, checked after a run that was neither stopped nor interrupted: every planned
+    first-pass (model, item, sample) has a final row. One that has none (a bug of ours) gets an error
+    row now, so the run says so (exit 3) and a rerun retries it, instead of it vanishing."""
+    short = [m for m in run.models if run.answered.get(m, 0) < run.stats[m].total]
+    if not short:
+        return
+    _, final = index(run.writer.path)
+    for model in short:
+        stats = run.stats[model]
+        for req in run.suite.build(run.spec):
+            for s in range(req.sample, req.sample + req.decoding.n):
+                if row_identity(model, req.item, s, req.pass_) in final:
+                    continue
+                r = req.model_copy(update={"model": model})
+                row = sched._error_row(r, s, "", "internal error: the call ended without a row", "internal")
+                sched._emit(run, stats, [row])
+                log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)
+
+
+class _LogFile(logging.FileHandler):
+    """log.txt; a failed write (disk full) is not worth a traceback per log line: the run's own fault
+    handling reports the disk, so the log just stops."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        self.failed = True
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:
+            pass
+
+
 def _attach_log(path: Path) -> logging.Handler:
-    h = logging.FileHandler(path)
+    h = _LogFile(path)
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logging.getLogger("evalsweep").addHandler(h)
     return h

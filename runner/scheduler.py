@@ -61,6 +61,11 @@ class RunCtx:
     stats: dict[str, Stats] = field(default_factory=dict)
     batcher: Any = None
     """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
+    lock: int = -1
+    """The run directory's lock (runner.lock), held until the run ends."""
+    answered: dict[str, int] = field(default_factory=dict)
+    """Per model, first-pass identities with a final row (resumed or written now): the invariant's
+    cheap check (runner.run.account reads the file only when this falls short of the plan)."""
     join: bool = False
     leases: Any = None
     """runner.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
@@ -117,6 +122,8 @@ class Scheduler:
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_error: Callable[[RunCtx, Row], None] | None = None
+        self.fault: str | None = None
+        """Why the run stopped by a fault of ours (disk full, a broken suite): the run is `aborted`."""
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -129,6 +136,13 @@ class Scheduler:
         """Stop launching work; in-flight calls finish (or are cancelled by `cancel`)."""
         self.stopping = True
 
+    def abort(self, why: str) -> None:
+        """A fault of ours (a failed write...): stop launching calls; in-flight ones finish into memory."""
+        if self.fault is None:
+            self.fault = why
+            log.error("stopping: %s", why)
+        self.stop()
+
     def cancel(self) -> None:
         for t in list(self._tasks):
             t.cancel()
@@ -140,19 +154,23 @@ class Scheduler:
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
         tasks: set[asyncio.Task[Any]] = set()
-        async for req in requests(run, model, lambda: self.stopping):
-            if self.stopping:
-                break
-            await window.acquire()
-            if self.stopping:
-                window.release()
-                break
-            t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
-            if run.leases is not None:
-                run.leases.started(model, t)
-            tasks.add(t)
-            self._tasks.add(t)
-            t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
+        try:
+            async for req in requests(run, model, lambda: self.stopping):
+                if self.stopping:
+                    break
+                await window.acquire()
+                if self.stopping:
+                    window.release()
+                    break
+                t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
+                if run.leases is not None:
+                    run.leases.started(model, t)
+                tasks.add(t)
+                self._tasks.add(t)
+                t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
+        except Exception as e:  # a suite that fails mid-build stops the run, never silently
+            log.exception("building %s requests for %s failed", run.name, model)
+            self.abort(f"{run.name}: building requests for {model} failed: {type(e).__name__}: {e}")
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -183,10 +201,19 @@ class Scheduler:
             else:
                 if req.pass_ == "answer":  # progress counts first-pass answers, as `total` does
                     stats.resumed += 1
+                    run.answered[req.model] = run.answered.get(req.model, 0) + 1
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
         if todo:
-            for row in await self._call(run, req, todo, stats):
+            try:
+                got = await self._call(run, req, todo, stats)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # never lose a planned row to a bug: an error row, retried on resume
+                log.exception("internal error on %s %s %s", req.model, req.item, req.pass_)
+                msg = f"internal error: {type(e).__name__}: {e}"
+                got = self._emit(run, stats, [self._error_row(req, s, "", msg, "internal") for s in todo])
+            for row in got:
                 rows[row["sample"] - req.sample] = row
         if not run.has_follow_up:
             return
@@ -201,7 +228,12 @@ class Scheduler:
                     update={"sample": s, "decoding": req.decoding.model_copy(update={"n": 1})}
                 )
             )
-            for nxt in run.suite.follow_up(sreq, row, run.spec):
+            try:
+                nexts = run.suite.follow_up(sreq, row, run.spec)
+            except Exception:
+                log.exception("follow-up of %s %s failed", req.model, req.item)
+                continue
+            for nxt in nexts:
                 if not nxt.model:
                     nxt = nxt.model_copy(update={"model": req.model})
                 await self._process(run, nxt)
@@ -261,6 +293,10 @@ class Scheduler:
             return [self._error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
         n, start = len(group), group[0]
         est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
+        tpm = lane.endpoint.tpm
+        if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
+            msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
+            return [self._error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
         provider = lane.provider
 
         async def attempt() -> Completion:
@@ -289,21 +325,49 @@ class Scheduler:
             return [self._error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
         breaker.failures = 0
         lane.reconcile(est, _total(comp))
-        got = len(comp.texts) if n == 1 else sum(t is not None or r is not None for t, r in
-                                                 zip(comp.texts, comp.finish_reasons, strict=False))
-        if got < n:  # the server ignored `n`: keep what came back, send the rest one by one
-            return await self._refill(req, m, lane, comp, group, keys, attempts, latency)
-        return self._rows_from(req, m, comp, group, keys, attempts, latency, lane.name)
+        try:
+            if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
+                comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]
+            got = (
+                len(comp.texts)
+                if n == 1
+                else sum(
+                    t is not None or r is not None
+                    for t, r in zip(comp.texts, comp.finish_reasons, strict=False)
+                )
+            )
+            if got < n:  # the server ignored `n`: keep what came back, send the rest one by one
+                return await self._refill(req, m, lane, comp, group, keys, attempts, latency)
+            return self._rows_from(req, m, comp, group, keys, attempts, latency, lane.name)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a provider that slipped an ill-typed completion past its parse
+            msg = lane.scrub(f"malformed completion: {type(e).__name__}: {e}")
+            return [self._error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
 
     async def _refill(
-        self, req: Request, m: ModelEntry, lane: Lane, comp: Completion, group: list[int],
-        keys: dict[int, str], attempts: int, latency: float,
+        self,
+        req: Request,
+        m: ModelEntry,
+        lane: Lane,
+        comp: Completion,
+        group: list[int],
+        keys: dict[int, str],
+        attempts: int,
+        latency: float,
     ) -> list[Row]:
-        kept = [i for i, (t, r) in enumerate(zip(comp.texts, comp.finish_reasons, strict=False))
-                if t is not None or r is not None]
+        kept = [
+            i
+            for i, (t, r) in enumerate(zip(comp.texts, comp.finish_reasons, strict=False))
+            if t is not None or r is not None
+        ]
         note_ignored_n(m, lane, len(kept), len(group))
-        part = Completion([comp.texts[i] for i in kept], comp.input_tokens, comp.output_tokens,
-                          [comp.finish_reasons[i] for i in kept])
+        part = Completion(
+            [comp.texts[i] for i in kept],
+            comp.input_tokens,
+            comp.output_tokens,
+            [comp.finish_reasons[i] for i in kept],
+        )
         rows = self._rows_from(req, m, part, [group[i] for i in kept], keys, attempts, latency, lane.name)
         rest = [s for i, s in enumerate(group) if i not in kept]
         for more in await asyncio.gather(*(self._send(req, m, [s], keys) for s in rest)):
@@ -418,6 +482,7 @@ class Scheduler:
             if row["pass"] == "answer":  # progress counts first-pass answers, as `total` does
                 stats.done += 1
                 stats.cached += row["cached"]
+                run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
             if row["error"] is not None:
                 if row.get("error_kind") == "skipped":
                     stats.skipped += 1

@@ -26,7 +26,7 @@ Fault injection (deterministic), for any model:
   truncated (half a JSON body), the malformed 200s of MALFORMED (content an object/int, usage counts as
   strings, message a string, choices a list of ints, null content with finish_reason "stop"), garbage
   (one of MALFORMED, by hash), big (a valid 5 MB answer), bad_utf8 (invalid UTF-8 in the content),
-  echo_error (HTTP 500 whose body echoes the Authorization header after 280 chars of text) and
+  echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text) and
   echo_success (a 200 whose text echoes it).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
@@ -143,7 +143,7 @@ class MockServer:
         self.injected: Counter[str] = Counter()
         """Faults sent, by kind."""
         self.answered: Counter[tuple[str, str]] = Counter()
-        """Well-formed answers sent, per (model, prompt)."""
+        """Usable answers sent, per (model, prompt) (usage counts as strings included)."""
         self.prompts: Counter[str] = Counter()
         self.per_model: Counter[str] = Counter()
         self.keys: Counter[str] = Counter()
@@ -296,7 +296,7 @@ class MockServer:
         if kind == "500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
         if kind == "echo_error":
-            pad = "x" * 280
+            pad = "x" * 200
             return web.json_response(
                 {"error": {"message": f"{pad} bad request from Authorization: Bearer {key}"}}, status=500
             )
@@ -316,6 +316,9 @@ class MockServer:
             data = orjson.dumps(good)
             return web.Response(body=data[: len(data) // 2], content_type="application/json")
         if kind in MALFORMED:
+            if kind == "usage_str":  # odd but usable: the client keeps it
+                with self._lock:
+                    self.answered[(model, prompt)] += 1
             return web.json_response(malformed(kind, good))
         if kind == "big":
             good["choices"][0]["message"]["content"] = "A" * (5 << 20) + "\nThe answer is A."

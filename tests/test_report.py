@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from report.costs import run_costs
 from report.frontier import Point, dominates, over_time, pareto, pick_snapshots
-from report.load import ReportError, load_runs, parse_date, read_models_table, run_costs
+from report.load import ReportError, load_runs, parse_date, read_models_table
 from report.tables import views_of
 from tests.report_runs import make_run, row
 

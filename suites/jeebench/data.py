@@ -96,13 +96,14 @@ def load_items(data_dir: Path = DATA_DIR) -> tuple[Item, ...]:
     if not isinstance(raw, list):
         raise SuiteError(f"{path}: expected a JSON list of problems")
     items = tuple(_item(d, f"{path}: entry {i}") for i, d in enumerate(raw))
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for i, it in enumerate(items):
         if it.id in seen:
             raise SuiteError(
-                f"{path}: entry {i}: duplicate item id {it.id} (description, index) must be unique"
+                f"{path}: entry {i}: duplicate item id {it.id} (also entry {seen[it.id]}); "
+                "(description, index) must be unique"
             )
-        seen.add(it.id)
+        seen[it.id] = i
     return items
 
 

@@ -32,28 +32,49 @@ def _path(spec: RunSpec) -> Path:
 
 
 def load(path: Path) -> Iterator[dict[str, Any]]:
-    """Validate each line as we go; errors name the file and line."""
+    """Validate each line as we go; errors name the file and line (both lines for a duplicate id)."""
     if not path.is_file():
         raise SuiteError(f"{path}: no such file (jsonl suite data)")
+    seen: dict[str, int] = {}
     with path.open("rb") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
+            where = f"{path}:{lineno}"
             try:
                 d = orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                raise SuiteError(f"{path}:{lineno}: not valid JSON ({e})") from None
+                raise SuiteError(f"{where}: not valid JSON ({e})") from None
             if not isinstance(d, dict) or "id" not in d or "prompt" not in d:
-                raise SuiteError(f'{path}:{lineno}: each line needs at least "id" and "prompt"')
+                raise SuiteError(f'{where}: each line needs at least "id" and "prompt"')
+            item = d["id"]
+            if isinstance(item, bool) or not isinstance(item, str | int) or str(item) == "":
+                raise SuiteError(f'{where}: "id" must be a non-empty string or an integer, got {item!r}')
+            if str(item) in seen:
+                raise SuiteError(
+                    f"{where}: duplicate id {item!r} (also on line {seen[str(item)]}); ids must be unique"
+                )
+            seen[str(item)] = lineno
+            if not isinstance(d["prompt"], str) or not d["prompt"].strip():
+                raise SuiteError(f'{where}: "prompt" must be a non-empty string')
             choices = d.get("choices") or []
-            if not isinstance(choices, list) or len(choices) > len(LETTERS):
-                raise SuiteError(f'{path}:{lineno}: "choices" must be a list of at most 26 strings')
+            if (
+                not isinstance(choices, list)
+                or len(choices) > len(LETTERS)
+                or not all(isinstance(c, str | int | float) for c in choices)
+            ):
+                raise SuiteError(f'{where}: "choices" must be a list of at most 26 strings')
             imgs = d.get("images") or []
-            if not isinstance(imgs, list):
-                raise SuiteError(f'{path}:{lineno}: "images" must be a list of file paths')
+            if not isinstance(imgs, list) or not all(isinstance(i, str) for i in imgs):
+                raise SuiteError(f'{where}: "images" must be a list of file paths')
             d["_images"] = [(path.parent / i) if not Path(i).is_absolute() else Path(i) for i in imgs]
+            for img in d["_images"]:
+                if not img.is_file():
+                    raise SuiteError(f"{where}: image file not found: {img}")
             d["_line"] = lineno
             yield d
+    if not seen:
+        raise SuiteError(f"{path}: no items (the file is empty)")
 
 
 def _gold(d: dict[str, Any]) -> str:

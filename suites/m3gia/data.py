@@ -222,12 +222,16 @@ def load(
         cols.append("image")
     key = answer_key(lang)
     rownum, n = 0, 0
+    seen: dict[str, int] = {}
     for batch in pf.iter_batches(batch_size=64, columns=cols):
         for row in batch.to_pylist():
             rownum += 1
             if limit is not None and n >= limit:
                 return
             q = _question(lang, row, path, rownum, key, images)
+            if q is not None and q.qid in seen:
+                raise SuiteError(f"{path}: row {rownum}: duplicate index {q.qid} (also row {seen[q.qid]})")
             if q is not None:
+                seen[q.qid] = rownum
                 n += 1
                 yield q

@@ -131,9 +131,11 @@ def load(path: Path = LABEL_FILE) -> tuple[Puzzle, ...]:
     for i, d in enumerate(raw):
         pid = d.get("id") if isinstance(d, dict) else None
         puzzles.append(parse(d, f"{path}: puzzle #{i} (id {pid})"))
-    ids = [p.id for p in puzzles]
-    if len(set(ids)) != len(ids):
-        raise SuiteError(f"{path}: duplicate puzzle ids")
+    seen: dict[int, int] = {}
+    for i, p in enumerate(puzzles):
+        if p.id in seen:
+            raise SuiteError(f"{path}: puzzle #{i}: duplicate id {p.id} (also puzzle #{seen[p.id]})")
+        seen[p.id] = i
     return tuple(puzzles)
 
 

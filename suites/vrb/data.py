@@ -246,13 +246,15 @@ def load_items(root: Path, datasets: list[str]) -> list[Item]:
         if not rows:
             raise SuiteError(f"{path}: no questions")
         gold: dict[str, str] = {}
+        first: dict[str, int] = {}
         for line, r in rows:
             iid, oid = r["id"], r["option_id"]
             where = f"{path}:{line}"
             if not iid:
                 raise SuiteError(f"{where}: field `id` is empty")
             if iid in gold:
-                raise SuiteError(f"{where}: id {iid!r} appears twice")
+                raise SuiteError(f"{where}: id {iid!r} appears twice (also line {first[iid]})")
+            first[iid] = line
             if not r["question"]:
                 raise SuiteError(f"{where}: field `question` is empty for id {iid!r}")
             if oid not in options:

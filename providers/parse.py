@@ -1,0 +1,129 @@
+"""Provider answers checked at the edge: any body becomes a well-typed `Completion` or a retryable
+`ProviderError`, so nothing malformed is ever cached, written as a success, or crashes a scorer.
+
+Well-typed means: one text per sample, each `str` or `None`; a finish reason `str` or `None`; token
+counts `int` or `None`. A body that breaks these rules (content an object, `message` a string,
+`choices` of ints, null content that claims to have stopped normally) is the server's fault and worth
+another attempt; odd but harmless fields (usage counts sent as digit strings) are normalised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.types import Completion
+from providers.base import ProviderError
+
+NO_TEXT_OK = frozenset({"length", "content_filter", "max_tokens", "refusal", "tool_calls", "tool_use"})
+"""Finish reasons under which an empty answer is the model's real answer (an error row, no retry)."""
+
+
+def malformed(what: str) -> ProviderError:
+    return ProviderError(f"malformed response: {what}", retryable=True)
+
+
+def tokens(v: Any) -> int | None:
+    """A token count as int, or None when absent or unusable (never a string, float or bool)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if v >= 0 else None
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v)
+    if isinstance(v, float) and v.is_integer() and v >= 0:
+        return int(v)
+    return None
+
+
+def content_text(content: Any, where: str) -> str | None:
+    """An OpenAI message's `content`: a string, null, or a list of text parts (joined)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for p in content:
+            if not isinstance(p, dict):
+                raise malformed(f"{where} holds a {type(p).__name__}, not a content part")
+            t = p.get("text")
+            if t is not None and not isinstance(t, str):
+                raise malformed(f"{where} part text is {type(t).__name__}")
+            out.append(t or "")
+        return "".join(out)
+    raise malformed(f"{where} is {type(content).__name__}, not a string")
+
+
+def finish(v: Any, where: str) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    raise malformed(f"{where} is {type(v).__name__}")
+
+
+def checked(
+    texts: list[str | None], reasons: list[str | None], ins: Any, outs: Any, seen: list[bool] | None = None
+) -> Completion:
+    """The final check every provider's parse ends with: null text only with a reason that explains it.
+    Choices not `seen` (a server that ignored `n`) stay (None, None) for the scheduler to send again."""
+    for i, (t, r) in enumerate(zip(texts, reasons, strict=True)):
+        if seen is not None and not seen[i]:
+            continue
+        if t is None and r not in NO_TEXT_OK:
+            raise malformed(f"choice {i} has no text (finish_reason={r!r})")
+    return Completion(
+        texts=texts, input_tokens=tokens(ins), output_tokens=tokens(outs), finish_reasons=reasons
+    )
+
+
+def openai_chat(body: Any, n: int) -> Completion:
+    """A decoded chat.completion body with `n` requested choices."""
+    if not isinstance(body, dict):
+        raise malformed(f"body is {type(body).__name__}, not an object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise malformed("no choices")
+    texts: list[str | None] = [None] * n
+    reasons: list[str | None] = [None] * n
+    seen = [False] * n
+    for i, ch in enumerate(choices):
+        if not isinstance(ch, dict):
+            raise malformed(f"choices[{i}] is {type(ch).__name__}, not an object")
+        idx = ch.get("index", i)
+        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < n or seen[idx]:
+            idx = i
+        if idx >= n:
+            break
+        msg = ch.get("message")
+        if msg is None:
+            msg = {}
+        if not isinstance(msg, dict):
+            raise malformed(f"choices[{i}].message is {type(msg).__name__}, not an object")
+        texts[idx] = content_text(msg.get("content"), f"choices[{i}].message.content")
+        reasons[idx] = finish(ch.get("finish_reason"), f"choices[{i}].finish_reason")
+        seen[idx] = True
+    if not any(seen):
+        raise ProviderError(f"response has {len(choices)} choices, {n} requested", retryable=True)
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    return checked(texts, reasons, usage.get("prompt_tokens"), usage.get("completion_tokens"), seen)
+
+
+def anthropic_message(body: Any) -> Completion:
+    """A Messages response: text blocks joined; tool or thinking blocks ignored."""
+    if not isinstance(body, dict) or not isinstance(body.get("content"), list):
+        raise malformed(f"Messages body without a content list: {str(body)[:120]}")
+    texts = []
+    for i, b in enumerate(body["content"]):
+        if not isinstance(b, dict):
+            raise malformed(f"content[{i}] is {type(b).__name__}, not a block")
+        if b.get("type") == "text":
+            t = b.get("text")
+            if not isinstance(t, str):
+                raise malformed(f"content[{i}].text is {type(t).__name__}, not a string")
+            texts.append(t)
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    reason = finish(body.get("stop_reason"), "stop_reason")
+    return checked(
+        ["".join(texts) if texts else None], [reason], usage.get("input_tokens"), usage.get("output_tokens")
+    )

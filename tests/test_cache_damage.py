@@ -1,0 +1,65 @@
+"""A damaged cache never costs rows: damaged pages, a truncated file or garbage give one warning, every
+row, and the exit code of the calls themselves; a finished run directory still resumes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runner.results import final_rows
+from tests.helpers import REPO, cli, run_args, write_config, write_dataset
+from tests.mock_openai import MockServer
+
+N = 60
+
+
+@pytest.fixture
+def mock():
+    srv = MockServer().start()
+    yield srv
+    srv.stop()
+
+
+def _damage(db: Path, how: str) -> None:
+    size = db.stat().st_size
+    if how == "pages":  # keep the header page, scribble over every other page
+        with db.open("r+b") as f:
+            for off in range(4096, size, 4096):
+                f.seek(off + 100)
+                f.write(os.urandom(512))
+    elif how == "truncated":
+        with db.open("r+b") as f:
+            f.truncate(size // 3)
+    else:  # not a database at all
+        db.write_bytes(b"this is not sqlite" * 100)
+
+
+@pytest.mark.parametrize("how", ["pages", "truncated", "garbage"])
+def test_damaged_cache_costs_no_rows(tmp_path: Path, mock: MockServer, how: str):
+    cache = tmp_path / "cache"
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"])
+    data = write_dataset(tmp_path / "d.jsonl", N)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = cli(*run_args(data, "ok-a", cfg, tmp_path / "run1", "--cache-dir", str(cache)), env=env)
+    assert first.returncode == 0, first.stderr
+    _damage(cache / "cache.db", how)
+
+    # a finished directory resumes (nothing to call)
+    again = cli(*run_args(data, "ok-a", cfg, tmp_path / "run1", "--cache-dir", str(cache)), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr
+
+    # a new directory gets every row, from the provider where the cache cannot answer
+    fresh = cli(*run_args(data, "ok-a", cfg, tmp_path / "run2", "--cache-dir", str(cache)), env=env)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "Traceback" not in fresh.stderr
+    rows = list(final_rows(tmp_path / "run2" / "results.jsonl"))
+    assert len(rows) == N and all(r["error"] is None for r in rows)
+    warned = [ln for ln in (again.stderr + fresh.stderr).splitlines() if "the response cache" in ln]
+    assert warned and len(warned) <= 2, again.stderr + fresh.stderr
+    if how != "pages":  # unreadable at open: moved aside, a fresh cache serves the next run
+        assert list(cache.glob("cache.db.corrupt-*"))
+        third = cli(*run_args(data, "ok-a", cfg, tmp_path / "run3", "--cache-dir", str(cache)), env=env)
+        assert third.returncode == 0 and mock.total == 2 * N  # run3 answered from the fresh cache

@@ -1,0 +1,102 @@
+"""A full disk stops the run: no new calls after the first failed write, one clear error, exit 4,
+manifest `aborted`; the resume on a bigger disk pays for nothing that was answered.
+
+As root the run directory sits on a small tmpfs (really full); otherwise the write error comes from
+RLIMIT_FSIZE (the kernel refuses to grow any file past the limit: EFBIG)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from runner.results import final_rows
+from tests.helpers import REPO, run_args, write_config, write_dataset
+from tests.mock_openai import MockServer
+
+N = 400
+
+
+@pytest.fixture
+def mock():
+    srv = MockServer(latency_s=0.01).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path | None]:
+    """A 48 KiB tmpfs (None when mounting is not permitted: the test then uses RLIMIT_FSIZE)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0 or os.environ.get("EVALSWEEP_TEST_NO_MOUNT"):
+        yield None
+        return
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        yield None
+        return
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fsize_limit() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (48 * 1024, 48 * 1024))
+
+
+def _run(args: list[str], limit: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "runner.cli", *args],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_fsize_limit if limit else None,
+    )
+
+
+def test_disk_full_stops_the_run_and_resume_pays_nothing_twice(
+    tmp_path: Path, mock: MockServer, small_disk: Path | None
+):
+    out = (small_disk or tmp_path) / "run"
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint="max_concurrency = 4\n")
+    data = write_dataset(tmp_path / "d.jsonl", N)
+    # RLIMIT_FSIZE limits every file, the cache's too: that fallback runs without one.
+    args = run_args(data, "ok-a", cfg, out, *([] if small_disk else ["--no-cache"]))
+    p = _run(args, limit=small_disk is None)
+    assert p.returncode == 4, p.stderr[-2000:]
+    err = p.stderr
+    assert "Traceback" not in err and "Logging error" not in err, err[-3000:]
+    assert "stopped: cannot write" in err and "free of" in err and "Free space" in err
+    assert len(err.splitlines()) < 30, err
+    sent = mock.total
+    assert sent < N / 2, "the run kept calling the API after the disk was full"
+    saved = list(final_rows(out / "results.jsonl"))
+    assert sent - len(saved) <= 16  # only the calls in flight at the first failed write
+    man = orjson.loads((out / "manifest.json").read_bytes())
+    assert man["status"] == "aborted" and "cannot write" in man["abort_reason"]
+
+    if small_disk is not None:  # a bigger disk: the same mount, grown
+        subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    p = _run(args, limit=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    final = list(final_rows(out / "results.jsonl"))
+    assert len(final) == N and all(r["error"] is None for r in final)
+    # Nothing answered was paid twice: in-flight answers kept in memory reached the cache.
+    if small_disk is not None:
+        assert mock.total == N and max(mock.prompts.values()) == 1
+    else:
+        assert mock.total <= N + 16
+    man = orjson.loads((out / "manifest.json").read_bytes())
+    assert man["status"] == "complete" and "abort_reason" not in man
