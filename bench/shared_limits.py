@@ -101,22 +101,23 @@ def one(k: int, rpm: float, seconds: float, redis_url: str | None, per: int | No
 
 
 async def _admit_many(b: object, n: int = 2000, conc: int = 64) -> tuple[float, float]:
-    """CPU us per admission and admissions/s through a lane budget, the way Lane._attempt uses it."""
+    """CPU us per call and calls/s through a Lane on budget `b` (each call sleeps 10 ms)."""
     import asyncio
 
     sem = asyncio.Semaphore(conc)
 
+    from runner.config import Endpoint
+    from runner.lanes import Lane
+
+    lane = Lane(Endpoint(name="bench", kind="sim"), None, None, provider=None)
+    lane.budget = b
+
+    async def noop() -> None:
+        await asyncio.sleep(0.01)
+
     async def one() -> None:
         async with sem:
-            await b.acquire()  # type: ignore[attr-defined]
-            try:
-                wait = b.reserve(0)  # type: ignore[attr-defined]
-                while wait > 0:
-                    await asyncio.sleep(wait)
-                    wait = b.confirm()  # type: ignore[attr-defined]
-            finally:
-                b.release()  # type: ignore[attr-defined]
-            await asyncio.sleep(0.01)
+            await lane.call(noop, 0)
 
     t0, w0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(one() for _ in range(n)))
