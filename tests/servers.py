@@ -29,6 +29,18 @@ def _pg_bin() -> Path | None:
     return Path(w).parent if w else None
 
 
+def _reap_after_us(cleanup: str, **user: str) -> None:
+    """Run `cleanup` (sh) once this test process is gone, however it dies (SIGKILL, a timeout):
+    a killed pytest must not leave a server behind."""
+    subprocess.Popen(
+        ["sh", "-c", f"while [ -d /proc/{os.getpid()} ]; do sleep 1; done; {cleanup}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        **user,  # type: ignore[arg-type]
+    )
+
+
 class RedisServer:
     """One redis-server on a unix socket; `stop()` kills it (a crashed Redis, mid-run)."""
 
@@ -52,6 +64,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        _reap_after_us(f"kill -9 {self.proc.pid} 2>/dev/null; rm -rf {self.dir}")
         t0 = time.monotonic()
         while not self.sock.exists():
             if self.proc.poll() is not None or time.monotonic() - t0 > 10:
@@ -93,6 +106,7 @@ class PgServer:
         if not self.data.exists():
             self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "evalsweep", "--auth=trust",
                       "--no-sync", "-E", "UTF8")
+        _reap_after_us(f"{self.bin / 'pg_ctl'} -D {self.data} -m immediate stop; rm -rf {self.dir}", **self.user)
         opts = f"-k {self.dir} -c listen_addresses='' -c fsync=off -c full_page_writes=off"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.dir / "log"),
                   "-w", "start")
