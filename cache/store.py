@@ -170,23 +170,27 @@ def _open(directory: Path) -> diskcache.Cache | None:
         if not any(w in str(e) for w in _CORRUPT):
             log.warning("cannot open the response cache in %s (%s): running without it", directory, why)
             return None
+    _move_aside(directory, why, "started a fresh one")
+    try:
+        return _open_checked(directory)
+    except (sqlite3.Error, OSError) as e:
+        log.warning("cannot start a fresh cache in %s (%s): running without it", directory, e)
+        return None
+
+
+def _move_aside(directory: Path, why: str, then: str) -> None:
     ts = time.strftime("%Y%m%d-%H%M%S")
     for name in ("cache.db", "cache.db-wal", "cache.db-shm"):
         p = directory / name
         if p.exists():
             p.rename(directory / f"{name}.corrupt-{ts}")
     log.warning(
-        "the response cache %s is damaged (%s): moved it aside as cache.db.corrupt-%s and started a "
-        "fresh one",
+        "the response cache %s is damaged (%s): moved it aside as cache.db.corrupt-%s and %s",
         directory / "cache.db",
         why,
         ts,
+        then,
     )
-    try:
-        return _open_checked(directory)
-    except (sqlite3.Error, OSError) as e:
-        log.warning("cannot start a fresh cache in %s (%s): running without it", directory, e)
-        return None
 
 
 def _open_checked(directory: Path) -> diskcache.Cache:
@@ -211,8 +215,22 @@ def _log_failure(f: Future[None]) -> None:
         log.error("cache write failed (%s: %s); the rows are in results.jsonl", type(exc).__name__, exc)
 
 
+def _scan(directory: Path, visit: Callable[[diskcache.Cache], Any], empty: Any) -> Any:
+    """Run a maintenance command over the cache; pages found damaged on the way move the file aside
+    (as a run would) and the command reports on the empty cache instead of a traceback."""
+    c = _open(directory)
+    if c is None:
+        return empty
+    try:
+        with c:
+            return visit(c)
+    except sqlite3.DatabaseError as e:
+        _move_aside(directory, f"{type(e).__name__}: {e}", "left no cache in its place")
+        return empty
+
+
 def stats(directory: Path) -> dict[str, Any]:
-    with diskcache.Cache(str(directory)) as c:
+    def visit(c: diskcache.Cache) -> dict[str, Any]:
         per_model: dict[str, int] = {}
         oldest = newest = None
         for k in c.iterkeys():
@@ -226,13 +244,15 @@ def stats(directory: Path) -> dict[str, Any]:
                 oldest = t if oldest is None else min(oldest, t)
                 newest = t if newest is None else max(newest, t)
         return {
-            "directory": str(directory),
             "entries": len(c),
             "bytes": c.volume(),
             "per_model": per_model,
             "oldest": oldest,
             "newest": newest,
         }
+
+    empty = {"entries": 0, "bytes": 0, "per_model": {}, "oldest": None, "newest": None}
+    return {"directory": str(directory), **_scan(directory, visit, empty)}
 
 
 def prune(
@@ -244,12 +264,13 @@ def prune(
 ) -> int:
     """Delete entries by age and/or model id; returns how many were removed."""
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
-    removed = 0
-    with diskcache.Cache(str(directory)) as c:
+
+    def visit(c: diskcache.Cache) -> int:
         if everything:
             removed = len(c)
             c.clear()
             return removed
+        removed = 0
         for k in list(c.iterkeys()):
             v = _decode(c.get(k))
             if not isinstance(v, dict):
@@ -262,7 +283,9 @@ def prune(
                 continue
             if c.delete(k):
                 removed += 1
-    return removed
+        return removed
+
+    return _scan(directory, visit, 0)
 
 
 def _decode(v: Any) -> Any:

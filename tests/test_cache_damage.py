@@ -63,3 +63,24 @@ def test_damaged_cache_costs_no_rows(tmp_path: Path, mock: MockServer, how: str)
         assert list(cache.glob("cache.db.corrupt-*"))
         third = cli(*run_args(data, "ok-a", cfg, tmp_path / "run3", "--cache-dir", str(cache)), env=env)
         assert third.returncode == 0 and mock.total == 2 * N  # run3 answered from the fresh cache
+
+
+@pytest.mark.parametrize("how", ["pages", "truncated", "garbage"])
+def test_cache_commands_on_a_damaged_cache(tmp_path: Path, mock: MockServer, how: str):
+    """`cache stats` and `cache prune` say what happened to a damaged cache instead of a traceback."""
+    cache = tmp_path / "cache"
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"])
+    data = write_dataset(tmp_path / "d.jsonl", N)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = cli(*run_args(data, "ok-a", cfg, tmp_path / "run1", "--cache-dir", str(cache)), env=env)
+    assert first.returncode == 0, first.stderr
+    healthy = cli("cache", "stats", "--cache-dir", str(cache), env=env)
+    assert healthy.returncode == 0 and '"entries": 60' in healthy.stdout, healthy.stderr
+    _damage(cache / "cache.db", how)
+
+    st = cli("cache", "stats", "--cache-dir", str(cache), env=env)
+    assert st.returncode == 0 and "Traceback" not in st.stderr, st.stderr
+    assert "the response cache" in st.stderr and "damaged" in st.stderr
+    assert list(cache.glob("cache.db.corrupt-*"))  # the damaged file is kept aside, never deleted
+    pr = cli("cache", "prune", "--all", "--cache-dir", str(cache), env=env)
+    assert pr.returncode == 0 and "Traceback" not in pr.stderr, pr.stderr

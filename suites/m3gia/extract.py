@@ -34,8 +34,8 @@ _JUDGE_LETTER = re.compile(r"\b([A-Z])\b")
 
 
 def from_judge(text: str | None, letters: tuple[str, ...]) -> str | None:
-    """Stage 2: the judge's reply is a letter, or Z / anything else for no match (None: scored wrong; only
-    a failed judge call falls through to the random letter, as in the authors' code)."""
+    """Stage 2: the judge's reply is a letter, or Z / anything else for no match (None: scored wrong, as
+    the authors score it). A failed judge call never reaches here: it is unscored (see score.py)."""
     m = _JUDGE_LETTER.search(text or "")
     return m.group(1) if m and m.group(1) in letters else None
 
