@@ -30,7 +30,7 @@ cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implem
     factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
     await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
 
-LocalBudget also hears `late_by(seconds)`, how late a timer fired (its window guard widens under load).
+LocalBudget also hears `late_by(seconds)`, how late a timer fired (its window guard widens by it for ~1 s).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -65,6 +65,7 @@ BURST_S = 0.05  # a lane catches up this much lateness at once; more would arriv
 WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
 MARGIN_S = 0.008  # ... measured at the server, after send jitter: keep the window this much wider
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
+LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
@@ -81,7 +82,7 @@ class LocalBudget:
         self._tok_tat = 0.0  # next free token slot
         self._log: deque[float] = deque()
         self.margin = MARGIN_S
-        self.late = 0.0  # recent worst timer lateness (decaying): how much this machine jitters now
+        self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -124,7 +125,7 @@ class LocalBudget:
             return self.paused_until - now
         if self._per_window:
             log_ = self._log
-            span = WINDOW_S + min(MARGIN_MAX, max(self.margin, 3.0 * self.late))
+            span = WINDOW_S + min(MARGIN_MAX, self.margin + self.late)
             while log_ and now - log_[0] >= span:
                 log_.popleft()
             if len(log_) >= self._per_window:
@@ -133,11 +134,13 @@ class LocalBudget:
         return 0.0
 
     def late_by(self, seconds: float) -> None:
-        """A timer fired this late: on a loaded machine the server's clock sees our requests jitter
-        as much, so the window guard widens (3x the recent worst, within MARGIN_MAX)."""
+        """A timer fired this late: the loop stalled, so requests admitted just before the stall
+        reached the server up to that much after their log stamp. Only windows holding them are at
+        risk, i.e. the next ~second: the guard widens by the worst stall of the last `LATE_HOLD_S`
+        (not longer: every widened second costs `margin` of the limit)."""
         now = time.monotonic()
-        self.late = max(seconds, self.late * math.exp((self._late_t - now) / 10.0))  # ~10 s memory
-        self._late_t = now
+        if seconds >= self.late or now - self._late_t > LATE_HOLD_S:
+            self.late, self._late_t = seconds, now
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:

@@ -8,6 +8,7 @@ content-addressed cache on top, no completed call is paid twice.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -210,6 +211,7 @@ def execute(
                 r.stats[m] = Stats(total=total)
         pinned = set().union(*(pending_models(r.run_dir) for r in runs))
         batch_why = choose(models, runs, batch, deadline_s, prefer, pinned)
+        gc.freeze()  # plan, suites, config live all run: spare them gen-2 scans (~50 ms stalls at 1k rps)
         return asyncio.run(
             _main(
                 runs,
