@@ -12,6 +12,7 @@ listed in the module's `DIFFERENCES`.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -38,7 +39,7 @@ DIFFERENCES = """
 """
 
 LLAMA_VERSION = "0.3.36"
-MASTER_KEY = "sk-evalsweep-proxy-test"
+MASTER_KEY = f"sk-{secrets.token_hex(12)}"  # made per test session: no key-shaped string in the tree
 
 
 def _servers_python() -> str:
