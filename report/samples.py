@@ -233,14 +233,7 @@ def _write_model(out: Path, slug: str, model: str, recs: list, items: set[str]) 
 def run_spec(run_dir: Path) -> Any:
     from suites.base import RunSpec
 
-    s = read_json(run_dir / "manifest.json").get("spec") or {}
-    return RunSpec(
-        suite=s["suite"],
-        options=s.get("options") or {},
-        samples=s.get("samples"),
-        temperature=s.get("temperature"),
-        limit=s.get("limit"),
-    )
+    return RunSpec.from_manifest(read_json(run_dir / "manifest.json").get("spec") or {})
 
 
 def _parts(content: Any, out: Path, images: dict[str, str]) -> list[list[str]]:

@@ -36,14 +36,7 @@ def load_spec(run_dir: Path) -> RunSpec:
     man = run_dir / "manifest.json"
     if not man.is_file():
         raise ConfigError(f"{run_dir}: not a run directory (no manifest.json)")
-    s = orjson.loads(man.read_bytes())["spec"]
-    return RunSpec(
-        suite=s["suite"],
-        options=s.get("options") or {},
-        samples=s.get("samples"),
-        temperature=s.get("temperature"),
-        limit=s.get("limit"),
-    )
+    return RunSpec.from_manifest(orjson.loads(man.read_bytes())["spec"])
 
 
 def _manifest_models(run_dir: Path) -> list[str]:

@@ -45,6 +45,17 @@ class RunSpec:
         v = self.options.get(name)
         return default if v is None else v
 
+    @classmethod
+    def from_manifest(cls, spec: dict[str, Any]) -> RunSpec:
+        """The spec as `manifest.json` records it (its "spec" object)."""
+        return cls(
+            suite=spec["suite"],
+            options=spec.get("options") or {},
+            samples=spec.get("samples"),
+            temperature=spec.get("temperature"),
+            limit=spec.get("limit"),
+        )
+
 
 @dataclass
 class Table:

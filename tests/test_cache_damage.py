@@ -36,14 +36,20 @@ def _damage(db: Path, how: str) -> None:
         db.write_bytes(b"this is not sqlite" * 100)
 
 
-@pytest.mark.parametrize("how", ["pages", "truncated", "garbage"])
-def test_damaged_cache_costs_no_rows(tmp_path: Path, mock: MockServer, how: str):
+def _first_run(tmp_path: Path, mock: MockServer) -> tuple[Path, Path, Path, dict[str, str]]:
+    """A finished run of N items that fills the cache: (cache dir, config, dataset, env)."""
     cache = tmp_path / "cache"
     cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"])
     data = write_dataset(tmp_path / "d.jsonl", N)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     first = cli(*run_args(data, "ok-a", cfg, tmp_path / "run1", "--cache-dir", str(cache)), env=env)
     assert first.returncode == 0, first.stderr
+    return cache, cfg, data, env
+
+
+@pytest.mark.parametrize("how", ["pages", "truncated", "garbage"])
+def test_damaged_cache_costs_no_rows(tmp_path: Path, mock: MockServer, how: str):
+    cache, cfg, data, env = _first_run(tmp_path, mock)
     _damage(cache / "cache.db", how)
 
     # a finished directory resumes (nothing to call)
@@ -68,12 +74,7 @@ def test_damaged_cache_costs_no_rows(tmp_path: Path, mock: MockServer, how: str)
 @pytest.mark.parametrize("how", ["pages", "truncated", "garbage"])
 def test_cache_commands_on_a_damaged_cache(tmp_path: Path, mock: MockServer, how: str):
     """`cache stats` and `cache prune` say what happened to a damaged cache instead of a traceback."""
-    cache = tmp_path / "cache"
-    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"])
-    data = write_dataset(tmp_path / "d.jsonl", N)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    first = cli(*run_args(data, "ok-a", cfg, tmp_path / "run1", "--cache-dir", str(cache)), env=env)
-    assert first.returncode == 0, first.stderr
+    cache, cfg, data, env = _first_run(tmp_path, mock)
     healthy = cli("cache", "stats", "--cache-dir", str(cache), env=env)
     assert healthy.returncode == 0 and '"entries": 60' in healthy.stdout, healthy.stderr
     _damage(cache / "cache.db", how)
