@@ -96,6 +96,7 @@ class AnthropicProvider:
     """Live calls; `n` is not supported by the API, so samples are separate calls."""
 
     cacheable = True
+    reports_send = True  # http.SENT is called as each request leaves
     supports_n = False
 
     def __init__(
@@ -122,7 +123,9 @@ class AnthropicProvider:
     ) -> Completion:
         if self._session is None or self._session.closed:
             conn = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout)
+            self._session = aiohttp.ClientSession(
+                connector=conn, timeout=self._timeout, trace_configs=[http.SEND_TRACE]
+            )
         data = orjson.dumps(messages_body(req, model_id, params))
         raw, limits = await http.exchange(self._session, self.url, data, anthropic_headers(api_key, self._extra))
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +18,22 @@ from providers.base import (
     retry_after_of,
     scrub,
 )
+
+SENT: ContextVar[Callable[[], None] | None] = ContextVar("evalsweep_sent", default=None)
+"""Set by a paced caller around one call: called as the request's body goes out on the socket, so
+a rate window counts the request from when the provider can first see it, not from its admission."""
+
+
+async def _on_chunk_sent(session: Any, ctx: Any, params: Any) -> None:
+    mark = SENT.get()
+    if mark is not None:
+        mark()
+
+
+SEND_TRACE = aiohttp.TraceConfig()
+"""For the aiohttp providers' sessions: tells `SENT` when bytes leave (immediately before the write,
+in the same step of the loop; the last chunk of a big body counts)."""
+SEND_TRACE.on_request_chunk_sent.append(_on_chunk_sent)
 
 
 def parse_limits(headers: Any) -> dict[str, float] | None:

@@ -21,6 +21,7 @@ _JSON = {"Content-Type": "application/json"}
 
 class OpenAIProvider:
     cacheable = True
+    reports_send = True  # http.SENT is called as each request leaves (the lane's window counts from then)
 
     def __init__(
         self,
@@ -43,7 +44,10 @@ class OpenAIProvider:
         if self._session is None or self._session.closed:
             conn = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(
-                connector=conn, timeout=self._timeout, json_serialize=lambda o: orjson.dumps(o).decode()
+                connector=conn,
+                timeout=self._timeout,
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+                trace_configs=[http.SEND_TRACE],
             )
         return self._session
 

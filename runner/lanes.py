@@ -55,6 +55,7 @@ from tenacity import (
 )
 
 from providers.base import ProviderError, scrub
+from providers.http import SENT
 from runner.config import Endpoint
 
 T = TypeVar("T")
@@ -63,7 +64,10 @@ log = logging.getLogger("evalsweep")
 BURST_S = 0.05  # a lane catches up this much lateness at once; more would arrive as a bunch the server
 # timestamps spread out (under load), and the window's next requests would meet them
 WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
-MARGIN_S = 0.008  # ... measured at the server, after send jitter: keep the window this much wider
+MARGIN_S = 0.005  # ... measured at the server, after its jitter: keep the window this much wider
+SLACK_S = 0.003  # slots are spaced for a window this much wider still: a send's lateness (timer, loop)
+# then rarely makes the guard bind, so it does not carry into the next second (the guard's own wait
+# would be late too, and lateness accumulating is what absolute slots are for)
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
@@ -74,13 +78,17 @@ PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers wor
 class LocalBudget:
     """One lane's pacing state in this process: GCRA slots, a 1 s window log, a concurrency lease."""
 
-    def __init__(self, rpm: float | None, tpm: float | None, max_concurrency: int) -> None:
+    def __init__(
+        self, rpm: float | None, tpm: float | None, max_concurrency: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.max_concurrency = max_concurrency
+        self.clock = clock
         self.factor = 1.0
         self.paused_until = 0.0
         self._tat = 0.0  # next free request slot (monotonic seconds)
         self._tok_tat = 0.0  # next free token slot
-        self._log: deque[float] = deque()
+        self._log: deque[list[Any]] = deque()  # [stamp, state] per admission of the last window
+        self._last: list[Any] | None = None  # the entry of the latest admission (for `on_sent`)
         self.margin = MARGIN_S
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
@@ -107,38 +115,71 @@ class LocalBudget:
         self._wake()
 
     def reserve(self, tokens: int) -> float:
-        now = time.monotonic()
+        now = self.clock()
         if not self._tat:
             self._tat = self._tok_tat = now  # start on the first slot, without a burst
         slot = max(now - BURST_S, self.paused_until)
         if self._T:
             slot = max(slot, self._tat)
-            self._tat = slot + self._T
+            self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
         if self._Tt:
             slot = max(slot, self._tok_tat)
             self._tok_tat = slot + tokens * self._Tt
         return slot - now
 
     def confirm(self) -> float:
-        now = time.monotonic()
+        now = self.clock()
         if now < self.paused_until:
             return self.paused_until - now
         if self._per_window:
             log_ = self._log
             span = WINDOW_S + min(MARGIN_MAX, self.margin + self.late)
-            while log_ and now - log_[0] >= span:
-                log_.popleft()
-            if len(log_) >= self._per_window:
-                return log_[-self._per_window] + span - now
-            log_.append(now)
+            for _ in range(2):
+                while log_ and log_[0][1] == _SENT and log_[0][0] + span <= now:
+                    log_.popleft()[1] = _GONE
+                if len(log_) < self._per_window:
+                    break
+                wait = log_[-self._per_window][0] + span - now
+                if wait > 0:
+                    return wait
+                # Out of order: a request stamped when it left (after later admissions) sits before
+                # older stamps; order the log and look again (an unsent one still counts: see on_sent).
+                self._log = log_ = deque(sorted(log_, key=_stamp))
+            else:  # full of requests admitted a window ago and still not sent: look again soon
+                return 0.01
+            self._last = entry = [now, _SENT]
+            log_.append(entry)
         return 0.0
+
+    def on_sent(self) -> Callable[..., None] | None:
+        """The request just admitted will report when its bytes leave: returns the callback for
+        that. Until then it counts in every window (its send can only be later), after it from its
+        send: the window covers what the provider can see, however long the loop took between
+        admission and the write (a stall, a new connection's handshake). Call it with `final=True`
+        once the attempt is over: a request that never reported counts from then. None without a
+        window."""
+        entry, self._last = self._last, None
+        if entry is None:
+            return None
+        entry[1] = _PENDING
+
+        def sent(final: bool = False) -> None:
+            if final and entry[1] != _PENDING:
+                return
+            now = self.clock()
+            if entry[1] == _GONE:  # a big body's last chunk, its first one a window ago
+                self._log.append(entry)
+            entry[0], entry[1] = max(entry[0], now), _SENT
+
+        return sent
 
     def late_by(self, seconds: float) -> None:
         """A timer fired this late: the loop stalled, so requests admitted just before the stall
-        reached the server up to that much after their log stamp. Only windows holding them are at
-        risk, i.e. the next ~second: the guard widens by the worst stall of the last `LATE_HOLD_S`
-        (not longer: every widened second costs `margin` of the limit)."""
-        now = time.monotonic()
+        reached the server up to that much after their log stamp (only for providers that do not
+        report their sends). Only windows holding them are at risk, i.e. the next ~second: the
+        guard widens by the worst stall of the last `LATE_HOLD_S` (not longer: every widened second
+        costs `margin` of the limit)."""
+        now = self.clock()
         if seconds >= self.late or now - self._late_t > LATE_HOLD_S:
             self.late, self._late_t = seconds, now
 
@@ -147,7 +188,7 @@ class LocalBudget:
             self._tok_tat += (actual - est) * self._Tt
 
     def pause(self, seconds: float) -> None:
-        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+        self.paused_until = max(self.paused_until, self.clock() + seconds)
 
     async def acquire(self) -> None:
         while self._used >= self._cap:
@@ -177,9 +218,16 @@ class LocalBudget:
         if self.probing and not on and len(self._log) == 1:
             # The probe (a lane's first call, alone) also opened the connection: all we know of its
             # arrival is that it came before its answer, so the window counts it from now.
-            self._log[0] = time.monotonic()
+            self._log[0][0] = self.clock()
         self.probing = on
         self._rescale()
+
+
+_SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
+
+
+def _stamp(entry: list[Any]) -> float:
+    return entry[0]
 
 
 class Lane:
@@ -188,6 +236,7 @@ class Lane:
         self.name = f"{endpoint.name}/{key_env}" if key_env else endpoint.name
         self.api_key = api_key
         self.provider = provider
+        self._reports_send = bool(getattr(provider, "reports_send", False))  # calls providers.http.SENT
         self.max_concurrency = endpoint.max_concurrency
         self.budget = LocalBudget(endpoint.rpm, endpoint.tpm, endpoint.max_concurrency)
         self.source = {"rpm": "config" if endpoint.rpm else None, "tpm": "config" if endpoint.tpm else None}
@@ -203,6 +252,7 @@ class Lane:
         self.rate_limited = 0
         self.retries = 0
         self._bucket = (0.0, 0, 0)  # (start, attempts, 429s) of the current one-second bucket
+        self._widened = -math.inf  # when a 429 last widened the budget's window margin
         self._retry_kw = dict(
             stop=stop_after_attempt(endpoint.max_attempts),
             retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
@@ -260,18 +310,20 @@ class Lane:
 
     # --- one attempt -----------------------------------------------------------------------------
 
-    async def _admit(self, est_tokens: int) -> None:
+    async def _admit(self, est_tokens: int) -> Callable[..., None] | None:
+        """Wait for the lane's next slot; returns the callback that stamps the send, if any."""
         b = self.budget
+        local = isinstance(b, LocalBudget)
         wait = b.reserve(est_tokens)
         while True:
             if wait > 0:
                 due = time.monotonic() + wait
                 await asyncio.sleep(wait)
-                if isinstance(b, LocalBudget):
+                if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
             wait = b.confirm()
             if wait <= 0:
-                return
+                return b.on_sent() if local and self._reports_send else None
 
     async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, float]:
         b = self.budget
@@ -281,19 +333,25 @@ class Lane:
         finally:
             self.queued -= 1
         try:
-            await self._admit(est_tokens)
-            if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
-                raise ProviderError(self.stopped, quota=True)
-            self.in_flight += 1
-            self.admitted += 1
-            t0 = time.perf_counter()
+            sent = await self._admit(est_tokens)
+            mark = SENT.set(sent) if sent is not None else None
             try:
-                result = await fn()
-            except ProviderError as e:
-                self._on_error(e)
-                raise
+                if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
+                    raise ProviderError(self.stopped, quota=True)
+                self.in_flight += 1
+                self.admitted += 1
+                t0 = time.perf_counter()
+                try:
+                    result = await fn()
+                except ProviderError as e:
+                    self._on_error(e)
+                    raise
+                finally:
+                    self.in_flight -= 1
             finally:
-                self.in_flight -= 1
+                if mark is not None:
+                    SENT.reset(mark)
+                    sent(final=True)  # type: ignore[misc]  # never reported: it counts from now
         finally:
             b.release()
         self._on_answer(getattr(result, "limits", None), False)
@@ -317,15 +375,18 @@ class Lane:
             b.set_probing(False)
         if limits:
             self._learn(limits)
+        now = time.monotonic()
         if limited:
             self.rate_limited += 1
-            if b.rpm:  # paced at the limit and still refused: arrivals jitter more than we allowed
+            if b.rpm and now - self._widened >= WINDOW_S:
+                # Paced at the limit and still refused: arrivals jitter more than we allowed. Once a
+                # window: one stall at the server refuses the whole bunch it delayed, one episode.
                 b.margin = min(MARGIN_MAX, b.margin + 0.004)
+                self._widened = now
         # AIMD over one-second buckets: when most of a second's attempts were 429s the limit is far
         # below our rate: halve it; when 20-50% were, slow by 3/4 but not below FLOOR; recover by 0.1
         # after each quiet second. A storm of random 429s (~30%, unrelated to our rate) thus costs at
         # most 1/FLOOR; each refused request also waits what it was told.
-        now = time.monotonic()
         start, tries, n429 = self._bucket
         tries, n429 = tries + 1, n429 + limited
         if now - start < 1.0:
