@@ -34,6 +34,7 @@ from runner.leases import open_leases, results_name
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
+from runner.rows import error_row
 from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
@@ -437,7 +438,7 @@ def account(run: RunCtx, sched: Scheduler) -> None:
                 if row_identity(model, req.item, s, req.pass_) in final:
                     continue
                 r = req.model_copy(update={"model": model})
-                row = sched._error_row(r, s, "", "internal error: the call ended without a row", "internal")
+                row = error_row(r, s, "", "internal error: the call ended without a row", "internal")
                 sched._emit(run, stats, [row])
                 log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)
 
