@@ -162,6 +162,8 @@ def text_of(content: str | list[Part]) -> str:
 
 def user(*parts: str | Path | ImagePart, detail: str | None = None) -> Message:
     """A user message from text and images, in order: `str` is text, `Path` an image file."""
+    if len(parts) == 1 and isinstance(parts[0], str):
+        return Message(role="user", content=parts[0])
     out: list[Part] = []
     for p in parts:
         if isinstance(p, str):

@@ -78,6 +78,18 @@ def flag(yes: str, no: str) -> Fmt:
     return lambda x: yes if x else no
 
 
+def score_columns(metric: str, scale: float) -> list[tuple[str, str, Any]]:
+    """The columns every leaderboard starts with: rank, model, the headline with its CI, n."""
+    unit = " (%)" if scale == 100 else ""
+    return [
+        ("rank", "#", str),
+        ("display_name", "model", None),
+        ("accuracy", metric + unit, pct(scale)),
+        ("ci", "95% CI", ci_text(scale)),
+        ("n", "n", str),
+    ]
+
+
 def table(rows: list[dict[str, Any]], cols: list[tuple[str, str, Fmt | None]]) -> str:
     """A sortable table; each cell keeps its raw value in data-v so sorting is numeric and exact."""
     head = "".join(f'<th class="{"t" if f is None else ""}">{esc(h)}</th>' for _, h, f in cols)
@@ -96,7 +108,7 @@ def table(rows: list[dict[str, Any]], cols: list[tuple[str, str, Fmt | None]]) -
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (
         f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
-        f'<tbody>{"".join(body)}</tbody></table></div>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
@@ -118,15 +130,10 @@ def _leaderboard(v: SuiteView, scale: float) -> str:
         r["cost_cover"] = f"{r['priced_calls']}/{r['calls']}"
         if r["run_cost_usd"] is None and r["priced_calls"]:
             r["cost_cover"] += f" (≥ {usd(r['priced_cost_usd'])})"  # the known part, never the total
-    unit = " (%)" if scale == 100 else ""
     return table(
         rows,
         [
-            ("rank", "#", str),
-            ("display_name", "model", None),
-            ("accuracy", v.metric + unit, pct(scale)),
-            ("ci", "95% CI", ci_text(scale)),
-            ("n", "n", str),
+            *score_columns(v.metric, scale),
             ("weights", "weights", None),
             ("kind", "type", None),
             ("release_date", "released", None),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from report import viewer
-from report.html import CSS, JS, ci_text, esc, flag, img, pct, suite_section, table, usd
+from report.html import CSS, JS, esc, flag, img, pct, score_columns, suite_section, table, usd
 from report.samples import ViewData
 from report.tables import AXES, SuiteView, is_fraction, leaderboard_rows
 
@@ -68,11 +68,7 @@ def headline(v: SuiteView) -> str:
         table(
             rows,
             [
-                ("rank", "#", str),
-                ("display_name", "model", None),
-                ("accuracy", v.metric + unit, pct(scale)),
-                ("ci", "95% CI", ci_text(scale)),
-                ("n", "n", str),
+                *score_columns(v.metric, scale),
                 ("cover", "coverage", None),
                 ("run_cost_usd", "run cost", usd),
                 ("price_in", "$/M in", usd),

@@ -379,46 +379,33 @@ def level_means(v: SuiteView, kind: str) -> dict[str, float]:
 
 
 def breakdown_rows(v: SuiteView) -> list[dict[str, Any]]:
-    rows = [
-        {
+    def one(
+        kind: str, m: str, k: str, value: float | None, lo: float | None, hi: float | None, n: Any
+    ) -> dict:
+        return {
             "suite": v.label,
             "kind": kind,
             "model": m,
             "key": k,
-            "value": s.value,
-            "ci_lo": s.lo,
-            "ci_hi": s.hi,
-            "n": s.n,
+            "value": value,
+            "ci_lo": lo,
+            "ci_hi": hi,
+            "n": n,
         }
+
+    rows = [
+        one(kind, m, k, s.value, s.lo, s.hi, s.n)
         for kind, per in v.breakdowns.items()
         for m, d in per.items()
         for k, s in d.items()
     ]
     rows += [
-        {
-            "suite": v.label,
-            "kind": "skill_effect_pp",
-            "model": m,
-            "key": k,
-            "value": s.value,
-            "ci_lo": s.lo,
-            "ci_hi": s.hi,
-            "n": s.n,
-        }
+        one("skill_effect_pp", m, k, s.value, s.lo, s.hi, s.n)
         for m, d in v.skill_effects.items()
         for k, s in d.items()
     ]
     rows += [
-        {
-            "suite": v.label,
-            "kind": "by_severity",
-            "model": "mean over models",
-            "key": k,
-            "value": x,
-            "ci_lo": None,
-            "ci_hi": None,
-            "n": None,
-        }
+        one("by_severity", "mean over models", k, x, None, None, None)
         for k, x in level_means(v, "by_severity").items()
     ]
     return rows

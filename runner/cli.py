@@ -100,7 +100,7 @@ def _models_arg(s: str) -> list[str]:
 
 
 def cmd_run(argv: list[str]) -> int:
-    from runner.run import RunPlan, execute
+    from runner.run import RunPlan
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("suite", nargs="?")
@@ -120,10 +120,19 @@ def cmd_run(argv: list[str]) -> int:
     plan = RunPlan(spec=spec, models=_models_arg(a.models), out=out, join=a.join)
     if a.dry_run:
         return _dry_run([plan], cfg, a)
-    code = execute(
-        [plan],
+    code = _execute([plan], cfg, a, "evalsweep run " + shlex.join(argv))
+    if a.join and code in (EXIT_OK, EXIT_ROW_ERRORS):  # several workers end at once: one scoring, later
+        print(f"every unit of {out} is done; score it once with: evalsweep score {out}", file=sys.stderr)
+    return _finish(code, [out], a.no_score or a.join)
+
+
+def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str) -> int:
+    from runner.run import execute
+
+    return execute(
+        plans,
         cfg,
-        command="evalsweep run " + shlex.join(argv),
+        command=command,
         no_cache=a.no_cache,
         refresh=a.refresh,
         cache_dir=a.cache_dir,
@@ -133,9 +142,6 @@ def cmd_run(argv: list[str]) -> int:
         deadline_s=a.deadline,
         prefer=a.prefer,
     )
-    if a.join and code in (EXIT_OK, EXIT_ROW_ERRORS):  # several workers end at once: one scoring, later
-        print(f"every unit of {out} is done; score it once with: evalsweep score {out}", file=sys.stderr)
-    return _finish(code, [out], a.no_score or a.join)
 
 
 def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
@@ -209,8 +215,6 @@ def load_sweep(path: Path) -> tuple[Config, list[Any]]:
 
 
 def cmd_sweep(argv: list[str]) -> int:
-    from runner.run import execute
-
     p = argparse.ArgumentParser(prog="evalsweep sweep", description="Run many [[runs]] in one scheduler.")
     p.add_argument("sweep", type=Path)
     _common_run_args(p)
@@ -221,19 +225,7 @@ def cmd_sweep(argv: list[str]) -> int:
         cfg = load_config(a.config)
     if a.dry_run:
         return _dry_run(plans, cfg, a)
-    code = execute(
-        plans,
-        cfg,
-        command="evalsweep sweep " + shlex.join(argv),
-        no_cache=a.no_cache,
-        refresh=a.refresh,
-        cache_dir=a.cache_dir,
-        grace_s=a.grace,
-        live=a.live,
-        batch=a.batch,
-        deadline_s=a.deadline,
-        prefer=a.prefer,
-    )
+    code = _execute(plans, cfg, a, "evalsweep sweep " + shlex.join(argv))
     return _finish(code, [p.out for p in plans if p.out is not None], a.no_score)
 
 

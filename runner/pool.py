@@ -160,7 +160,8 @@ def lane_report(models: dict[str, ModelEntry], names: list[str]) -> dict[str, li
 
 def pick_lane(m: ModelEntry) -> Lane | None:
     """The model's least busy lane that still has quota; None when every key is out of quota."""
-    lane = min(m.lanes, key=lambda ln: ln.load)
+    lanes = m.lanes
+    lane = lanes[0] if len(lanes) == 1 else min(lanes, key=lambda ln: ln.load)
     return None if lane.stopped else lane
 
 

@@ -23,9 +23,15 @@ from providers.base import Completion, ProviderError
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.results import ResultsWriter, read_at
+from runner.rows import answer_row, contiguous, error_row, hit_row, split_tokens, total_tokens
 from suites.base import RunSpec, Suite, _no_follow_up
 
 log = logging.getLogger("evalsweep")
+
+PREFETCH = 128
+"""Requests whose cache keys are looked up in one query (~2 us a key instead of ~11 us one by one)."""
+Looked = dict[int, tuple[str, dict[str, Any] | None]]
+"""A request's samples still to answer -> (cache key, the local cache's answer or None)."""
 
 
 @dataclass
@@ -155,14 +161,16 @@ class Scheduler:
         window = asyncio.Semaphore(width)
         tasks: set[asyncio.Task[Any]] = set()
         try:
-            async for req in requests(run, model, lambda: self.stopping):
+            async for req, pre in self._planned(run, model):
                 if self.stopping:
                     break
+                if pre is not None and self._replay(run, req, pre):
+                    continue  # answered from the cache: no task, no window slot
                 await window.acquire()
                 if self.stopping:
                     window.release()
                     break
-                t = asyncio.create_task(self._item(run, req.model_copy(update={"model": model})))
+                t = asyncio.create_task(self._item(run, req, pre))
                 if run.leases is not None:
                     run.leases.started(model, t)
                 tasks.add(t)
@@ -174,13 +182,67 @@ class Scheduler:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def _planned(self, run: RunCtx, model: str) -> AsyncIterator[tuple[Request, Looked | None]]:
+        """The stream's requests for `model`, each with its cache look-up when the run reads the cache,
+        looked up `PREFETCH` at a time in one query (a --join worker's units are claimed one request at
+        a time, so it looks up per call)."""
+        prefetch = self.cache is not None and not self.refresh and run.leases is None
+        chunk: list[Request] = []
+        async for req in requests(run, model, lambda: self.stopping):
+            req = req.model_copy(update={"model": model})
+            if not prefetch:
+                yield req, None
+                continue
+            chunk.append(req)
+            if len(chunk) >= PREFETCH:
+                for pair in zip(chunk, self._look_up(run, chunk), strict=True):
+                    yield pair
+                chunk = []
+                await asyncio.sleep(0)  # a replay answers whole chunks at once: let the loop breathe
+        if chunk:
+            for pair in zip(chunk, self._look_up(run, chunk), strict=True):
+                yield pair
+
+    def _look_up(self, run: RunCtx, reqs: list[Request]) -> list[Looked | None]:
+        """Per request, its samples still to answer -> (cache key, cached answer or None)."""
+        plan: list[tuple[list[int], list[str]] | None] = []
+        for req in reqs:
+            m = self.models.get(req.target)
+            if m is None or not m.provider_cacheable:
+                plan.append(None)
+                continue
+            todo = [
+                s
+                for s in range(req.sample, req.sample + req.decoding.n)
+                if row_identity(req.model, req.item, s, req.pass_) not in run.done
+            ]
+            plan.append((todo, cache_keys(req, m.cache_id, m.cfg.params, todo) if todo else []))
+        found = self.cache.lookup([k for p in plan if p for k in p[1]])  # type: ignore[union-attr]
+        return [
+            None if p is None else {s: (k, found.get(k)) for s, k in zip(p[0], p[1], strict=True)}
+            for p in plan
+        ]
+
+    def _replay(self, run: RunCtx, req: Request, pre: Looked) -> bool:
+        """Answer a request whose every remaining sample is in the local cache, at once (as `_process`
+        would, without its task): False when one is not, or when answers lead to follow-up calls."""
+        if run.has_follow_up or any(v is None for _, v in pre.values()):
+            return False
+        stats = run.stats.setdefault(req.model, Stats())
+        resumed = req.decoding.n - len(pre)
+        if resumed and req.pass_ == "answer":
+            stats.resumed += resumed
+            run.answered[req.model] = run.answered.get(req.model, 0) + resumed
+        self._emit(run, stats, [hit_row(req, s, k, v) for s, (k, v) in pre.items()])  # type: ignore[arg-type]
+        return True
+
     def _batched(self, run: RunCtx, model: str) -> bool:
         judge = self.models.get(run.spec.opt("judge") or "")
         return self.models[model].batch or (judge is not None and judge.batch)
 
-    async def _item(self, run: RunCtx, req: Request) -> None:
+    async def _item(self, run: RunCtx, req: Request, pre: Looked | None = None) -> None:
         try:
-            await self._process(run, req)
+            await self._process(run, req, pre)
         except asyncio.CancelledError:
             raise
         except Exception:  # a suite bug must not take down the sweep
@@ -188,7 +250,7 @@ class Scheduler:
 
     # --- one request: resume → cache → call → rows → follow-ups ---------------------------------
 
-    async def _process(self, run: RunCtx, req: Request) -> None:
+    async def _process(self, run: RunCtx, req: Request, pre: Looked | None = None) -> None:
         n = req.decoding.n
         samples = range(req.sample, req.sample + n)
         stats = run.stats.setdefault(req.model, Stats())
@@ -206,13 +268,13 @@ class Scheduler:
                     rows[i] = read_at(run.writer.path, off)
         if todo:
             try:
-                got = await self._call(run, req, todo, stats)
+                got = await self._call(run, req, todo, stats, pre)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # never lose a planned row to a bug: an error row, retried on resume
                 log.exception("internal error on %s %s %s", req.model, req.item, req.pass_)
                 msg = f"internal error: {type(e).__name__}: {e}"
-                got = self._emit(run, stats, [self._error_row(req, s, "", msg, "internal") for s in todo])
+                got = self._emit(run, stats, [error_row(req, s, "", msg, "internal") for s in todo])
             for row in got:
                 rows[row["sample"] - req.sample] = row
         if not run.has_follow_up:
@@ -238,43 +300,38 @@ class Scheduler:
                     nxt = nxt.model_copy(update={"model": req.model})
                 await self._process(run, nxt)
 
-    async def _call(self, run: RunCtx, req: Request, samples: list[int], stats: Stats) -> list[Row]:
+    async def _call(
+        self, run: RunCtx, req: Request, samples: list[int], stats: Stats, pre: Looked | None = None
+    ) -> list[Row]:
         target = req.target
         m = self.models.get(target)
         if m is None:
             return self._emit(
                 run,
                 stats,
-                [self._error_row(req, s, "", f"unknown model {target!r}", "fatal") for s in samples],
+                [error_row(req, s, "", f"unknown model {target!r}", "fatal") for s in samples],
             )
-        keys = dict(zip(samples, cache_keys(req, m.cache_id, m.cfg.params, samples), strict=True))
+        use_cache = self.cache is not None and m.provider_cacheable and not self.refresh
+        if pre is not None and all(s in pre for s in samples):
+            keys = {s: pre[s][0] for s in samples}
+            found = {k: v for k, v in pre.values() if v is not None}
+        else:
+            keys = dict(zip(samples, cache_keys(req, m.cache_id, m.cfg.params, samples), strict=True))
+            found = self.cache.lookup(list(keys.values())) if use_cache else {}  # type: ignore[union-attr]
         out: list[Row] = []
         miss: list[int] = []
-        use_cache = self.cache is not None and m.provider_cacheable
         for s in samples:
-            v = await self.cache.get(keys[s]) if use_cache and not self.refresh else None  # type: ignore[union-attr]
+            v = found.get(keys[s])
+            if v is None and use_cache:
+                v = await self.cache.from_shared(keys[s])  # type: ignore[union-attr]
             if v is None:
                 miss.append(s)
             else:
-                out.append(
-                    self._row(
-                        req,
-                        s,
-                        keys[s],
-                        v["text"],
-                        v.get("usage") or {},
-                        v.get("cost_usd"),
-                        0.0,
-                        0,
-                        cached=True,
-                        finish=v.get("finish_reason"),
-                        lane=None,
-                    )
-                )
+                out.append(hit_row(req, s, keys[s], v))
         if miss and m.batch and run.batcher is not None:
             out.extend(await run.batcher.send(req, m, miss, keys))
         elif miss:
-            groups = _contiguous(miss) if m.supports_n else [[s] for s in miss]
+            groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
             if len(groups) == 1:
                 out.extend(await self._send(req, m, groups[0], keys))
             else:
@@ -285,18 +342,18 @@ class Scheduler:
     async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
         breaker = self.breakers[m.cfg.name]
         if breaker.open:
-            return [self._error_row(req, s, keys[s], breaker.reason(m.cfg.name), "skipped") for s in group]
+            return [error_row(req, s, keys[s], breaker.reason(m.cfg.name), "skipped") for s in group]
         lane = pick_lane(m)
         if lane is None:  # every key of this model is out of quota: error rows, and the breaker opens
             breaker.failures = max(breaker.failures, breaker.threshold)
             breaker.last_error = m.lanes[0].stopped or "out of quota"
-            return [self._error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
+            return [error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
         n, start = len(group), group[0]
         est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
         tpm = lane.endpoint.tpm
         if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
             msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
-            return [self._error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
+            return [error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
         provider = lane.provider
 
         async def attempt() -> Completion:
@@ -307,7 +364,7 @@ class Scheduler:
         try:
             comp, attempts, latency = await lane.call(attempt, est)
         except _BreakerOpen as e:
-            return [self._error_row(req, s, keys[s], str(e), "skipped") for s in group]
+            return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
         except ProviderError as e:
             if e.quota:  # the lane stopped itself: the model's other keys take its calls
                 return await self._send(req, m, group, keys)
@@ -317,14 +374,14 @@ class Scheduler:
                 log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
             attempts = getattr(e, "attempts", 1)
             msg = lane.scrub(str(e))
-            return [self._error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
+            return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
         except asyncio.CancelledError:
             raise
         except Exception as e:  # bad input (missing image file...) becomes an error row, not a crash
             msg = lane.scrub(f"{type(e).__name__}: {e}")
-            return [self._error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
+            return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
         breaker.failures = 0
-        lane.reconcile(est, _total(comp))
+        lane.reconcile(est, total_tokens(comp))
         try:
             if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
                 comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]
@@ -343,7 +400,7 @@ class Scheduler:
             raise
         except Exception as e:  # a provider that slipped an ill-typed completion past its parse
             msg = lane.scrub(f"malformed completion: {type(e).__name__}: {e}")
-            return [self._error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
+            return [error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
 
     async def _refill(
         self,
@@ -389,8 +446,8 @@ class Scheduler:
     ) -> list[Row]:
         n = len(group)
         texts = comp.texts
-        ins = _split(comp.input_tokens, [1] * n)
-        outs = _split(comp.output_tokens, [len(t or "") + 1 for t in texts])
+        ins = split_tokens(comp.input_tokens, [1] * n)
+        outs = split_tokens(comp.output_tokens, [len(t or "") + 1 for t in texts])
         rows = []
         for i, s in enumerate(group):
             text = texts[i] if i < len(texts) else None
@@ -400,11 +457,11 @@ class Scheduler:
             if text is None:
                 msg = f"no text in the response (finish_reason={finish})"
                 kind = "fatal" if finish == "content_filter" else "transient"
-                row = self._error_row(req, s, keys[s], msg, kind, attempts, lane)
+                row = error_row(req, s, keys[s], msg, kind, attempts, lane)
                 row["usage"], row["cost_usd"] = usage, cost
                 rows.append(row)
                 continue
-            row = self._row(
+            row = answer_row(
                 req, s, keys[s], text, usage, cost, latency, attempts, cached=False, finish=finish, lane=lane
             )
             rows.append(row)
@@ -421,60 +478,6 @@ class Scheduler:
                     },
                 )
         return rows
-
-    @staticmethod
-    def _row(
-        req: Request,
-        s: int,
-        key: str,
-        text: str | None,
-        usage: dict[str, Any],
-        cost: float | None,
-        latency: float,
-        attempts: int,
-        *,
-        cached: bool,
-        finish: str | None,
-        lane: str | None,
-    ) -> Row:
-        return {
-            "model": req.model,
-            "suite": req.suite,
-            "item": req.item,
-            "sample": s,
-            "pass": req.pass_,
-            "key": key,
-            "text": text,
-            "usage": usage,
-            "cost_usd": cost,
-            "latency_s": round(latency, 4),
-            "attempts": attempts,
-            "cached": cached,
-            "error": None,
-            "via": req.via,
-            "lane": lane,
-            "finish_reason": finish,
-            "t": time.time(),
-        }
-
-    def _error_row(
-        self, req: Request, s: int, key: str, msg: str, kind: str, attempts: int = 0, lane: str | None = None
-    ) -> Row:
-        row = self._row(
-            req,
-            s,
-            key,
-            None,
-            {"input_tokens": None, "output_tokens": None},
-            None,
-            0.0,
-            attempts,
-            cached=False,
-            finish=None,
-            lane=lane,
-        )
-        row["error"], row["error_kind"] = msg, kind
-        return row
 
     def _emit(self, run: RunCtx, stats: Stats, rows: list[Row]) -> list[Row]:
         for row in rows:
@@ -510,31 +513,3 @@ async def requests(run: RunCtx, model: str, stopping: Callable[[], bool]) -> Asy
         return
     for req in run.suite.build(run.spec):
         yield req
-
-
-def _contiguous(samples: list[int]) -> list[list[int]]:
-    groups: list[list[int]] = []
-    for s in samples:
-        if groups and groups[-1][-1] == s - 1:
-            groups[-1].append(s)
-        else:
-            groups.append([s])
-    return groups
-
-
-def _split(total: int | None, weights: list[int]) -> list[int | None]:
-    """Split a call's token count over its samples (integers that add up to the total)."""
-    if total is None:
-        return [None] * len(weights)
-    if len(weights) == 1:
-        return [total]
-    w = sum(weights)
-    parts = [total * x // w for x in weights]
-    parts[0] += total - sum(parts)
-    return parts
-
-
-def _total(comp: Completion) -> int | None:
-    if comp.input_tokens is None or comp.output_tokens is None:
-        return None
-    return comp.input_tokens + comp.output_tokens

@@ -1,5 +1,5 @@
 """The response cache as the scheduler uses it: reads answer at once (queued values included), writes are
-committed in batches by one writer thread, and everything queued is on disk after aclose."""
+committed in batches on the loop (checkpoints on a thread), and everything queued is on disk after aclose."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import threading
 from pathlib import Path
 
 import diskcache
+import orjson
 
+from cache import store
 from cache.store import AsyncCache
 
 
@@ -36,25 +38,35 @@ async def test_values_are_readable_while_queued_and_on_disk_after_close(tmp_path
     await c2.aclose()
 
 
-async def test_writes_go_in_batches_from_one_thread(tmp_path: Path, monkeypatch):
+async def test_writes_go_in_batches_on_the_loop_and_checkpoints_on_a_thread(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(store, "CHECKPOINT_EVERY", 200)
     c = AsyncCache(tmp_path, flush_every_s=60.0, max_batch=100)
-    commits: list[tuple[str, int]] = []
+    commits: list[str] = []
+    checkpoints: list[str] = []
     transact = c._cache.transact
 
-    def counting_transact(*a, **kw):  # records which thread commits how many values at once
-        commits.append((threading.current_thread().name, len(c._writing)))
+    def counting_transact(*a, **kw):  # records which thread commits
+        commits.append(threading.current_thread().name)
         return transact(*a, **kw)
 
     monkeypatch.setattr(c._cache, "transact", counting_transact)
+    checkpoint = c._checkpoint_wal
+
+    def recording_checkpoint() -> None:  # records where the WAL checkpoint (and its fsync) runs
+        checkpoints.append(threading.current_thread().name)
+        checkpoint()
+
+    c._checkpoint_wal = recording_checkpoint  # type: ignore[method-assign]
     for i in range(250):
         c.put(f"k{i}", _value(i))
-        if i % 100 == 99:  # a full batch goes to the writer; reads go on meanwhile
+        if i % 100 == 99:  # a full batch is committed at once; reads go on
             assert await c.get(f"k{i}") == _value(i)
     await c.aclose()
-    assert sum(n for _, n in commits) == 250 and len(commits) <= 3
-    assert {name for name, _ in commits} <= {f"evalsweep-cache_{0}"}
+    assert commits == [threading.current_thread().name] * 3  # 100 + 100 + 50, one transaction each
+    assert checkpoints and set(checkpoints) == {"evalsweep-cache_0"}  # the fsync never on the loop
     with diskcache.Cache(str(tmp_path)) as d:
-        assert len(d) == 250
+        assert len(d) == 250 and d.volume() > 0
+        assert orjson.loads(d.get("k7")) == _value(7)  # diskcache's own reader sees our rows
 
 
 async def test_queued_values_reach_disk_within_the_flush_interval(tmp_path: Path):

@@ -12,7 +12,7 @@ from cache.key import cache_key
 from core.types import ImagePart, Request, user
 from runner.config import ConfigError, load_config
 from runner.results import ResultsWriter, final_rows, index, repair_tail
-from runner.scheduler import _contiguous, _split
+from runner.rows import contiguous, split_tokens
 
 PNG1 = b"\x89PNG\r\n\x1a\n" + b"one image" * 10
 PNG2 = b"\x89PNG\r\n\x1a\n" + b"other image" * 10
@@ -164,6 +164,6 @@ def test_garbage_last_line_with_newline_dropped(tmp_path: Path):
 
 
 def test_token_split_and_contiguous_groups():
-    assert _split(10, [1, 1, 1]) == [4, 3, 3] and sum(_split(7, [5, 1])) == 7
-    assert _split(None, [1, 1]) == [None, None]
-    assert _contiguous([0, 1, 2, 5, 6, 9]) == [[0, 1, 2], [5, 6], [9]]
+    assert split_tokens(10, [1, 1, 1]) == [4, 3, 3] and sum(split_tokens(7, [5, 1])) == 7
+    assert split_tokens(None, [1, 1]) == [None, None]
+    assert contiguous([0, 1, 2, 5, 6, 9]) == [[0, 1, 2], [5, 6], [9]]

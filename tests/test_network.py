@@ -235,3 +235,23 @@ def test_model_params_and_omitted_fields_reach_the_body(tmp_path: Path, mock: Mo
     code, out = _run(tmp_path, cfg, "ok-o1", data)
     body = mock.last_body["ok-o1"]
     assert code == 0 and "temperature" not in body and body["reasoning_effort"] == "high"
+
+
+def test_replay_mixes_resumed_cached_and_new_samples_one_row_each(tmp_path: Path, mock: MockServer):
+    """More items than one cache look-up chunk (scheduler.PREFETCH), two samples per call: finished
+    rows are kept, cached samples answered without a call, the rest called, one row per identity."""
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"])
+    data = write_dataset(tmp_path / "d.jsonl", 300)
+    two = ("--samples", "2", "--temperature", "0.7")
+    _run(tmp_path, cfg, "ok-a", data, *two, "--limit", "200", out="r1")  # fills the cache: 0..199
+    assert mock.total == 200
+    _run(tmp_path, cfg, "ok-a", data, *two, "--limit", "50", "--no-cache", out="r2")  # r2 holds 0..49
+    assert mock.total == 250
+    code, out = _run(tmp_path, cfg, "ok-a", data, *two, out="r2")
+    assert code == 0 and mock.total == 350  # only items 200..299 were called
+    rs = rows(out)
+    ids = Counter((r["item"], r["sample"]) for r in rs)
+    assert len(ids) == 600 and set(ids.values()) == {1}
+    cached = {int(r["item"][1:]) for r in rs if r["cached"]}
+    assert cached == set(range(50, 200))
+    assert all(r["error"] is None and r["text"] for r in rs)

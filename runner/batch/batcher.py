@@ -31,7 +31,8 @@ from providers.batch_base import BATCH_KINDS, batch_api
 from runner.batch.journal import Batch, Journal, load_journal
 from runner.lanes import Lane
 from runner.pool import ModelEntry
-from runner.scheduler import Scheduler, _contiguous, _split
+from runner.rows import answer_row, contiguous, error_row, split_tokens
+from runner.scheduler import Scheduler
 
 log = logging.getLogger("evalsweep")
 T = TypeVar("T")
@@ -130,11 +131,11 @@ class Batcher:
             if r.text is None:  # as on the live path: a response without text is an error row
                 msg = f"no text in the response (finish_reason={r.finish})"
                 kind = "fatal" if r.finish in ("content_filter", "refusal") else "transient"
-                row = sched._error_row(req, s, keys[s], msg, kind, 1, r.lane)
+                row = error_row(req, s, keys[s], msg, kind, 1, r.lane)
                 row["usage"], row["cost_usd"] = usage, cost
             else:
                 args = (req, s, keys[s], r.text, usage, cost, r.latency, 1)
-                row = sched._row(*args, cached=False, finish=r.finish, lane=r.lane)
+                row = answer_row(*args, cached=False, finish=r.finish, lane=r.lane)
                 if sched.cache is not None and m.provider_cacheable:
                     value = {"text": r.text, "usage": usage, "cost_usd": cost, "finish_reason": r.finish}
                     sched.cache.put(
@@ -143,7 +144,7 @@ class Batcher:
             row["batch_id"] = r.batch_id
             rows.append(row)
         if retry:  # failed inside a batch: a live call on the model's lanes
-            groups = _contiguous(sorted(retry)) if m.supports_n else [[s] for s in sorted(retry)]
+            groups = contiguous(sorted(retry)) if m.supports_n else [[s] for s in sorted(retry)]
             for live in await asyncio.gather(*(sched._send(req, m, g, keys) for g in groups)):
                 for row in live:
                     row["batch_fallback"] = results[row["sample"]].error
@@ -182,7 +183,7 @@ class Batcher:
         self, req: Request, m: ModelEntry, samples: list[int], keys: dict[int, str], waits: dict
     ) -> None:
         q = self._queue(m)
-        groups = _contiguous(samples) if q.api.supports_n and m.supports_n else [[s] for s in samples]
+        groups = contiguous(samples) if q.api.supports_n and m.supports_n else [[s] for s in samples]
         for g in groups:
             ks = [keys[s] for s in g]
             try:
@@ -350,10 +351,10 @@ class Batcher:
             b.failed.update(keys)
         else:
             n = len(keys)
-            ins = _split(comp.input_tokens, [1] * n)
+            ins = split_tokens(comp.input_tokens, [1] * n)
             texts = comp.texts + [None] * (n - len(comp.texts))
             finish = comp.finish_reasons + [None] * (n - len(comp.finish_reasons))
-            outs = _split(comp.output_tokens, [len(t or "") + 1 for t in texts[:n]])
+            outs = split_tokens(comp.output_tokens, [len(t or "") + 1 for t in texts[:n]])
             disc = lane.endpoint.batch_discount
             results = [
                 Result(b.id, texts[i], finish[i], ins[i], outs[i], disc, latency, lane.name) for i in range(n)

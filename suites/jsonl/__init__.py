@@ -11,17 +11,19 @@ import re
 import string
 from array import array
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from core.types import Request, Row, user
+from core.types import Decoding, Request, Row, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Table, ranked, scored_row
 from suites.stats import ci_list, ci_method, mean
 
 LETTERS = string.ascii_uppercase
+_SCALARS = frozenset((str, int, float, bool))
 
 
 def _path(spec: RunSpec) -> Path:
@@ -40,37 +42,38 @@ def load(path: Path) -> Iterator[dict[str, Any]]:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 d = orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                raise SuiteError(f"{where}: not valid JSON ({e})") from None
+                raise SuiteError(f"{path}:{lineno}: not valid JSON ({e})") from None
             if not isinstance(d, dict) or "id" not in d or "prompt" not in d:
-                raise SuiteError(f'{where}: each line needs at least "id" and "prompt"')
+                raise SuiteError(f'{path}:{lineno}: each line needs at least "id" and "prompt"')
             item = d["id"]
-            if isinstance(item, bool) or not isinstance(item, str | int) or str(item) == "":
-                raise SuiteError(f'{where}: "id" must be a non-empty string or an integer, got {item!r}')
-            if str(item) in seen:
+            key = item if type(item) is str else str(item)
+            if type(item) not in (str, int) or key == "":
                 raise SuiteError(
-                    f"{where}: duplicate id {item!r} (also on line {seen[str(item)]}); ids must be unique"
+                    f'{path}:{lineno}: "id" must be a non-empty string or an integer, got {item!r}'
                 )
-            seen[str(item)] = lineno
-            if not isinstance(d["prompt"], str) or not d["prompt"].strip():
-                raise SuiteError(f'{where}: "prompt" must be a non-empty string')
+            if key in seen:
+                raise SuiteError(
+                    f"{path}:{lineno}: duplicate id {item!r} (also on line {seen[key]}); ids must be unique"
+                )
+            seen[key] = lineno
+            prompt = d["prompt"]
+            if not isinstance(prompt, str) or not prompt.strip():
+                raise SuiteError(f'{path}:{lineno}: "prompt" must be a non-empty string')
             choices = d.get("choices") or []
-            if (
-                not isinstance(choices, list)
-                or len(choices) > len(LETTERS)
-                or not all(isinstance(c, str | int | float) for c in choices)
+            if not isinstance(choices, list) or len(choices) > len(LETTERS) or not _SCALARS.issuperset(
+                map(type, choices)
             ):
-                raise SuiteError(f'{where}: "choices" must be a list of at most 26 strings')
+                raise SuiteError(f'{path}:{lineno}: "choices" must be a list of at most 26 strings')
             imgs = d.get("images") or []
             if not isinstance(imgs, list) or not all(isinstance(i, str) for i in imgs):
-                raise SuiteError(f'{where}: "images" must be a list of file paths')
+                raise SuiteError(f'{path}:{lineno}: "images" must be a list of file paths')
             d["_images"] = [(path.parent / i) if not Path(i).is_absolute() else Path(i) for i in imgs]
             for img in d["_images"]:
                 if not img.is_file():
-                    raise SuiteError(f"{where}: image file not found: {img}")
+                    raise SuiteError(f"{path}:{lineno}: image file not found: {img}")
             d["_line"] = lineno
             yield d
     if not seen:
@@ -94,10 +97,14 @@ def prompt_of(d: dict[str, Any]) -> str:
 
 
 def _sim(d: dict[str, Any]) -> dict[str, Any]:
-    choices = d.get("choices") or []
-    gold = _gold(d)
-    if choices:
-        wrong = [c for c in LETTERS[: len(choices)] if c != gold]
+    return _sim_for(_gold(d), len(d.get("choices") or []))
+
+
+@lru_cache(maxsize=4096)
+def _sim_for(gold: str, n_choices: int) -> dict[str, Any]:
+    """Hints for the simulated provider (read, never changed: items with one gold share them)."""
+    if n_choices:
+        wrong = [c for c in LETTERS[:n_choices] if c != gold]
         fmt = "Looking at the options one by one, the best fit is {x}.\nThe answer is {x}."
         return {
             "correct": fmt.format(x=gold),
@@ -109,6 +116,7 @@ def _sim(d: dict[str, Any]) -> dict[str, Any]:
 def build(spec: RunSpec) -> Iterator[Request]:
     n = spec.samples or 1
     temp = spec.temperature if spec.temperature is not None else 0.0
+    decoding = Decoding(temperature=temp, n=n, max_tokens=1024)  # one, shared: requests are frozen
     for k, d in enumerate(load(_path(spec))):
         if spec.limit is not None and k >= spec.limit:
             return
@@ -116,7 +124,7 @@ def build(spec: RunSpec) -> Iterator[Request]:
             suite=spec.suite,
             item=str(d["id"]),
             messages=[user(*d["_images"], prompt_of(d))],
-            decoding={"temperature": temp, "n": n, "max_tokens": 1024},
+            decoding=decoding,
             sim=_sim(d),
         )
 

@@ -1,0 +1,111 @@
+"""Result rows as the scheduler and the batcher write them: one plain dict per (model, item, sample,
+pass), a success (text), an error (with its kind) or a skip, never anything in between."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.types import Completion, Request, Row
+
+
+def answer_row(
+    req: Request,
+    s: int,
+    key: str,
+    text: str | None,
+    usage: dict[str, Any],
+    cost: float | None,
+    latency: float,
+    attempts: int,
+    *,
+    cached: bool,
+    finish: str | None,
+    lane: str | None,
+) -> Row:
+    return {
+        "model": req.model,
+        "suite": req.suite,
+        "item": req.item,
+        "sample": s,
+        "pass": req.pass_,
+        "key": key,
+        "text": text,
+        "usage": usage,
+        "cost_usd": cost,
+        "latency_s": round(latency, 4),
+        "attempts": attempts,
+        "cached": cached,
+        "error": None,
+        "via": req.via,
+        "lane": lane,
+        "finish_reason": finish,
+        "t": time.time(),
+    }
+
+
+def hit_row(req: Request, s: int, key: str, v: dict[str, Any]) -> Row:
+    """A sample answered from the cache (value as cache.store keeps it): no call, no latency."""
+    return answer_row(
+        req,
+        s,
+        key,
+        v["text"],
+        v.get("usage") or {},
+        v.get("cost_usd"),
+        0.0,
+        0,
+        cached=True,
+        finish=v.get("finish_reason"),
+        lane=None,
+    )
+
+
+def error_row(
+    req: Request, s: int, key: str, msg: str, kind: str, attempts: int = 0, lane: str | None = None
+) -> Row:
+    """`kind`: transient, fatal, quota, internal (retried on resume) or skipped (a reason, not a failure)."""
+    r = answer_row(
+        req,
+        s,
+        key,
+        None,
+        {"input_tokens": None, "output_tokens": None},
+        None,
+        0.0,
+        attempts,
+        cached=False,
+        finish=None,
+        lane=lane,
+    )
+    r["error"], r["error_kind"] = msg, kind
+    return r
+
+
+def contiguous(samples: list[int]) -> list[list[int]]:
+    """Runs of consecutive sample indices (each run can go as one call with `n`)."""
+    groups: list[list[int]] = []
+    for s in samples:
+        if groups and groups[-1][-1] == s - 1:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def split_tokens(total: int | None, weights: list[int]) -> list[int | None]:
+    """Split a call's token count over its samples (integers that add up to the total)."""
+    if total is None:
+        return [None] * len(weights)
+    if len(weights) == 1:
+        return [total]
+    w = sum(weights)
+    parts = [total * x // w for x in weights]
+    parts[0] += total - sum(parts)
+    return parts
+
+
+def total_tokens(comp: Completion) -> int | None:
+    if comp.input_tokens is None or comp.output_tokens is None:
+        return None
+    return comp.input_tokens + comp.output_tokens
