@@ -1,7 +1,7 @@
 """The long tail of providers (Anthropic, Gemini, Bedrock...) through litellm.
 
 litellm is imported on first use only: its 3 s import and ~4 ms per call stay off the
-OpenAI-compatible fast path. Its exceptions are mapped onto our retry classes.
+OpenAI-compatible fast path. Its exceptions are mapped onto our retry classes by their meaning.
 """
 
 from __future__ import annotations
@@ -10,7 +10,16 @@ import asyncio
 from typing import Any
 
 from core.types import Request
-from providers.base import Completion, ProviderError, apply_params, scrub, wire_body
+from providers.base import (
+    Completion,
+    ProviderError,
+    apply_params,
+    error_for_status,
+    retry_after_of,
+    scrub,
+    wire_body,
+)
+from providers.http import parse_limits
 from providers.parse import openai_chat
 
 
@@ -68,41 +77,20 @@ def _completion(resp: Any, n: int) -> Completion:
 
 
 def _map_error(lib: Any, e: Exception, api_key: str | None) -> ProviderError:
-    status = getattr(e, "status_code", None)
-    msg = f"{type(e).__name__}: {scrub(str(e), api_key)[:300]}"
+    """An answer by its meaning, with the aiohttp providers' classifier (`error_for_status`: out of
+    quota / billing / disabled key stops the lane even as a 429, overloaded retries, ...) and the
+    wait the server asked for (Retry-After, retry-after-ms, x-ratelimit-reset-*); no answer at all
+    (timeout, connection) retries."""
     ex = lib.exceptions
-    if isinstance(e, ex.RateLimitError):
-        return ProviderError(msg, status=429, rate_limited=True, retry_after=_retry_after(e))
-    if isinstance(e, ex.AuthenticationError | ex.PermissionDeniedError):
-        return ProviderError(
-            f"{type(e).__name__}: authentication/permission refused (check the key's env var)", status=status
-        )
-    if isinstance(
-        e,
-        ex.ContentPolicyViolationError | ex.BadRequestError | ex.NotFoundError | ex.UnprocessableEntityError,
-    ):
-        return ProviderError(msg, status=status)
-    if isinstance(
-        e,
-        ex.Timeout
-        | asyncio.TimeoutError
-        | ex.APIConnectionError
-        | ex.InternalServerError
-        | ex.ServiceUnavailableError
-        | ex.BadGatewayError,
-    ):
-        return ProviderError(msg, status=status, retryable=True)
-    if isinstance(status, int):
-        return ProviderError(msg, status=status, retryable=status >= 500 or status in (408, 409))
-    return ProviderError(msg, retryable=True)
-
-
-def _retry_after(e: Exception) -> float | None:
-    from providers.base import parse_retry_after
-
-    resp = getattr(e, "response", None)
-    headers = getattr(resp, "headers", None) or {}
-    try:
-        return parse_retry_after(headers.get("retry-after"))
-    except AttributeError:
-        return None
+    status = getattr(e, "status_code", None)
+    text = scrub(f"{type(e).__name__}: {e}", api_key)
+    if isinstance(e, ex.Timeout | asyncio.TimeoutError | ex.APIConnectionError) or not isinstance(status, int):
+        return ProviderError(text[:300], retryable=True)
+    body = getattr(e, "body", None)  # the provider's error object: its `code`/`type` name a quota
+    if body:
+        text += " " + scrub(str(body), api_key)
+    headers = getattr(e, "litellm_response_headers", None) or getattr(getattr(e, "response", None), "headers", None)
+    limits = parse_limits(headers) if headers else None
+    err = error_for_status(status, text, retry_after_of(headers, limits) if headers else None)
+    err.limits = limits
+    return err

@@ -4,7 +4,10 @@ Batches, beside the live OpenAI chat endpoint of `MockServer` and a live Anthrop
 Answers are those of the live mock (`answer_text`), so a batch sweep must score exactly like a live
 one. Configurable: `delay_s` (processing time of a batch), `outcome(prompt)` -> ok | expired |
 errored | canceled per request, shuffled (out-of-order) result files, `fail_creates` (next N batch
-creations answer HTTP 500) and `no_batch_api` (404 on /files, as a plain vLLM server would).
+creations answer HTTP 500) and `no_batch_api` (404 on /files, as a plain vLLM server would). A key
+containing `dry` is out of credit on every call (OpenAI: HTTP 429 `insufficient_quota`;
+Anthropic: HTTP 400 "credit balance is too low"), and `quota_polls` makes status checks answer so
+(credit ran out while a batch was in flight).
 It counts every submission of every custom_id, the files it was sent (lines, bytes, models) and live
 calls per prompt (`prompts`, `_seen`), so tests can prove nothing was sent twice or lost.
 """
@@ -21,7 +24,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.mock_openai import MockServer, _last_user_text, answer_text, chat_completion
+from tests.mock_openai import _QUOTA, MockServer, _last_user_text, answer_text, chat_completion
 
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -53,6 +56,7 @@ class MockBatchServer(MockServer):
         self.shuffle = shuffle
         self.fail_creates = 0
         self.no_batch_api = False
+        self.quota_polls = False
         self.files: dict[str, bytes] = {}
         self.uploads: list[dict[str, Any]] = []  # per batch input: lines, bytes, models
         self.batches: dict[str, dict[str, Any]] = {}
@@ -85,6 +89,16 @@ class MockBatchServer(MockServer):
         self.auth[key] += 1
         return key
 
+    def _no_credit(self, request: web.Request, poll: bool = False) -> web.Response | None:
+        if "dry" not in self._key(request) and not (poll and self.quota_polls):
+            return None
+        if request.path.startswith("/v1/messages"):
+            msg = "Your credit balance is too low to access the Anthropic API."
+            return web.json_response(
+                {"type": "error", "error": {"type": "invalid_request_error", "message": msg}}, status=400
+            )
+        return web.json_response(_QUOTA, status=429)
+
     @property
     def live_total(self) -> int:
         return self.total
@@ -92,7 +106,8 @@ class MockBatchServer(MockServer):
     # --- OpenAI ---------------------------------------------------------------------------------
 
     async def upload(self, request: web.Request) -> web.Response:
-        self._key(request)
+        if (refused := self._no_credit(request)) is not None:
+            return refused
         if self.no_batch_api:
             return web.json_response({"error": {"message": "Not Found"}}, status=404)
         form = await request.post()
@@ -107,7 +122,8 @@ class MockBatchServer(MockServer):
         return web.Response(body=self.files[request.match_info["fid"]], content_type="application/jsonl")
 
     async def create_openai(self, request: web.Request) -> web.Response:
-        self._key(request)
+        if (refused := self._no_credit(request)) is not None:
+            return refused
         body = await request.json()
         if self.fail_creates > 0:
             self.fail_creates -= 1
@@ -198,7 +214,8 @@ class MockBatchServer(MockServer):
         return fid
 
     async def get_openai(self, request: web.Request) -> web.Response:
-        self._key(request)
+        if (refused := self._no_credit(request, poll=True)) is not None:
+            return refused
         bid = request.match_info["bid"]
         if bid not in self.batches:
             return web.json_response({"error": {"message": "No such batch"}}, status=404)
@@ -213,6 +230,8 @@ class MockBatchServer(MockServer):
 
     async def live_anthropic(self, request: web.Request) -> web.Response:
         key = request.headers.get("x-api-key", "")
+        if "dry" in key:
+            return self._no_credit(request) or web.Response(status=500)
         assert request.headers.get("anthropic-version") == "2023-06-01"
         body = await request.json()
         prompt = _last_user_text(body["messages"])
@@ -227,7 +246,8 @@ class MockBatchServer(MockServer):
         return web.json_response(_message(body["model"], prompt))
 
     async def create_anthropic(self, request: web.Request) -> web.Response:
-        self._key(request)
+        if (refused := self._no_credit(request)) is not None:
+            return refused
         assert request.headers.get("anthropic-version") == "2023-06-01"
         body = await request.json()
         reqs = [(r["custom_id"], r["params"]) for r in body["requests"]]
@@ -270,7 +290,8 @@ class MockBatchServer(MockServer):
         }
 
     async def get_anthropic(self, request: web.Request) -> web.Response:
-        self._key(request)
+        if (refused := self._no_credit(request, poll=True)) is not None:
+            return refused
         bid = request.match_info["bid"]
         if bid not in self.batches:
             return web.json_response({"type": "error", "error": {"message": "not found"}}, status=404)

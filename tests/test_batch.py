@@ -304,3 +304,59 @@ def test_batch_flags_and_config_are_validated(tmp_path: Path, capsys: pytest.Cap
     with pytest.raises(SystemExit) as e:
         main(["run", f"jsonl:{data}", "--models", "sim/weak", "--batch", "auto", "--deadline", "soon"])
     assert e.value.code == 2 and "not a duration: 'soon'" in capsys.readouterr().err
+
+
+def _keyed_config(tmp: Path, mock: MockBatchServer, kind: str, key_envs: list[str], extra: str = "") -> Path:
+    envs = ", ".join(f'"{e}"' for e in key_envs)
+    base = mock.base_url if kind == "openai" else f"http://127.0.0.1:{mock.port}"
+    path = tmp / f"{kind}.toml"
+    path.write_text(
+        f'[[endpoints]]\nname = "ep"\nkind = "{kind}"\nbase_url = "{base}"\napi_key_env = [{envs}]\n'
+        f"{FAST}batch = true\nbatch_max_requests = 3\n{extra}\n"
+        '[[models]]\nname = "ok-q"\nendpoint = "ep"\nprice_in = 1.0\nprice_out = 2.0\n'
+    )
+    return path
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_batch_key_out_of_quota_gives_quota_rows_at_once(
+    tmp_path: Path, mock: MockBatchServer, kind: str, monkeypatch: pytest.MonkeyPatch
+):
+    """OpenAI's 429 insufficient_quota / Anthropic's "credit balance is too low" on the submission:
+    the lane stops, no retry, no live call on that key; every call gets an "out of quota" row."""
+    monkeypatch.setenv("BQ_KEY", "dry-batch-key")
+    data = write_dataset(tmp_path / "d.jsonl", 7)
+    code, run = _run(tmp_path, _keyed_config(tmp_path, mock, kind, ["BQ_KEY"]), "ok-q", data, "run")
+    rs = rows(run)
+    assert code == 3 and len(rs) == 7 and all(r["error"] for r in rs)
+    assert all("out of quota" in r["error"] and "dry-batch-key" not in r["error"] for r in rs)
+    assert {r["error_kind"] for r in rs} <= {"quota", "skipped"} and "quota" in {r["error_kind"] for r in rs}
+    assert not mock.batches and mock.total == 0  # nothing created, nothing sent live
+    assert mock.auth["dry-batch-key"] <= 3  # one refusal per batch file at most: never retried
+
+
+def test_batch_refused_for_quota_moves_to_the_models_next_key(
+    tmp_path: Path, mock: MockBatchServer, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("BQ_DRY", "dry-batch-key")
+    monkeypatch.setenv("BQ_GOOD", "good-batch-key")
+    data = write_dataset(tmp_path / "d.jsonl", 7)
+    code, run = _run(tmp_path, _keyed_config(tmp_path, mock, "openai", ["BQ_DRY", "BQ_GOOD"]), "ok-q", data, "run")
+    rs = rows(run)
+    assert code == 0 and len(rs) == 7 and all(r["error"] is None and r["batch_id"] for r in rs)
+    assert {r["lane"] for r in rs} == {"ep/BQ_GOOD"} and mock.total == 0  # still batched, at the discount
+    assert set(mock.submissions.values()) == {1} and mock.auth["dry-batch-key"] <= 3
+    lanes = orjson.loads((run / "manifest.json").read_bytes())["lanes"]["ok-q"]
+    assert "out of quota" in next(ln for ln in lanes if ln["lane"] == "ep/BQ_DRY")["stopped"]
+
+
+def test_batch_polled_out_of_quota_stops_the_lane_not_retried_for_hours(
+    tmp_path: Path, mock: MockBatchServer, monkeypatch: pytest.MonkeyPatch
+):
+    mock.quota_polls = True  # the credit ran out while the batch was in flight
+    monkeypatch.setenv("BQ_KEY", "poll-key")
+    data = write_dataset(tmp_path / "d.jsonl", 3)
+    code, run = _run(tmp_path, _keyed_config(tmp_path, mock, "openai", ["BQ_KEY"]), "ok-q", data, "run")
+    rs = rows(run)
+    assert code == 3 and len(rs) == 3 and len(mock.batches) == 1 and mock.total == 0
+    assert all(r["error_kind"] in ("quota", "skipped") and "out of quota" in r["error"] for r in rs)

@@ -108,6 +108,47 @@ def test_overloaded_and_rate_limit_headers_are_honoured(tmp_path: Path, mock: Mo
         assert all(len(v) == 2 and v[1] - v[0] >= 0.28 for v in ts.values()), (model, ts)
 
 
+def _litellm_config(path: Path, base_url: str, models: list[str], key_env: str) -> Path:
+    """The same mock behind the litellm provider (`openai/<name>`: litellm's OpenAI client)."""
+    text = (
+        f'[[endpoints]]\nname = "lite"\nkind = "litellm"\nbase_url = "{base_url}"\n'
+        f'api_key_env = "{key_env}"\nmax_concurrency = 2\n{FAST_RETRY}\n'
+    )
+    for m in models:
+        text += f'[[models]]\nname = "{m}"\nendpoint = "lite"\nmodel = "openai/{m}"\n'
+    path.write_text(text)
+    return path
+
+
+def test_litellm_key_out_of_quota_stops_its_lane(tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch):
+    """OpenAI's 429 `insufficient_quota` through litellm's RateLimitError: out of quota, not retried."""
+    monkeypatch.setenv("LITE_Q_KEY", "dry-lite-key")
+    cfg = _litellm_config(tmp_path / "c.toml", mock.base_url, ["ok-lite"], "LITE_Q_KEY")
+    code, out = _run(tmp_path, cfg, "ok-lite", write_dataset(tmp_path / "d.jsonl", 10))
+    rs = rows(out)
+    assert code == 3 and len(rs) == 10 and all(r["error"] for r in rs)
+    assert mock.keys["dry-lite-key"] <= 2  # the lane stopped at once
+    assert all("out of quota" in r["error"] and "dry-lite-key" not in r["error"] for r in rs)
+    assert {r["error_kind"] for r in rs} <= {"quota", "skipped"} and rs[0]["error_kind"] == "quota"
+
+
+def test_litellm_overloaded_and_rate_limit_headers_are_honoured(
+    tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("LITE_KEY", "lite-key")
+    models = ["overloaded-once", "ratelimit-ms", "ratelimit-reset"]
+    cfg = _litellm_config(tmp_path / "c.toml", mock.base_url, models, "LITE_KEY")
+    code, out = _run(tmp_path, cfg, ",".join(models), write_dataset(tmp_path / "d.jsonl", 2))
+    rs = rows(out)
+    assert code == 0 and len(rs) == 6 and all(r["error"] is None and r["attempts"] == 2 for r in rs)
+    for model in ("ratelimit-ms", "ratelimit-reset"):  # told 300 ms; backoff alone would be <= 50 ms
+        ts: dict[str, list[float]] = {}
+        for t, m, prompt, _ in mock.arrivals:
+            if m == model:
+                ts.setdefault(prompt, []).append(t)
+        assert all(len(v) == 2 and v[1] - v[0] >= 0.28 for v in ts.values()), (model, ts)
+
+
 def test_limits_are_learned_from_headers_and_reported(tmp_path: Path, mock: MockServer):
     mock.report_limits = (3000, 200_000)
     cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-learn"], extra_endpoint="tpm = 1000000\n")

@@ -223,7 +223,20 @@ class Batcher:
         if q.timer is not None:
             q.timer.cancel()
             q.timer = None
-        lane = q.lanes[q.rr % len(q.lanes)]
+        self._submit(model, q, lines, keys)
+
+    def _submit(self, model: str, q: _Queue, lines: list[bytes], keys: list[list[str]]) -> None:
+        """A new batch on the next of the model's batch keys that still has quota; with none left,
+        its requests go the live way, where the scheduler gives them their "out of quota" rows."""
+        usable = [ln for ln in q.lanes if not ln.stopped]
+        if not usable:
+            why = self.live_only[model] = q.lanes[0].stopped or "out of quota"
+            for k in (k for ks in keys for k in ks):
+                f = self.waiting.pop(k, None)
+                if f is not None and not f.done():
+                    f.set_result(Result(None, error=why))
+            return
+        lane = usable[q.rr % len(usable)]
         q.rr += 1
         b = Batch(f"es-{uuid.uuid4().hex[:16]}", model, lane.name, {ks[0]: ks for ks in keys}, time.time())
         self.batches[b.local] = b
@@ -257,7 +270,7 @@ class Batcher:
             if b.id is None:
                 if lines is not None:
                     b.id = await self._create(b, lane, api, lines)
-                    del lines
+                    lines = None
                 else:  # killed between the create and the journal's record of its id
                     b.id = await api.find(b.local, key)
                     if b.id is None:
@@ -285,6 +298,11 @@ class Batcher:
             raise
         except Exception as e:  # the batch as a whole failed: what it still owes goes live
             msg = lane.scrub(str(e) if isinstance(e, ProviderError) else f"{type(e).__name__}: {e}")[:300]
+            if isinstance(e, ProviderError) and e.quota:  # the key has no credit: never again on it
+                lane.stop(msg)
+                if self._resubmit(b, lines):
+                    return
+                msg = lane.stopped or msg
             if b.id is None and isinstance(e, ProviderError) and e.status in (404, 405, 501):
                 self.live_only[b.model] = f"no batch API at {ep.name}: {msg}"
                 log.warning("%s: endpoint %s has no batch API (%s); calls go live", b.model, ep.name, msg)
@@ -295,6 +313,19 @@ class Batcher:
         b.ended = True
         self.journal.ended(b)
         log.info("batch %s of %s %s: %s", b.id or b.local, b.model, b.state, _fmt_counts(b))
+
+    def _resubmit(self, b: Batch, lines: list[bytes] | None) -> bool:
+        """A batch its key's quota refused before it existed goes to the model's next batch key (at
+        the same discount); False when it was created already or no key with quota is left."""
+        q = self.queues.get(b.model)
+        if b.id is not None or lines is None or q is None or all(ln.stopped for ln in q.lanes):
+            return False
+        b.state, b.ended = "failed", True
+        b.failed.update(k for ks in b.lines.values() for k in ks)
+        self.journal.ended(b)
+        log.warning("batch %s of %s: key out of quota; resubmitted on the model's next key", b.local, b.model)
+        self._submit(b.model, q, lines, list(b.lines.values()))
+        return True
 
     async def _create(self, b: Batch, lane: Lane, api: Any, lines: list[bytes]) -> str:
         """Submit, retrying refusals; after a failure without an answer, look for the batch first."""
