@@ -34,6 +34,15 @@ def _by_prompt(mock: MockServer) -> dict[str, list[float]]:
     return times
 
 
+def _assert_told_waits_honoured(mock: MockServer) -> None:
+    for model in ("ratelimit-ms", "ratelimit-reset"):  # told 300 ms; backoff alone would be <= 50 ms
+        ts: dict[str, list[float]] = {}
+        for t, m, prompt, _ in mock.arrivals:
+            if m == model:
+                ts.setdefault(prompt, []).append(t)
+        assert all(len(v) == 2 and v[1] - v[0] >= 0.28 for v in ts.values()), (model, ts)
+
+
 def test_a_429_storm_delays_each_refused_request_not_the_lane(tmp_path: Path, mock: MockServer):
     mock.faults, mock.retry_after, mock.latency_s = {"429": 0.3}, 1.0, 0.05
     cfg = write_config(
@@ -100,12 +109,7 @@ def test_overloaded_and_rate_limit_headers_are_honoured(tmp_path: Path, mock: Mo
     code, out = _run(tmp_path, cfg, ",".join(models), data)
     rs = rows(out)
     assert code == 0 and all(r["error"] is None and r["attempts"] == 2 for r in rs)
-    for model in ("ratelimit-ms", "ratelimit-reset"):  # told 300 ms; backoff alone would be <= 50 ms
-        ts: dict[str, list[float]] = {}
-        for t, m, prompt, _ in mock.arrivals:
-            if m == model:
-                ts.setdefault(prompt, []).append(t)
-        assert all(len(v) == 2 and v[1] - v[0] >= 0.28 for v in ts.values()), (model, ts)
+    _assert_told_waits_honoured(mock)
 
 
 def _litellm_config(path: Path, base_url: str, models: list[str], key_env: str) -> Path:
@@ -141,12 +145,7 @@ def test_litellm_overloaded_and_rate_limit_headers_are_honoured(
     code, out = _run(tmp_path, cfg, ",".join(models), write_dataset(tmp_path / "d.jsonl", 2))
     rs = rows(out)
     assert code == 0 and len(rs) == 6 and all(r["error"] is None and r["attempts"] == 2 for r in rs)
-    for model in ("ratelimit-ms", "ratelimit-reset"):  # told 300 ms; backoff alone would be <= 50 ms
-        ts: dict[str, list[float]] = {}
-        for t, m, prompt, _ in mock.arrivals:
-            if m == model:
-                ts.setdefault(prompt, []).append(t)
-        assert all(len(v) == 2 and v[1] - v[0] >= 0.28 for v in ts.values()), (model, ts)
+    _assert_told_waits_honoured(mock)
 
 
 def test_limits_are_learned_from_headers_and_reported(tmp_path: Path, mock: MockServer):
