@@ -239,7 +239,10 @@ def pacing(tmp: Path, rpm: float, seconds: float) -> None:
         f"\n== Rate-limit utilisation: {calls} calls at {rpm:g} RPM, mock enforcing {per_s:g} per "
         "1-second window =="
     )
-    mock, port = start_mock(rpm, 0.02)
+    # The judge at real-time priority (when root): on 2 cores shared with the client it judges, its
+    # arrival stamps otherwise lag 10-40 ms now and then (its process waits for a CPU), and a lagging
+    # stamp crowds the next second. Its enforcement is unchanged: a sliding 1 s window of arrivals.
+    mock, port = start_mock(rpm, 0.02, "--realtime")
     try:
         cfg = config(tmp / f"rpm{rpm:g}.toml", port, rpm)
         out = tmp / f"rpm{rpm:g}"

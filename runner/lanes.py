@@ -1,14 +1,6 @@
 """A lane = one (endpoint, API key): RPM/TPM pacing, a concurrency cap, 429 handling and retries.
 
-Pacing is GCRA on absolute slots: admission k of a lane gets the slot `t0 + k/rate` (the "theoretical
-arrival time" advances by 1/rate per admission, never from the moment a late timer woke us), so timer
-lateness does not accumulate. A lane that fell behind (a slow callback, a GC pause) catches up on the
-slots it missed, up to `BURST_S` of them, spending the burst the provider's one-second window allows
-instead of throwing it away; a sliding log of the last second's admissions guarantees that no
-one-second window ever holds more than a second's share of the limit (providers enforce per-minute
-limits over short windows: 60,000 RPM may mean 1,000 per second). A fresh lane starts on its first
-slot, not with a burst: a burst of new connections arrives at the server spread out, and the
-window's first requests must not be the late ones.
+Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budget_local`.
 
 Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
 `x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when the provider
@@ -30,7 +22,9 @@ cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implem
     factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
     await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
 
-LocalBudget also hears `late_by(seconds)`, how late a timer fired (its window guard widens by it for ~1 s).
+LocalBudget also offers `on_sent()` (the callback stamping the send of the request just admitted) and
+hears `late_by(seconds)`, how late a timer fired (for providers that do not report sends, its window
+guard widens by it for ~1 s).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -42,7 +36,6 @@ import logging
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -56,178 +49,15 @@ from tenacity import (
 
 from providers.base import ProviderError, scrub
 from providers.http import SENT
+from runner.budget_local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
 from runner.config import Endpoint
 
 T = TypeVar("T")
 log = logging.getLogger("evalsweep")
 
-BURST_S = 0.05  # a lane catches up this much lateness at once; more would arrive as a bunch the server
-# timestamps spread out (under load), and the window's next requests would meet them
-WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
-MARGIN_S = 0.005  # ... measured at the server, after its jitter: keep the window this much wider
-SLACK_S = 0.003  # slots are spaced for a window this much wider still: a send's lateness (timer, loop)
-# then rarely makes the guard bind, so it does not carry into the next second (the guard's own wait
-# would be late too, and lateness accumulating is what absolute slots are for)
-MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
-LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
-
-
-class LocalBudget:
-    """One lane's pacing state in this process: GCRA slots, a 1 s window log, a concurrency lease."""
-
-    def __init__(
-        self, rpm: float | None, tpm: float | None, max_concurrency: int, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.max_concurrency = max_concurrency
-        self.clock = clock
-        self.factor = 1.0
-        self.paused_until = 0.0
-        self._tat = 0.0  # next free request slot (monotonic seconds)
-        self._tok_tat = 0.0  # next free token slot
-        self._log: deque[list[Any]] = deque()  # [stamp, state] per admission of the last window
-        self._last: list[Any] | None = None  # the entry of the latest admission (for `on_sent`)
-        self.margin = MARGIN_S
-        self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
-        self._late_t = 0.0
-        self._used = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
-        self.probing = False
-        self.set_limits(rpm, tpm)
-
-    def set_limits(self, rpm: float | None, tpm: float | None) -> None:
-        self.rpm, self.tpm = rpm, tpm
-        self._rescale()
-
-    def set_factor(self, f: float) -> None:
-        self.factor = f
-        self._rescale()
-
-    def _rescale(self) -> None:
-        f = self.factor
-        self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
-        self._Tt = 60.0 / (self.tpm * f) if self.tpm else 0.0  # seconds per token
-        self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
-        cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
-        self._cap = 1 if self.probing else cap
-        self._wake()
-
-    def reserve(self, tokens: int) -> float:
-        now = self.clock()
-        if not self._tat:
-            self._tat = self._tok_tat = now  # start on the first slot, without a burst
-        slot = max(now - BURST_S, self.paused_until)
-        if self._T:
-            slot = max(slot, self._tat)
-            self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
-        if self._Tt:
-            slot = max(slot, self._tok_tat)
-            self._tok_tat = slot + tokens * self._Tt
-        return slot - now
-
-    def confirm(self) -> float:
-        now = self.clock()
-        if now < self.paused_until:
-            return self.paused_until - now
-        if self._per_window:
-            log_ = self._log
-            span = WINDOW_S + min(MARGIN_MAX, self.margin + self.late)
-            for _ in range(2):
-                while log_ and log_[0][1] == _SENT and log_[0][0] + span <= now:
-                    log_.popleft()[1] = _GONE
-                if len(log_) < self._per_window:
-                    break
-                wait = log_[-self._per_window][0] + span - now
-                if wait > 0:
-                    return wait
-                # Out of order: a request stamped when it left (after later admissions) sits before
-                # older stamps; order the log and look again (an unsent one still counts: see on_sent).
-                self._log = log_ = deque(sorted(log_, key=_stamp))
-            else:  # full of requests admitted a window ago and still not sent: look again soon
-                return 0.01
-            self._last = entry = [now, _SENT]
-            log_.append(entry)
-        return 0.0
-
-    def on_sent(self) -> Callable[..., None] | None:
-        """The request just admitted will report when its bytes leave: returns the callback for
-        that. Until then it counts in every window (its send can only be later), after it from its
-        send: the window covers what the provider can see, however long the loop took between
-        admission and the write (a stall, a new connection's handshake). Call it with `final=True`
-        once the attempt is over: a request that never reported counts from then. None without a
-        window."""
-        entry, self._last = self._last, None
-        if entry is None:
-            return None
-        entry[1] = _PENDING
-
-        def sent(final: bool = False) -> None:
-            if final and entry[1] != _PENDING:
-                return
-            now = self.clock()
-            if entry[1] == _GONE:  # a big body's last chunk, its first one a window ago
-                self._log.append(entry)
-            entry[0], entry[1] = max(entry[0], now), _SENT
-
-        return sent
-
-    def late_by(self, seconds: float) -> None:
-        """A timer fired this late: the loop stalled, so requests admitted just before the stall
-        reached the server up to that much after their log stamp (only for providers that do not
-        report their sends). Only windows holding them are at risk, i.e. the next ~second: the
-        guard widens by the worst stall of the last `LATE_HOLD_S` (not longer: every widened second
-        costs `margin` of the limit)."""
-        now = self.clock()
-        if seconds >= self.late or now - self._late_t > LATE_HOLD_S:
-            self.late, self._late_t = seconds, now
-
-    def reconcile(self, est: int, actual: int) -> None:
-        if self._Tt:
-            self._tok_tat += (actual - est) * self._Tt
-
-    def pause(self, seconds: float) -> None:
-        self.paused_until = max(self.paused_until, self.clock() + seconds)
-
-    async def acquire(self) -> None:
-        while self._used >= self._cap:
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            try:
-                await fut
-            except BaseException:
-                if fut.done() and not fut.cancelled():
-                    self._wake()  # pass on a wake-up we will not use
-                raise
-        self._used += 1
-
-    def release(self) -> None:
-        self._used -= 1
-        self._wake()
-
-    def _wake(self) -> None:
-        free = self._cap - self._used
-        while free > 0 and self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                free -= 1
-
-    def set_probing(self, on: bool) -> None:
-        if self.probing and not on and len(self._log) == 1:
-            # The probe (a lane's first call, alone) also opened the connection: all we know of its
-            # arrival is that it came before its answer, so the window counts it from now.
-            self._log[0][0] = self.clock()
-        self.probing = on
-        self._rescale()
-
-
-_SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
-
-
-def _stamp(entry: list[Any]) -> float:
-    return entry[0]
 
 
 class Lane:
