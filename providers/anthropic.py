@@ -124,7 +124,7 @@ class AnthropicProvider:
         if self._session is None or self._session.closed:
             conn = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(
-                connector=conn, timeout=self._timeout, trace_configs=[http.SEND_TRACE]
+                connector=conn, timeout=self._timeout, request_class=http.SentRequest
             )
         data = orjson.dumps(messages_body(req, model_id, params))
         raw, limits = await http.exchange(self._session, self.url, data, anthropic_headers(api_key, self._extra))

@@ -47,7 +47,7 @@ class OpenAIProvider:
                 connector=conn,
                 timeout=self._timeout,
                 json_serialize=lambda o: orjson.dumps(o).decode(),
-                trace_configs=[http.SEND_TRACE],
+                request_class=http.SentRequest,
             )
         return self._session
 
