@@ -42,6 +42,18 @@ def _stamp(entry: list[Any]) -> float:
     return entry[0]
 
 
+async def wait_turn(waiters: deque[asyncio.Future[None]], wake: Callable[[], None]) -> None:
+    """Queue for a concurrency lease's wake-up; one that comes with a cancellation is passed on."""
+    fut = asyncio.get_running_loop().create_future()
+    waiters.append(fut)
+    try:
+        await fut
+    except BaseException:
+        if fut.done() and not fut.cancelled():
+            wake()  # pass on a wake-up we will not use
+        raise
+
+
 class LocalBudget:
     """One lane's pacing state in this process: GCRA slots, a 1 s window log, a concurrency lease."""
 
@@ -159,14 +171,7 @@ class LocalBudget:
 
     async def acquire(self) -> None:
         while self._used >= self._cap:
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            try:
-                await fut
-            except BaseException:
-                if fut.done() and not fut.cancelled():
-                    self._wake()  # pass on a wake-up we will not use
-                raise
+            await wait_turn(self._waiters, self._wake)
         self._used += 1
 
     def release(self) -> None:

@@ -33,6 +33,7 @@ import weakref
 from collections import deque
 from typing import Any
 
+from runner.budget_local import wait_turn
 from runner.config import redact_url
 
 log = logging.getLogger("evalsweep")
@@ -250,14 +251,7 @@ class RedisBudget:
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
                 return
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            try:
-                await fut
-            except BaseException:
-                if fut.done() and not fut.cancelled():
-                    self._wake()
-                raise
+            await wait_turn(self._waiters, self._wake)
 
     def release(self) -> None:
         if self._local is not None:
