@@ -12,7 +12,8 @@ report it through `providers.http.SENT`; until then it counts in every window), 
 admission: a loop stall or a new connection's handshake between the two cannot crowd a window.
 Slots are spaced for a window `SLACK_S` wider than the guard's, so the guard rarely binds: a request
 held by the guard wakes late, and that lateness would carry into every following second. A fresh
-lane starts on its first slot, not with a burst.
+lane spends the provider's one-second burst allowance: its window is empty, so a second's share may
+go at once (as fast as its concurrency cap lets it); its slots begin one window later.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class LocalBudget:
         self.paused_until = 0.0
         self._tat = 0.0  # next free request slot (monotonic seconds)
         self._tok_tat = 0.0  # next free token slot
+        self._burst, self._burst_until = 0, 0.0  # a fresh lane's one-second allowance (admissions, until)
         self._log: deque[list[Any]] = deque()  # [stamp, state] per admission of the last window
         self._last: list[Any] | None = None  # the entry of the latest admission (for `on_sent`)
         self.margin = MARGIN_S
@@ -95,12 +97,17 @@ class LocalBudget:
 
     def reserve(self, tokens: int) -> float:
         now = self.clock()
-        if not self._tat:
-            self._tat = self._tok_tat = now  # start on the first slot, without a burst
+        if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
+            self._tok_tat = now
+            self._burst, self._burst_until = self._per_window, now + WINDOW_S
+            self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
         slot = max(now - BURST_S, self.paused_until)
         if self._T:
-            slot = max(slot, self._tat)
-            self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
+            if self._burst and now < self._burst_until:
+                self._burst -= 1  # no slot of its own: the window guard alone holds it
+            else:
+                slot = max(slot, self._tat)
+                self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
         if self._Tt:
             slot = max(slot, self._tok_tat)
             self._tok_tat = slot + tokens * self._Tt

@@ -99,8 +99,8 @@ def test_an_attempt_that_never_reported_a_send_counts_from_its_end():
 
 
 def test_slots_leave_room_for_lateness_so_the_guard_rarely_binds():
-    """Saturated, on time: slots come every (1 + margin + slack)/rate, so a second's share spans
-    more than the guard's window and the guard never adds a wait of its own."""
+    """Saturated, on time: after a fresh lane's burst, slots come every (1 + margin + slack)/rate, so
+    a second's share spans more than the guard's window and the guard never adds a wait of its own."""
     clock = Clock()
     b = LocalBudget(60_000, None, 64, clock=clock)
     stamps = []
@@ -110,9 +110,24 @@ def test_slots_leave_room_for_lateness_so_the_guard_rarely_binds():
         assert b.confirm() <= 0  # admitted at its slot
         stamps.append(clock.t)
     per_s = 1000
+    assert stamps[per_s - 1] == stamps[0] < stamps[per_s]  # a fresh lane: a second's share at once
     assert _max_in_window(stamps, WINDOW_S + MARGIN_S) <= per_s
     spent = stamps[-1] - stamps[0]
     assert spent == pytest.approx((len(stamps) - 1) / per_s * (1 + MARGIN_S + SLACK_S), rel=1e-6)
+
+
+def test_a_fresh_lanes_burst_allowance_lasts_its_first_window_only():
+    clock = Clock()
+    b = LocalBudget(1200, None, 64, clock=clock)  # 20 a second
+    t0 = clock.t
+    for _ in range(5):  # a lane with little work: five calls in its first second
+        _admit(b, clock)
+    clock.t = t0 + 3.0  # the unused allowance does not wait for a later bunch
+    stamps = []
+    for _ in range(20):
+        _admit(b, clock)
+        stamps.append(clock.t)
+    assert stamps[0] == t0 + 3.0 and stamps[-1] - stamps[0] > 0.9  # paced, not 15 at once
 
 
 @pytest.mark.parametrize("seed", range(5))
