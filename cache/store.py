@@ -179,7 +179,7 @@ class AsyncCache:
 
 CHECKPOINT_EVERY = 2000  # values (~1 MB of WAL) between checkpoints
 _CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's 999 host parameters on old builds
-_SELECT = "SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({})"
+_SELECT = "SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({})"
 _ROWS = 240  # rows per INSERT: 4 parameters each, under SQLite's 999 on old builds
 _UPSERT = (
     "INSERT INTO Cache (key, raw, store_time, expire_time, access_time, access_count, tag, size, mode, "
@@ -190,15 +190,15 @@ _ROW = "(?, 1, ?, NULL, ?, 0, NULL, 0, 1, NULL, ?)"
 
 
 def _select(c: diskcache.Cache, keys: list[str]) -> dict[str, dict[str, Any]]:
-    """The entries for `keys`, one query per `_CHUNK` keys. Raw bytes kept in the table (mode 1, what
-    we write) are decoded here; any other entry (a pickle or a file, from older versions or diskcache
+    """The entries for `keys`, one query per `_CHUNK` keys. Raw bytes kept in the row (mode 1, what we
+    write; diskcache keeps a raw value in a file only under another mode) are decoded here; any other entry (a pickle or a file, from older versions or diskcache
     itself) is read through `Cache.get`."""
     out: dict[str, dict[str, Any]] = {}
     con = c._con
     for i in range(0, len(keys), _CHUNK):
         part = keys[i : i + _CHUNK]
-        for k, mode, filename, raw in con.execute(_SELECT.format(",".join("?" * len(part))), part):
-            v = _decode(raw if mode == 1 and filename is None else c.get(k))
+        for k, mode, raw in con.execute(_SELECT.format(",".join("?" * len(part))), part):
+            v = _decode(raw if mode == 1 else c.get(k))  # mode 1 (raw): the value is in the row
             if isinstance(v, dict):
                 out[k] = v
     return out

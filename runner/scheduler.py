@@ -161,47 +161,58 @@ class Scheduler:
         window = asyncio.Semaphore(width)
         tasks: set[asyncio.Task[Any]] = set()
         try:
-            async for req, pre in self._planned(run, model):
+            async for chunk in self._planned(run, model):
+                for req, pre in chunk:
+                    if self.stopping:
+                        break
+                    if pre is not None and self._replay(run, req, pre):
+                        continue  # answered from the cache: no task, no window slot
+                    await window.acquire()
+                    if self.stopping:
+                        window.release()
+                        break
+                    t = asyncio.create_task(self._item(run, req, pre))
+                    if run.leases is not None:
+                        run.leases.started(model, t)
+                    tasks.add(t)
+                    self._tasks.add(t)
+                    t.add_done_callback(
+                        lambda t: (tasks.discard(t), self._tasks.discard(t), window.release())
+                    )
                 if self.stopping:
                     break
-                if pre is not None and self._replay(run, req, pre):
-                    continue  # answered from the cache: no task, no window slot
-                await window.acquire()
-                if self.stopping:
-                    window.release()
-                    break
-                t = asyncio.create_task(self._item(run, req, pre))
-                if run.leases is not None:
-                    run.leases.started(model, t)
-                tasks.add(t)
-                self._tasks.add(t)
-                t.add_done_callback(lambda t: (tasks.discard(t), self._tasks.discard(t), window.release()))
+                await asyncio.sleep(0)  # a replay answers whole chunks at once: let the loop breathe
         except Exception as e:  # a suite that fails mid-build stops the run, never silently
             log.exception("building %s requests for %s failed", run.name, model)
             self.abort(f"{run.name}: building requests for {model} failed: {type(e).__name__}: {e}")
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _planned(self, run: RunCtx, model: str) -> AsyncIterator[tuple[Request, Looked | None]]:
-        """The stream's requests for `model`, each with its cache look-up when the run reads the cache,
-        looked up `PREFETCH` at a time in one query (a --join worker's units are claimed one request at
-        a time, so it looks up per call)."""
-        prefetch = self.cache is not None and not self.refresh and run.leases is None
+    async def _planned(self, run: RunCtx, model: str) -> AsyncIterator[list[tuple[Request, Looked | None]]]:
+        """The stream's requests for `model` in chunks of `PREFETCH`, each with its cache look-up when
+        the run reads the cache (one query per chunk). A --join worker claims its units one request at
+        a time, so its chunks are single requests, looked up per call."""
+        if run.leases is not None:
+            build = lambda: run.suite.build(run.spec)  # noqa: E731
+            async for req in run.leases.requests(model, build, lambda: self.stopping):
+                yield [(req.model_copy(update={"model": model}), None)]
+            return
+        prefetch = self.cache is not None and not self.refresh
         chunk: list[Request] = []
-        async for req in requests(run, model, lambda: self.stopping):
-            req = req.model_copy(update={"model": model})
-            if not prefetch:
-                yield req, None
-                continue
-            chunk.append(req)
+        for req in run.suite.build(run.spec):
+            chunk.append(req.model_copy(update={"model": model}))
             if len(chunk) >= PREFETCH:
-                for pair in zip(chunk, self._look_up(run, chunk), strict=True):
-                    yield pair
+                yield self._paired(run, chunk, prefetch)
                 chunk = []
-                await asyncio.sleep(0)  # a replay answers whole chunks at once: let the loop breathe
         if chunk:
-            for pair in zip(chunk, self._look_up(run, chunk), strict=True):
-                yield pair
+            yield self._paired(run, chunk, prefetch)
+
+    def _paired(
+        self, run: RunCtx, reqs: list[Request], prefetch: bool
+    ) -> list[tuple[Request, Looked | None]]:
+        if not prefetch:
+            return [(req, None) for req in reqs]
+        return list(zip(reqs, self._look_up(run, reqs), strict=True))
 
     def _look_up(self, run: RunCtx, reqs: list[Request]) -> list[Looked | None]:
         """Per request, its samples still to answer -> (cache key, cached answer or None)."""
@@ -503,13 +514,3 @@ class Scheduler:
             elif row["error"] is None:
                 stats.cost_known = False
         return rows
-
-
-async def requests(run: RunCtx, model: str, stopping: Callable[[], bool]) -> AsyncIterator[Request]:
-    """The suite's requests; for a --join worker, only those of the units it wins."""
-    if run.leases is not None:
-        async for req in run.leases.requests(model, lambda: run.suite.build(run.spec), stopping):
-            yield req
-        return
-    for req in run.suite.build(run.spec):
-        yield req

@@ -79,3 +79,19 @@ async def test_queued_values_reach_disk_within_the_flush_interval(tmp_path: Path
             await asyncio.sleep(0.01)
         assert "k" in d  # committed while the run goes on, not only at aclose
     await c.aclose()
+
+
+async def test_lookup_reads_entries_diskcache_itself_wrote(tmp_path: Path):
+    """A pickled dict (older versions) and a value big enough for a file of its own are read through
+    diskcache; our own rows in one query; absent keys are misses."""
+    big = _value(1) | {"text": "x" * 100_000}
+    with diskcache.Cache(str(tmp_path)) as d:
+        d.set("pickled", _value(2))
+        d.set("file", orjson.dumps(big))
+    c = AsyncCache(tmp_path, flush_every_s=60.0)
+    c.put("ours", _value(3))
+    c._flush()
+    found = c.lookup(["pickled", "file", "ours", "absent"])
+    assert found == {"pickled": _value(2), "file": big, "ours": _value(3)}
+    assert (c.hits, c.misses) == (3, 1)
+    await c.aclose()
