@@ -184,7 +184,7 @@ def storm(tmp: Path, items: int) -> None:
                   f"+ told waits = {bound:.2f} s -> {'met' if walls['storm'] <= bound else 'MISSED'}")
 
 
-def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 5) -> None:
+def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 7) -> None:
     """The three clients take turns for `rounds` rounds (each on fresh data: no cache hit). Each ratio
     is taken within a round (the clients ran seconds apart, on the same machine state) and the median
     over rounds is printed: this VM's speed drifts by up to 1.5x between rounds, which a ratio of
