@@ -155,7 +155,9 @@ class Scheduler:
 
     async def _stream(self, run: RunCtx, model: str) -> None:
         entry = self.models[model]
-        width = max(1, min(self.window, 2 * sum(lane.max_concurrency for lane in entry.lanes)))
+        # As many items in flight as the lanes take at once: more would only queue inside the lanes,
+        # each a waiting task (cache hits need no slot at all)
+        width = max(1, min(self.window, sum(lane.max_concurrency for lane in entry.lanes)))
         if self._batched(run, model):  # items wait hours for their batch
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
