@@ -39,7 +39,7 @@ from runner.scheduler import RunCtx, Scheduler, Stats
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")
-GC_GEN0 = 100_000
+GC_GEN0 = 20_000
 """The collector's gen-0 threshold while calls run (see `execute`)."""
 
 
@@ -218,7 +218,8 @@ def execute(
         gc.freeze()  # plan, suites, config live all run: spare them gen-2 scans (~50 ms stalls at 1k rps)
         # Each call in flight holds ~50 young objects (task, futures, aiohttp's request): at the default
         # gen-0 threshold (700) the collector rescans them every few calls, 40-90 us of CPU a call
-        # (bench/throughput.py); above the working set it runs a few times a run.
+        # (bench/throughput.py); above the working set it runs every few thousand calls, each pass short
+        # (a far higher threshold makes rare passes over ~100k objects: loop stalls a paced lane feels).
         gc_threshold = gc.get_threshold()
         gc.set_threshold(GC_GEN0, *gc_threshold[1:])
         return asyncio.run(
