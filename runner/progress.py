@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runner.scheduler import RunCtx, Stats
+from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
 

@@ -35,7 +35,8 @@ from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.rows import error_row
-from runner.scheduler import RunCtx, Scheduler, Stats
+from runner.scheduler import Scheduler
+from runner.state import RunCtx, Stats
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from cache.key import cache_keys
@@ -22,9 +20,9 @@ from core.types import Request, Row, row_identity
 from providers.base import Completion, ProviderError
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
-from runner.results import ResultsWriter, read_at
+from runner.results import read_at
 from runner.rows import answer_row, contiguous, error_row, hit_row, split_tokens, total_tokens
-from suites.base import RunSpec, Suite, _no_follow_up
+from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
 
@@ -32,53 +30,6 @@ PREFETCH = 128
 """Requests whose cache keys are looked up in one query (~2 us a key instead of ~11 us one by one)."""
 Looked = dict[int, tuple[str, dict[str, Any] | None]]
 """A request's samples still to answer -> (cache key, the local cache's answer or None)."""
-
-
-@dataclass
-class Stats:
-    """Live counters for one (run, model); read by the progress view, never on a lock.
-
-    `total`, `done`, `resumed` and `cached` count first-pass answers (so done + resumed <= total on
-    any resume); errors, tokens and cost count every call, follow-up passes included."""
-
-    total: int = 0
-    done: int = 0
-    resumed: int = 0
-    cached: int = 0
-    errors: int = 0
-    skipped: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    cost_known: bool = True
-    started: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class RunCtx:
-    name: str
-    spec: RunSpec
-    suite: Suite
-    models: list[str]
-    run_dir: Path
-    writer: ResultsWriter
-    done: dict[str, int]
-    stats: dict[str, Stats] = field(default_factory=dict)
-    batcher: Any = None
-    """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
-    lock: int = -1
-    """The run directory's lock (runner.lock), held until the run ends."""
-    answered: dict[str, int] = field(default_factory=dict)
-    """Per model, first-pass identities with a final row (resumed or written now): the invariant's
-    cheap check (runner.run.account reads the file only when this falls short of the plan)."""
-    join: bool = False
-    leases: Any = None
-    """runner.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
-
-    @property
-    def has_follow_up(self) -> bool:
-        return self.suite.follow_up is not _no_follow_up
 
 
 @dataclass

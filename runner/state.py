@@ -1,0 +1,59 @@
+"""What one run carries through the scheduler: its context (suite, run directory, writer, finished
+rows) and the live counters per model that the progress view and the manifest read."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.results import ResultsWriter
+from suites.base import RunSpec, Suite, _no_follow_up
+
+
+@dataclass
+class Stats:
+    """Live counters for one (run, model); read by the progress view, never on a lock.
+
+    `total`, `done`, `resumed` and `cached` count first-pass answers (so done + resumed <= total on
+    any resume); errors, tokens and cost count every call, follow-up passes included."""
+
+    total: int = 0
+    done: int = 0
+    resumed: int = 0
+    cached: int = 0
+    errors: int = 0
+    skipped: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class RunCtx:
+    name: str
+    spec: RunSpec
+    suite: Suite
+    models: list[str]
+    run_dir: Path
+    writer: ResultsWriter
+    done: dict[str, int]
+    stats: dict[str, Stats] = field(default_factory=dict)
+    batcher: Any = None
+    """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
+    lock: int = -1
+    """The run directory's lock (runner.lock), held until the run ends."""
+    answered: dict[str, int] = field(default_factory=dict)
+    """Per model, first-pass identities with a final row (resumed or written now): the invariant's
+    cheap check (runner.run.account reads the file only when this falls short of the plan)."""
+    join: bool = False
+    leases: Any = None
+    """runner.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
+
+    @property
+    def has_follow_up(self) -> bool:
+        return self.suite.follow_up is not _no_follow_up
