@@ -110,6 +110,14 @@ CASES: dict[str, tuple[Callable[[Path, MockServer], list[str]], str]] = {
         lambda t, m: _run(t, m, _lines(t / "d.jsonl", _q("a", images="x.png"))),
         'd.jsonl:1: "images" must be a list',
     ),
+    "multiple-choice line without answer": (
+        lambda t, m: _run(t, m, _lines(t / "d.jsonl", _q("a"), {"id": "b", "prompt": "Q?", "choices": ["x", "y"]})),
+        'd.jsonl:2: no gold "answer" for multiple-choice item \'b\'',
+    ),
+    "exact-match line with empty answer": (
+        lambda t, m: _run(t, m, _lines(t / "d.jsonl", {"id": 7, "prompt": "Q?", "answer": ""})),
+        'd.jsonl:1: no gold "answer" for exact-match item 7',
+    ),
     "--limit -1": (lambda t, m: _run(t, m, None, "--limit", "-1"), "--limit: must be >= 0"),
     "--samples 0": (lambda t, m: _run(t, m, None, "--samples", "0"), "--samples: must be >= 1"),
     "--temperature nan": (
@@ -205,3 +213,16 @@ def test_bad_input_is_one_clear_line_exit_2_nothing_sent(
     assert mock.total == before, f"{case}: calls were sent"
     assert len(lines) == 1 and lines[0].startswith("evalsweep: error: "), (case, err)
     assert expected in lines[0], (case, lines[0])
+
+
+def test_allow_missing_gold_scores_those_items_none(tmp_path: Path, mock: MockServer):
+    data = _lines(tmp_path / "d.jsonl", _q("a"), {"id": "b", "prompt": "Q?", "choices": ["x", "y"]}, _q("c"))
+    assert main(_run(tmp_path, mock, data, "--allow-missing-gold")) == 0
+    assert main(["score", str(tmp_path / "run")]) == 0
+    scored = {
+        r["item"]: r for r in map(orjson.loads, (tmp_path / "run" / "scored.jsonl").read_bytes().splitlines())
+    }
+    assert scored["b"]["score"] is None and scored["b"]["gold"] is None
+    assert scored["a"]["score"] in (0.0, 1.0) and scored["c"]["gold"] == "A"
+    models = orjson.loads((tmp_path / "run" / "scores.json").read_bytes())["models"]
+    assert models["ok-a"]["n"] == 2

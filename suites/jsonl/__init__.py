@@ -1,5 +1,8 @@
 """Generic suite: `evalsweep run jsonl:PATH` over lines {"id", "prompt", "images", "choices", "answer"}.
 
+A line without a gold `answer` is refused with file:line (a missing gold would score every answer
+wrong); with `--allow-missing-gold` such items are run and scored None.
+
 Multiple choice when `choices` is given (scored by the extracted letter), else free text scored by
 normalised exact match. Accuracy over answered rows (a failed call is scored None, not wrong) with a
 95% bootstrap CI over items.
@@ -7,6 +10,7 @@ normalised exact match. Accuracy over answered rows (a failed call is scored Non
 
 from __future__ import annotations
 
+import argparse
 import re
 import string
 from array import array
@@ -33,7 +37,20 @@ def _path(spec: RunSpec) -> Path:
     return Path(p)
 
 
-def load(path: Path) -> Iterator[dict[str, Any]]:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-missing-gold",
+        action="store_true",
+        help='run lines without an "answer" and score them None (default: refused with file:line)',
+    )
+
+
+def _has_gold(d: dict[str, Any]) -> bool:
+    a = d.get("answer")
+    return a is not None and str(a).strip() != ""
+
+
+def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any]]:
     """Validate each line as we go; errors name the file and line (both lines for a duplicate id)."""
     if not path.is_file():
         raise SuiteError(f"{path}: no such file (jsonl suite data)")
@@ -74,18 +91,30 @@ def load(path: Path) -> Iterator[dict[str, Any]]:
             for img in d["_images"]:
                 if not img.is_file():
                     raise SuiteError(f"{path}:{lineno}: image file not found: {img}")
+            if not allow_missing_gold and not _has_gold(d):
+                kind = "multiple-choice" if choices else "exact-match"
+                raise SuiteError(
+                    f'{path}:{lineno}: no gold "answer" for {kind} item {item!r}; add it, or run with '
+                    "--allow-missing-gold to score such items None"
+                )
             d["_line"] = lineno
             yield d
     if not seen:
         raise SuiteError(f"{path}: no items (the file is empty)")
 
 
-def _gold(d: dict[str, Any]) -> str:
-    ans = str(d.get("answer", ""))
+def _gold(d: dict[str, Any]) -> str | None:
+    if not _has_gold(d):
+        return None
+    ans = str(d["answer"])
     choices = d.get("choices") or []
     if choices and ans not in LETTERS[: len(choices)] and ans in choices:
         return LETTERS[choices.index(ans)]  # answer given as the option text
     return ans
+
+
+def _load(spec: RunSpec) -> Iterator[dict[str, Any]]:
+    return load(_path(spec), bool(spec.opt("allow_missing_gold", False)))
 
 
 def prompt_of(d: dict[str, Any]) -> str:
@@ -97,7 +126,7 @@ def prompt_of(d: dict[str, Any]) -> str:
 
 
 def _sim(d: dict[str, Any]) -> dict[str, Any]:
-    return _sim_for(_gold(d), len(d.get("choices") or []))
+    return _sim_for(_gold(d) or "", len(d.get("choices") or []))
 
 
 @lru_cache(maxsize=4096)
@@ -117,7 +146,7 @@ def build(spec: RunSpec) -> Iterator[Request]:
     n = spec.samples or 1
     temp = spec.temperature if spec.temperature is not None else 0.0
     decoding = Decoding(temperature=temp, n=n, max_tokens=1024)  # one, shared: requests are frozen
-    for k, d in enumerate(load(_path(spec))):
+    for k, d in enumerate(_load(spec)):
         if spec.limit is not None and k >= spec.limit:
             return
         yield Request(
@@ -156,8 +185,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     """Accuracy over answered (model, item, sample) rows; a failed call is scored None, not wrong.
     Keeps per model one float per answered row (8 bytes), nothing else."""
     sink = sink if sink is not None else Sink()
-    gold_of: dict[str, tuple[str, int]] = {
-        str(d["id"]): (_gold(d), len(d.get("choices") or [])) for d in load(_path(spec))
+    gold_of: dict[str, tuple[str | None, int]] = {
+        str(d["id"]): (_gold(d), len(d.get("choices") or [])) for d in _load(spec)
     }
     per_model: dict[str, array[float]] = {}
     for r in rows:
@@ -171,12 +200,11 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         if r.get("error"):
             sink(scored_row(r, extracted=None, gold=gold))
             continue
-        if n_choices:
-            ext = extract(r.get("text"), n_choices)
-            ok = float(ext == gold)
-        else:
-            ext = normalize(r.get("text")) or None
-            ok = float(ext is not None and ext == normalize(gold))
+        ext = extract(r.get("text"), n_choices) if n_choices else normalize(r.get("text")) or None
+        if gold is None:  # --allow-missing-gold: answered, but nothing to score it against
+            sink(scored_row(r, extracted=ext, gold=None, score=None))
+            continue
+        ok = float(ext == gold) if n_choices else float(ext is not None and ext == normalize(gold))
         vals.append(ok)
         sink(scored_row(r, extracted=ext, gold=gold, score=ok))
     models = {}
@@ -197,7 +225,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
 
 def check(spec: RunSpec) -> None:
     """Every line validated before anything is sent or any run directory is made."""
-    for _ in load(_path(spec)):
+    for _ in _load(spec):
         pass
 
 
@@ -220,4 +248,5 @@ SUITE = Suite(
     run_name=lambda s: "jsonl-" + _path(s).stem,
     count=count,
     check=check,
+    add_arguments=add_arguments,
 )
