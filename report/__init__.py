@@ -31,6 +31,7 @@ from report.tables import (
     snapshot_rows,
     views_of,
 )
+from runner.term import plural
 
 __all__ = ["main", "add_arguments", "ReportError"]
 
@@ -149,6 +150,6 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
     page = render(views, images, loaded.notes, _runs(loaded.run_dirs), written, samples, chosen)
     atomic_write(out / "index.html", page)
     n = len({e.model for e in loaded.entries})
-    print(f"report: {n} models, {len(views)} suite(s) → {out / 'index.html'}")
+    print(f"report: {plural(n, 'model')}, {plural(len(views), 'suite')} → {out / 'index.html'}")
     for note in loaded.notes:
         print(f"  note: {note}")

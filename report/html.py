@@ -20,6 +20,7 @@ from report.tables import (
     leaderboard_rows,
     level_means,
 )
+from runner.term import plural
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}
@@ -244,7 +245,7 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
     out = [
         f'<h2 id="{esc(v.slug)}">Details: {esc(v.label)}</h2>',
         f'<p class="note">Headline metric <b>{esc(v.metric)}</b>{" in %" if scale == 100 else ""}; '
-        f"{len(v.entries)} models;{chance} run dir(s): {esc(', '.join(dirs))}.</p>",
+        f"{plural(len(v.entries), 'model')};{chance} run dir(s): {esc(', '.join(dirs))}.</p>",
         "<details><summary>Leaderboard with every column (prices, release dates, priced calls)</summary>",
         _leaderboard(v, scale),
         "</details>",

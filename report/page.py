@@ -12,6 +12,7 @@ from report import viewer
 from report.html import CSS, JS, esc, flag, img, pct, score_columns, suite_section, table, usd
 from report.samples import ViewData
 from report.tables import AXES, SuiteView, is_fraction, leaderboard_rows
+from runner.term import plural
 
 WHY_NO_COST = {
     "price_in": "no model has a known list price (set price_in in the config or pass --models-table)",
@@ -162,7 +163,7 @@ def render(
         "<!doctype html><html><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'><title>evalsweep report</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<h1>evalsweep report</h1><p class='note'>{nmodels} models, {len(views)} suite(s); generated "
+        f"<h1>evalsweep report</h1><p class='note'>{plural(nmodels, 'model')}, {plural(len(views), 'suite')}; generated "
         f"{datetime.now().isoformat(timespec='seconds')}. Click a column header to sort.</p>",
         f"<nav class='note'>{nav}</nav>",
         "<h2 id='leaderboards'>Leaderboards</h2>",

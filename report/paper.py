@@ -7,12 +7,15 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from runner.term import column_cells
 
-def _cell(v: Any) -> str:
+
+def _cell(v: Any, text: str) -> str:
+    """`text`: the terminal's cell for `v` (runner.term.column_cells: one format per column)."""
     if v is None:
         return "–"
     if isinstance(v, float):
-        return f"{v:.3f}"
+        return text
     if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
         return f"[{v[0]:.3f}, {v[1]:.3f}]"
     return html.escape(str(v))
@@ -23,7 +26,13 @@ def paper_tables_html(tables: list[dict[str, Any]]) -> str:
     out = []
     for t in tables:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.get("columns", []))
-        body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in t.get("rows", []))
+        rows = t.get("rows", [])
+        ncol = max((len(r) for r in rows), default=0)
+        by_col = [column_cells([r[i] if i < len(r) else None for r in rows]) for i in range(ncol)]
+        body = "".join(
+            "<tr>" + "".join(f"<td>{_cell(v, by_col[i][k])}</td>" for i, v in enumerate(row)) + "</tr>"
+            for k, row in enumerate(rows)
+        )
         note = t.get("note") or ""
         out.append(
             f"<details><summary>{html.escape(str(t.get('title', '')))}</summary>"

@@ -123,7 +123,7 @@ def cmd_run(argv: list[str]) -> int:
     code = _execute([plan], cfg, a, "evalsweep run " + shlex.join(argv))
     if a.join and code in (EXIT_OK, EXIT_ROW_ERRORS):  # several workers end at once: one scoring, later
         print(f"every unit of {out} is done; score it once with: evalsweep score {out}", file=sys.stderr)
-    return _finish(code, [out], a.no_score or a.join)
+    return _finish(code, [out], a.no_score or a.join, say=not a.join)
 
 
 def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str) -> int:
@@ -155,9 +155,13 @@ def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
     return dry_run(plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache)
 
 
-def _finish(code: int, run_dirs: list[Path], no_score: bool) -> int:
+def _finish(code: int, run_dirs: list[Path], no_score: bool, say: bool = True) -> int:
     """Score and report a run or sweep that ran to its end (errors in rows included)."""
-    if no_score or code not in (EXIT_OK, EXIT_ROW_ERRORS):
+    if code not in (EXIT_OK, EXIT_ROW_ERRORS):
+        return code
+    if no_score:
+        for d in run_dirs if say else []:
+            print(f"score with: evalsweep score {d}", file=sys.stderr)
         return code
     from runner.finish import report_dir_of, score_and_report
 
@@ -295,43 +299,9 @@ def _price(x: float | None) -> str:
 
 
 def cmd_cache(argv: list[str]) -> int:
-    import orjson
+    from runner.cachecmd import cmd_cache as run
 
-    from cache.store import default_cache_dir, prune, stats
-    from runner.config import shared_urls
-
-    p = argparse.ArgumentParser(prog="evalsweep cache", description="Inspect or prune the response cache.")
-    sub = p.add_subparsers(dest="action", required=True)
-    s = sub.add_parser("stats")
-    s.add_argument("--cache-dir", type=Path)
-    s.add_argument("--config", help="for [shared] cache_url (or set EVALSWEEP_CACHE_URL)")
-    pr = sub.add_parser("prune")
-    pr.add_argument("--cache-dir", type=Path)
-    pr.add_argument("--config", help="for [shared] cache_url (or set EVALSWEEP_CACHE_URL)")
-    pr.add_argument("--older-than", type=float, metavar="DAYS")
-    pr.add_argument("--model", help="provider model id whose entries to drop")
-    pr.add_argument("--all", action="store_true")
-    a = p.parse_args(argv)
-    d = a.cache_dir or default_cache_dir()
-    url = shared_urls(load_config(a.config)).cache_url
-    if a.action == "stats":
-        out = stats(d)
-        if url:
-            from cache import pg
-
-            out["shared"] = pg.stats(url)
-        print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
-        return EXIT_OK
-    if a.older_than is None and a.model is None and not a.all:
-        raise ConfigError("cache prune: say what to drop: --older-than DAYS, --model ID or --all")
-    how = {"older_than_days": a.older_than, "model": a.model, "everything": a.all}
-    print(f"removed {prune(d, **how)} entries from {d}")
-    if url:
-        from cache import pg
-        from runner.config import redact_url
-
-        print(f"removed {pg.prune(url, **how)} entries from the shared cache {redact_url(url)}")
-    return EXIT_OK
+    return run(argv)
 
 
 def cmd_demo(argv: list[str]) -> int:

@@ -192,10 +192,22 @@ class Config(BaseModel):
         raise KeyError(name)
 
     def resolve(self, name: str) -> ModelCfg:
-        """A configured model, or a built-in `sim/<name>` one; a clear error otherwise."""
+        """A configured model, or a built-in `sim/<name>` one; a clear error otherwise. A configured
+        sim model (`model = "sim/strong"`) gets that built-in's ability (and prices) unless it sets them."""
         for m in self.models:
             if m.name == name:
-                return m
+                if "ability" in m.params or self.provider_of(m) != "sim":
+                    return m
+                from providers.sim import sim_model
+
+                base = sim_model(m.model_id)
+                return m.model_copy(
+                    update={
+                        "params": {**base["params"], **m.params},
+                        "price_in": base["price_in"] if m.price_in is None else m.price_in,
+                        "price_out": base["price_out"] if m.price_out is None else m.price_out,
+                    }
+                )
         if name.startswith("sim/"):
             from providers.sim import sim_model
 

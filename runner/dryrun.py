@@ -66,11 +66,15 @@ def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
 
 def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callable[[str], bool]) -> list[Plan]:
     """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits."""
+    from runner.run import check_settings
+
     out: list[Plan] = []
     for p in plans:
         suite = get_suite(p.spec.suite)
         if suite.check is not None:
             suite.check(p.spec)
+        if p.out is not None:
+            check_settings(p.out, p.spec)  # what the real run would refuse, refused here too
         done, seen = _finished(p.out)
         name = suite.run_name(p.spec)
         todo = {m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0])) for m in dict.fromkeys(p.models)}

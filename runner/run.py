@@ -37,6 +37,7 @@ from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_e
 from runner.rows import error_row
 from runner.scheduler import Scheduler
 from runner.state import RunCtx, Stats
+from runner.term import plural
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")
@@ -61,6 +62,39 @@ def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
         "samples": spec.samples,
         "temperature": spec.temperature,
     }
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = None) -> None:
+    """Refuse to resume `out` with other settings (the run and the dry run alike): one readable line
+    per setting that differs. Options this version added and the directory lacks count as their
+    default, so an older run directory still resumes."""
+    if manifest is None:
+        if not (out / "manifest.json").exists():
+            return
+        manifest = read_manifest(out)
+    new = _flat(spec_fingerprint(spec))
+    old = _flat({k: manifest["spec"].get(k) for k in spec_fingerprint(spec)})
+    diff = [
+        f"  {k}: {old.get(k)!r} there, {new.get(k)!r} in this command"
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k) and not (k not in old and new.get(k) in (None, False))
+    ]
+    if diff:
+        raise ConfigError(
+            f"{out} holds a run made with other settings:\n"
+            + "\n".join(diff)
+            + "\nRerun with the same settings to resume, or pick another --out."
+        )
 
 
 def _now() -> str:
@@ -120,12 +154,7 @@ def _prepare(
     manifest: dict[str, Any] = {}
     if man_path.exists():
         manifest = read_manifest(out)
-        old = {k: manifest["spec"].get(k) for k in fp}
-        if orjson.dumps(old, option=orjson.OPT_SORT_KEYS) != orjson.dumps(fp, option=orjson.OPT_SORT_KEYS):
-            raise ConfigError(
-                f"{out} holds a run made with other settings ({old}); this command has {fp}. "
-                "Rerun with the same settings to resume, or pick another --out."
-            )
+        check_settings(out, plan.spec, manifest)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
     for m in snap["models"]:  # record the prices actually used (config, else the cost map)
@@ -405,20 +434,17 @@ async def _main(
     if interrupted:
         if in_flight:
             print(
-                f"\n{in_flight} batches are still in flight (batches.jsonl); resuming collects them.",
+                f"\n{plural(in_flight, 'batch', 'batches')} still in flight (batches.jsonl); "
+                "resuming collects them.",
                 file=sys.stderr,
             )
         print(f"\ninterrupted; finished rows are saved. Resume with:\n  {command}", file=sys.stderr)
         return 130
     for r in runs:
-        print(
-            f"{r.name}: {r.writer.rows} new rows in {r.run_dir}/results.jsonl; "
-            f"score with: evalsweep score {r.run_dir}",
-            file=sys.stderr,
-        )
+        print(f"{r.name}: {r.writer.rows} new rows in {r.run_dir}/results.jsonl", file=sys.stderr)
     if n_err:
         print(
-            f"{n_err} calls ended in an error row (see log.txt); rerun the same command to retry them.",
+            f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them.",
             file=sys.stderr,
         )
         return 3

@@ -25,6 +25,11 @@ HEADLINES = ("overall", "accuracy", "pattern", "avr", "95% CI", "ci95")
 MARK = "*"
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 model`, `3 models` (`many` for irregular plurals)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
@@ -33,14 +38,28 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=int(cols) if cols.isdigit() and int(cols) > 0 else LOG_WIDTH)
 
 
-def cell(v: Any) -> str:
+def cell(v: Any, whole: bool = True) -> str:
+    """One value; `whole`: a whole-number float beyond ±1 prints as an integer (see `column_cells`)."""
     if v is None:
         return "-"
     if isinstance(v, float):
-        return f"{v:.0f}" if v.is_integer() and abs(v) >= 2 else f"{v:.3f}"
+        return f"{v:.0f}" if whole and v.is_integer() and abs(v) >= 2 else f"{v:.3f}"
     if isinstance(v, list | tuple) and v and all(isinstance(x, float) for x in v):
         return "[" + ", ".join(f"{x:.3f}" for x in v) + "]"
     return str(v)
+
+
+def _integral(v: Any) -> bool:
+    return isinstance(v, float) and v.is_integer()
+
+
+def column_cells(values: list[Any]) -> list[str]:
+    """A column's cells, formatted alike: whole-number floats print as integers only when every value of
+    the column is one and some are beyond ±1 (marks: `-1` beside `-35`), else all keep 3 decimals
+    (accuracies: `1.000` beside `0.875`)."""
+    nums = [v for v in values if isinstance(v, float)]
+    whole = bool(nums) and all(map(_integral, nums)) and any(abs(v) >= 2 for v in nums)
+    return [f"{v:.0f}" if whole and isinstance(v, float) else cell(v, whole=False) for v in values]
 
 
 def _partial(models: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
@@ -95,7 +114,9 @@ def render(
     `PROSE_MAX`, a long row label folds at `LABEL_MAX`, and what still does not fit goes on into
     further panels that repeat the label; numbers are never wrapped or cut."""
     partial = _partial(models or {})
-    rows = [[cell(v) for v in r] for r in t.rows]
+    ncol = max((len(r) for r in t.rows), default=0)
+    by_col = [column_cells([r[i] if i < len(r) else None for r in t.rows]) for i in range(ncol)]
+    rows = [[by_col[i][k] for i in range(len(r))] for k, r in enumerate(t.rows)]
     cols = [str(c) for c in t.columns]
     marked: dict[str, Mapping[str, Any]] = {}
     if partial and cols and cols[0] in ("model", "model (judge)"):

@@ -75,7 +75,7 @@ def test_damaged_cache_costs_no_rows(tmp_path: Path, mock: MockServer, how: str)
 def test_cache_commands_on_a_damaged_cache(tmp_path: Path, mock: MockServer, how: str):
     """`cache stats` and `cache prune` say what happened to a damaged cache instead of a traceback."""
     cache, cfg, data, env = _first_run(tmp_path, mock)
-    healthy = cli("cache", "stats", "--cache-dir", str(cache), env=env)
+    healthy = cli("cache", "stats", "--cache-dir", str(cache), "--json", env=env)
     assert healthy.returncode == 0 and '"entries": 60' in healthy.stdout, healthy.stderr
     _damage(cache / "cache.db", how)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 
 import orjson
@@ -100,9 +102,14 @@ def test_cache_stats_and_prune(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ]
     )
     capsys.readouterr()
-    assert main(["cache", "stats", "--cache-dir", str(cache)]) == 0
+    assert main(["cache", "stats", "--cache-dir", str(cache), "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert st["entries"] == 8 and st["per_model"] == {"sim/strong": 4, "sim/weak": 4}
+    assert main(["cache", "stats", "--cache-dir", str(cache)]) == 0  # for people: a table with dates
+    text = capsys.readouterr().out
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert f"oldest entry {today}" in text and "UTC" in text and "{" not in text, text
+    assert re.search(r"sim/strong\s*│\s*4\b", text) and re.search(r"total\s*│\s*8\b", text), text
     assert main(["cache", "prune", "--cache-dir", str(cache), "--model", "sim/weak"]) == 0
     assert "removed 4" in capsys.readouterr().out
     assert main(["cache", "prune", "--cache-dir", str(cache)]) == 2  # says what to drop

@@ -60,7 +60,7 @@ def test_cache_stats_and_prune_on_postgres(tmp_path: Path, pg_url: str):
         assert cli(*run_args(data, "ok-a,ok-b", cfg, tmp_path / "run"), env=env).returncode == 0
     finally:
         srv.stop()
-    r = cli("cache", "stats", env=env)
+    r = cli("cache", "stats", "--json", env=env)
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)["shared"]
     assert st["entries"] == 10 and st["per_model"] == {"ok-a": 5, "ok-b": 5} and st["bytes"] > 0
