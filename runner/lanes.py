@@ -58,6 +58,9 @@ log = logging.getLogger("evalsweep")
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
+PROBE_MAX_S = 3.0
+"""A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
+lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
 
 
 class Lane:
@@ -170,6 +173,8 @@ class Lane:
                     raise ProviderError(self.stopped, quota=True)
                 self.in_flight += 1
                 self.admitted += 1
+                if b.probing:
+                    asyncio.get_running_loop().call_later(PROBE_MAX_S, self._end_probe)
                 t0 = time.perf_counter()
                 try:
                     result = await fn()
@@ -193,6 +198,12 @@ class Lane:
             return
         if e.status is not None:  # the server answered: limits known (or known to be absent)
             self._on_answer(e.limits, e.rate_limited)
+        else:  # a timeout or a dropped connection: no limits will come from this probe
+            self._end_probe()
+
+    def _end_probe(self) -> None:
+        if self.budget.probing:
+            self.budget.set_probing(False)
 
     def stop(self, reason: str) -> None:
         if not self.stopped:
