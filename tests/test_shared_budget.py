@@ -21,8 +21,13 @@ KEY = "shared-key"
 
 
 class Mock(MockServer):
-    """The mock plus two prompt markers: `[[exhaust]]` answers its first attempt with a 429 saying the
-    key's token budget is empty for 1 s (the provider's "everyone wait"); `[[slow]]` answers after 30 s."""
+    """The mock plus three prompt markers: `[[exhaust]]` answers its first attempt with a 429 saying the
+    key's token budget is empty for 1 s (the provider's "everyone wait"); `[[keywide]]` refuses every
+    request on the server for 3 s from its arrival (429, Retry-After and x-ratelimit-* saying until when);
+    `[[slow]]` answers after 30 s."""
+
+    refuse_until = 0.0
+    keywide_refused = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = orjson.loads(await request.read())
@@ -39,6 +44,23 @@ class Mock(MockServer):
                     "Retry-After": "1",
                     "x-ratelimit-remaining-tokens": "0",
                     "x-ratelimit-reset-tokens": "1s",
+                },
+            )
+        now = time.monotonic()
+        if "[[keywide]]" in prompt and not self.refuse_until:
+            self.refuse_until = now + 3.0
+        if now < self.refuse_until:  # the whole key refused, the provider saying for how long
+            left = self.refuse_until - now
+            with self._lock:
+                self.keywide_refused += 1
+            return web.json_response(
+                {"error": {"message": "Rate limit reached for requests", "type": "requests"}},
+                status=429,
+                headers={
+                    "Retry-After": f"{left:.3f}",
+                    "x-ratelimit-limit-requests": "1200",
+                    "x-ratelimit-remaining-requests": "0",
+                    "x-ratelimit-reset-requests": f"{left:.3f}s",
                 },
             )
         if "[[slow]]" in prompt:
@@ -196,5 +218,26 @@ def test_unreachable_redis_at_start_is_refused(tmp_path: Path):
         p = _start(run_args(data, "ok-a", cfg, tmp_path / "r"), tmp_path, "x")
         _, err = p.communicate(timeout=60)
         assert p.returncode == 2 and "cannot reach Redis" in err and srv.total == 0
+    finally:
+        srv.stop()
+
+
+def test_a_key_wide_refusal_pauses_every_process_for_the_time_given(tmp_path: Path, redis_server: RedisServer):
+    """The provider refuses the whole key for 3 s (1200 RPM: its per-request reset would be 50 ms). Every
+    process on the key waits the 3 s it was told, through Redis: a handful of refused calls, not one per
+    slot of each process over those 3 s (~60)."""
+    srv = Mock(rpm_per_key=1200).start()
+    try:
+        procs = _three(tmp_path, srv, redis_server.url, 40)
+        t0 = time.monotonic()
+        while srv.keys[KEY] < 20:
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.01)
+        srv.refuse_until = time.monotonic() + 3.0
+        _wait_all(procs)
+        for i in range(3):
+            rs = rows(tmp_path / f"run{i}")
+            assert len(rs) == 40 and all(r["error"] is None for r in rs)
+        assert 1 <= srv.keywide_refused <= 6, srv.keywide_refused
     finally:
         srv.stop()
