@@ -335,8 +335,17 @@ class RedisBudget:
                     continue
                 T = self._T1 / 1e6 / max(self.factor, 1e-3)
                 n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
-                # leases come with slots: never take more than a fair share of the key's concurrency
-                n = min(n, max(1, self._fair() - self._leased + sum(tk.leased for tk in self._queue)))
+                # leases come with slots: never take more than a fair share of the key's concurrency,
+                # and above it, hand spare leases back rather than reuse them (a process that joins
+                # a busy key gets the leases as ours finish, not once ours go idle)
+                room = self._fair() - self._leased + sum(tk.leased for tk in self._queue)
+                if room <= 0:
+                    if self._held > self._leased:
+                        granted, *_ = await self._eval(lease_delta=self._leased - self._held)
+                        self._held += granted
+                    await asyncio.sleep(0.02)
+                    continue
+                n = min(n, room)
                 batch = [self._queue[i] for i in range(n)]
                 need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
                 granted, start, T, given, Tt = await self._eval(

@@ -241,3 +241,30 @@ def test_a_key_wide_refusal_pauses_every_process_for_the_time_given(tmp_path: Pa
         assert 1 <= srv.keywide_refused <= 6, srv.keywide_refused
     finally:
         srv.stop()
+
+
+def test_a_process_joining_a_busy_key_gets_its_share_of_the_concurrency(tmp_path: Path, redis_server: RedisServer):
+    """A fills the key's concurrency (4) with a long run; B joins: the leases A frees go to B until each
+    holds its fair share (2), so B runs beside A instead of waiting for A's spare leases to lapse."""
+    srv = Mock(latency_s=0.2).start()
+    try:
+        extra = "max_concurrency = 4\nrpm = 60000\ntpm = 100000000\n"
+        a_data = write_dataset(tmp_path / "a.jsonl", 200, prefix="A question")
+        b_data = write_dataset(tmp_path / "b.jsonl", 30, prefix="B question")
+        ca = _cfg(tmp_path / "a.toml", srv.base_url, ["ok-a"], redis_server.url, extra)
+        cb = _cfg(tmp_path / "b.toml", srv.base_url, ["ok-b"], redis_server.url, extra)
+        pa = _start(run_args(a_data, "ok-a", ca, tmp_path / "ra"), tmp_path, "a")
+        t0 = time.monotonic()
+        while sum(1 for _, m, _, _ in srv.arrivals if m == "ok-a") < 20:
+            assert time.monotonic() - t0 < 60 and pa.poll() is None
+            time.sleep(0.02)
+        pb = _start(run_args(b_data, "ok-b", cb, tmp_path / "rb"), tmp_path, "b")
+        _wait_all([pa, pb])
+        a_t = [t for t, m, _, _ in srv.arrivals if m == "ok-a"]
+        b_t = [t for t, m, _, _ in srv.arrivals if m == "ok-b"]
+        assert len(b_t) == 30 and max(b_t) < max(a_t)  # B finished while A was still running
+        both = [m for t, m, _, _ in srv.arrivals if min(b_t) <= t <= max(b_t)]
+        share = both.count("ok-b") / len(both)
+        assert share >= 0.35, (share, len(both))
+    finally:
+        srv.stop()
