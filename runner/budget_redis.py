@@ -17,7 +17,8 @@ Calls are batched: the slot requests of all tasks waiting at once go out as one 
 concurrency leases are taken in blocks and kept while used, so steady state costs about one round
 trip per call at low rates and far fewer at high ones. If Redis becomes unreachable mid-run the lane
 falls back to local pacing at 1/N of its limits (N = processes last seen on it) with a warning:
-never fail open at the full limit.
+never fail open at the full limit. It tries Redis again every RECOVER_S seconds of the wall clock (the
+same instants in every process, so they leave 1/N together) and resumes shared pacing when it answers.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
+RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
 
 _LUA = """
 local t = redis.call('TIME')
@@ -161,6 +163,7 @@ class RedisBudget:
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
+        self._recovering: asyncio.Task[None] | None = None
         self._last_call = 0.0
         self.set_limits(rpm, tpm)
 
@@ -226,8 +229,8 @@ class RedisBudget:
         if now < self.paused_until:
             return self.paused_until - now
         tk = self._tickets.get(task)
-        if tk is None:
-            return 0.0
+        if tk is None:  # reserved locally before Redis came back: reserve again from Redis
+            return max(self.reserve(0), 1e-6)
         if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
             return max(self._rtt, 0.0005, self._last_slot - LEAD_S - now + self._rtt)
         if now < tk.slot:
@@ -246,7 +249,10 @@ class RedisBudget:
         lease is taken with the slot, so waiting for a slot holds nobody else's concurrency."""
         while True:
             if self._local is not None:
-                await self._local.acquire()
+                local = self._local
+                await local.acquire()
+                if self._local is not local:  # Redis came back while this call waited: counted here now
+                    self._used += 1
                 return
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
@@ -423,10 +429,30 @@ class RedisBudget:
         self._local = local
         self._queue.clear()
         self._wake()
+        self._recovering = asyncio.get_running_loop().create_task(self._recover())
+
+    async def _recover(self) -> None:
+        """Shared pacing again once Redis answers; calls in flight release into it, calls waiting in
+        the local budget are let through to reserve their slots from Redis."""
+        while self._local is not None:
+            await asyncio.sleep(RECOVER_S - time.time() % RECOVER_S)
+            try:
+                await self._eval()
+            except Exception:  # noqa: BLE001 - still down: stay at 1/N
+                continue
+            local, self._local = self._local, None
+            self._used, self._held, self._leased = local._used, 0, 0
+            self._tickets.clear()
+            # Local sends may have filled the last second up to this process's 1/N: start after it.
+            self.paused_until = max(self.paused_until, time.monotonic() + 1.0)
+            log.warning("lane %s: Redis reachable again; shared pacing resumed", self.name)
+            local.open()
+            self._wake()
+            self._kick()
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
-        for t in (self._house, self._syncing):
+        for t in (self._house, self._syncing, self._recovering):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:
