@@ -32,10 +32,10 @@ import socket
 import time
 import weakref
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from runner.budget_local import wait_turn
-from runner.config import redact_url
 
 log = logging.getLogger("evalsweep")
 
@@ -48,50 +48,7 @@ SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round t
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
 
-_LUA = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local proc, ttl = ARGV[1], tonumber(ARGV[2])
-local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor')
-local tat, tok = tonumber(st[1]) or 0, tonumber(st[2]) or 0
-local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
-if ARGV[11] ~= '' then factor = tonumber(ARGV[11]) end
-if tonumber(ARGV[10]) > 0 then pause = math.max(pause, now + tonumber(ARGV[10])) end
-local mine = tonumber(redis.call('HGET', KEYS[3], proc) or '0')
-local delta, granted = tonumber(ARGV[4]), 0
-if delta > 0 then
-  local total = 0
-  for _, v in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(v) end
-  granted = math.max(0, math.min(delta, tonumber(ARGV[3]) - total))
-elseif delta < 0 then
-  granted = math.max(delta, -mine)
-end
-mine = mine + granted
-if mine > 0 then redis.call('HSET', KEYS[3], proc, mine) else redis.call('HDEL', KEYS[3], proc) end
-local T, Tt = tonumber(ARGV[8]) / factor, tonumber(ARGV[9]) / factor
-local n, tokens, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) * Tt
-if delta > 0 and granted < delta and n > 0 then  -- the key's concurrency cap: slots only for leased calls
-  local given = math.max(0, n - delta + granted)
-  tokens = math.floor(tokens * given / n)
-  n = given
-end
-if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
-local start = math.max(now, pause)
-if n > 0 then
-  if T > 0 then start = math.max(start, tat) end
-  if Tt > 0 and tokens > 0 then start = math.max(start, tok) end
-  if T > 0 then tat = start + n * T end
-  if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
-end
-redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
-return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt)}
-"""
+_LUA = (Path(__file__).parent / "budget_redis.lua").read_text()
 
 
 def lane_id(base_url: str | None, api_key: str | None) -> str:
@@ -460,61 +417,3 @@ class RedisBudget:
                 await self._eval(lease_delta=-self._held, ttl=0)
             except Exception:  # noqa: BLE001
                 pass
-
-
-async def attach(models: dict[str, Any], redis_url: str, lease_s: float) -> list[RedisBudget]:
-    """Give every paced lane of a sweep a RedisBudget; refuse to start if Redis cannot be reached."""
-    import redis.asyncio as aioredis
-
-    from runner.config import ConfigError
-    from runner.lanes import LocalBudget
-
-    client = aioredis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
-    try:
-        await client.ping()
-    except Exception as e:  # noqa: BLE001
-        await client.aclose()
-        raise ConfigError(
-            f"[shared] redis_url {redact_url(redis_url)}: cannot reach Redis ({e}); start it, fix the URL, "
-            "or remove redis_url (and EVALSWEEP_REDIS_URL) to pace this process alone"
-        ) from None
-    budgets: list[RedisBudget] = []
-    seen: set[int] = set()
-    for m in models.values():
-        for lane in m.lanes:
-            ep = lane.endpoint
-            if id(lane) in seen or ep.kind in ("sim", "replay"):
-                continue
-            seen.add(id(lane))
-            old = lane.budget
-            b = RedisBudget(
-                client,
-                lane_id(ep.base_url or ep.kind, lane.api_key),
-                lane.name,
-                old.rpm,
-                old.tpm,
-                ep.max_concurrency,
-                lease_s,
-                probing=old.probing,
-                local_factory=lambda r, t, c: LocalBudget(r, t, c),
-            )
-            lane.budget = b
-            budgets.append(b)
-    if not budgets:
-        await client.aclose()
-    return budgets
-
-
-async def detach(budgets: list[RedisBudget]) -> None:
-    for b in budgets:
-        await b.aclose()
-        if b.admitted:
-            log.info(
-                "lane %s: shared budget: %d calls admitted with %d Redis round trips (%d late slots redone)%s",
-                b.name, b.admitted, b.calls, b.late, "; fell back to local pacing" if b._local else "",
-            )
-    if budgets:
-        try:
-            await budgets[0].client.aclose()
-        except Exception:  # noqa: BLE001
-            pass

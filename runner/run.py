@@ -269,7 +269,7 @@ async def _main(
         pg = await PgCache(shared.cache_url).open()
     budgets: list[Any] = []
     if shared.redis_url:
-        from runner.budget_redis import attach
+        from runner.budget_attach import attach
 
         budgets = await attach(models, shared.redis_url, shared.lease_s)
     for r in runs:
@@ -344,7 +344,7 @@ async def _main(
         if cache is not None:
             await cache.aclose()
         if budgets:
-            from runner.budget_redis import detach
+            from runner.budget_attach import detach
 
             await detach(budgets)
         await close_models(models)
