@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,14 +24,15 @@ import orjson
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
 from runner import __version__ as VERSION
-from runner import progress
+from runner import join_view, progress
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
-from runner.leases import open_leases, results_name
+from runner.identity import differences, identities
+from runner.leases import open_leases, results_name, worker_name
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
@@ -121,11 +123,15 @@ def _prepare(
     if man_path.exists():
         manifest = read_manifest(out)
         old = {k: manifest["spec"].get(k) for k in fp}
-        if orjson.dumps(old, option=orjson.OPT_SORT_KEYS) != orjson.dumps(fp, option=orjson.OPT_SORT_KEYS):
+        diff = differences(old, fp, manifest.get("data_identity"))
+        if diff:
             raise ConfigError(
-                f"{out} holds a run made with other settings ({old}); this command has {fp}. "
-                "Rerun with the same settings to resume, or pick another --out."
+                f"{out} holds a run made with other settings:\n  " + "\n  ".join(diff)
+                + "\nRerun with the same settings to resume, or pick another --out."
             )
+        fp = old  # the run keeps its first spelling of a path (another host may mount the data elsewhere)
+    else:
+        manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
     for m in snap["models"]:  # record the prices actually used (config, else the cost map)
@@ -136,7 +142,7 @@ def _prepare(
     manifest.update(
         {
             "evalsweep": VERSION,
-            "suite": plan.spec.suite,
+            "suite": fp["suite"],
             "run_name": run_name,
             "spec": {**fp, "limit": plan.spec.limit},
             "models": all_models,
@@ -367,25 +373,9 @@ async def _main(
             else "complete"
         )
         man_path = r.run_dir / "manifest.json"
-        man = orjson.loads(man_path.read_bytes())
-        man.update(
-            {
-                "status": status,
-                "updated": _now(),
-                "elapsed_s": round(time.monotonic() - t0, 3),
-                "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
-            }
-        )
-        if sched.fault:
-            man["abort_reason"] = sched.fault
-            man["unsaved_rows"] = r.writer.unsaved_rows
-        else:
-            man.pop("abort_reason", None)
-            man.pop("unsaved_rows", None)
-        man["lanes"] = lane_report(models, r.models)
-        if batch_why:
-            man["batch"] = batch_why
-        write_manifest(man_path, man)
+        with join_view.locked(man_path) if r.join else nullcontext():
+            lanes = lane_report(models, r.models)
+            _finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why)
     if sched.fault:
         kept = (
             ""
@@ -423,6 +413,31 @@ async def _main(
         )
         return 3
     return 0
+
+
+def _finish_manifest(
+    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any
+) -> None:
+    man = orjson.loads(man_path.read_bytes())
+    mine = {
+        "status": status,
+        "updated": _now(),
+        "elapsed_s": round(elapsed, 3),
+        "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
+    }
+    man.update(mine)
+    if r.join:  # the run's counts from every worker's rows; this worker's own beside them
+        join_view.update(man, worker_name(), mine, r.run_dir, {m: st.total for m, st in r.stats.items()})
+    if fault:
+        man["abort_reason"] = fault
+        man["unsaved_rows"] = r.writer.unsaved_rows
+    else:
+        man.pop("abort_reason", None)
+        man.pop("unsaved_rows", None)
+    man["lanes"] = lanes
+    if batch_why:
+        man["batch"] = batch_why
+    write_manifest(man_path, man)
 
 
 def account(run: RunCtx, sched: Scheduler) -> None:
