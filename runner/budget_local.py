@@ -185,6 +185,11 @@ class LocalBudget:
         self._used -= 1
         self._wake()
 
+    def open(self) -> None:
+        """Let every call waiting for a lease through: this budget is being replaced (by Redis again)."""
+        self._cap = 1 << 30
+        self._wake()
+
     def _wake(self) -> None:
         free = self._cap - self._used
         while free > 0 and self._waiters:

@@ -17,7 +17,8 @@ Calls are batched: the slot requests of all tasks waiting at once go out as one 
 concurrency leases are taken in blocks and kept while used, so steady state costs about one round
 trip per call at low rates and far fewer at high ones. If Redis becomes unreachable mid-run the lane
 falls back to local pacing at 1/N of its limits (N = processes last seen on it) with a warning:
-never fail open at the full limit.
+never fail open at the full limit. It tries Redis again every RECOVER_S seconds of the wall clock (the
+same instants in every process, so they leave 1/N together) and resumes shared pacing when it answers.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import socket
 import time
 import weakref
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from runner.budget_local import wait_turn
-from runner.config import redact_url
 
 log = logging.getLogger("evalsweep")
 
@@ -45,51 +46,9 @@ AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
+RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
 
-_LUA = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local proc, ttl = ARGV[1], tonumber(ARGV[2])
-local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor')
-local tat, tok = tonumber(st[1]) or 0, tonumber(st[2]) or 0
-local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
-if ARGV[11] ~= '' then factor = tonumber(ARGV[11]) end
-if tonumber(ARGV[10]) > 0 then pause = math.max(pause, now + tonumber(ARGV[10])) end
-local mine = tonumber(redis.call('HGET', KEYS[3], proc) or '0')
-local delta, granted = tonumber(ARGV[4]), 0
-if delta > 0 then
-  local total = 0
-  for _, v in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(v) end
-  granted = math.max(0, math.min(delta, tonumber(ARGV[3]) - total))
-elseif delta < 0 then
-  granted = math.max(delta, -mine)
-end
-mine = mine + granted
-if mine > 0 then redis.call('HSET', KEYS[3], proc, mine) else redis.call('HDEL', KEYS[3], proc) end
-local T, Tt = tonumber(ARGV[8]) / factor, tonumber(ARGV[9]) / factor
-local n, tokens, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) * Tt
-if delta > 0 and granted < delta and n > 0 then  -- the key's concurrency cap: slots only for leased calls
-  local given = math.max(0, n - delta + granted)
-  tokens = math.floor(tokens * given / n)
-  n = given
-end
-if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
-local start = math.max(now, pause)
-if n > 0 then
-  if T > 0 then start = math.max(start, tat) end
-  if Tt > 0 and tokens > 0 then start = math.max(start, tok) end
-  if T > 0 then tat = start + n * T end
-  if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
-end
-redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
-return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt)}
-"""
+_LUA = (Path(__file__).parent / "budget_redis.lua").read_text()
 
 
 def lane_id(base_url: str | None, api_key: str | None) -> str:
@@ -161,6 +120,7 @@ class RedisBudget:
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
+        self._recovering: asyncio.Task[None] | None = None
         self._last_call = 0.0
         self.set_limits(rpm, tpm)
 
@@ -226,8 +186,8 @@ class RedisBudget:
         if now < self.paused_until:
             return self.paused_until - now
         tk = self._tickets.get(task)
-        if tk is None:
-            return 0.0
+        if tk is None:  # reserved locally before Redis came back: reserve again from Redis
+            return max(self.reserve(0), 1e-6)
         if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
             return max(self._rtt, 0.0005, self._last_slot - LEAD_S - now + self._rtt)
         if now < tk.slot:
@@ -246,7 +206,10 @@ class RedisBudget:
         lease is taken with the slot, so waiting for a slot holds nobody else's concurrency."""
         while True:
             if self._local is not None:
-                await self._local.acquire()
+                local = self._local
+                await local.acquire()
+                if self._local is not local:  # Redis came back while this call waited: counted here now
+                    self._used += 1
                 return
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
@@ -335,8 +298,17 @@ class RedisBudget:
                     continue
                 T = self._T1 / 1e6 / max(self.factor, 1e-3)
                 n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
-                # leases come with slots: never take more than a fair share of the key's concurrency
-                n = min(n, max(1, self._fair() - self._leased + sum(tk.leased for tk in self._queue)))
+                # leases come with slots: never take more than a fair share of the key's concurrency,
+                # and above it, hand spare leases back rather than reuse them (a process that joins
+                # a busy key gets the leases as ours finish, not once ours go idle)
+                room = self._fair() - self._leased + sum(tk.leased for tk in self._queue)
+                if room <= 0:
+                    if self._held > self._leased:
+                        granted, *_ = await self._eval(lease_delta=self._leased - self._held)
+                        self._held += granted
+                    await asyncio.sleep(0.02)
+                    continue
+                n = min(n, room)
                 batch = [self._queue[i] for i in range(n)]
                 need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
                 granted, start, T, given, Tt = await self._eval(
@@ -414,10 +386,30 @@ class RedisBudget:
         self._local = local
         self._queue.clear()
         self._wake()
+        self._recovering = asyncio.get_running_loop().create_task(self._recover())
+
+    async def _recover(self) -> None:
+        """Shared pacing again once Redis answers; calls in flight release into it, calls waiting in
+        the local budget are let through to reserve their slots from Redis."""
+        while self._local is not None:
+            await asyncio.sleep(RECOVER_S - time.time() % RECOVER_S)
+            try:
+                await self._eval()
+            except Exception:  # noqa: BLE001 - still down: stay at 1/N
+                continue
+            local, self._local = self._local, None
+            self._used, self._held, self._leased = local._used, 0, 0
+            self._tickets.clear()
+            # Local sends may have filled the last second up to this process's 1/N: start after it.
+            self.paused_until = max(self.paused_until, time.monotonic() + 1.0)
+            log.warning("lane %s: Redis reachable again; shared pacing resumed", self.name)
+            local.open()
+            self._wake()
+            self._kick()
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
-        for t in (self._house, self._syncing):
+        for t in (self._house, self._syncing, self._recovering):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:
@@ -425,61 +417,3 @@ class RedisBudget:
                 await self._eval(lease_delta=-self._held, ttl=0)
             except Exception:  # noqa: BLE001
                 pass
-
-
-async def attach(models: dict[str, Any], redis_url: str, lease_s: float) -> list[RedisBudget]:
-    """Give every paced lane of a sweep a RedisBudget; refuse to start if Redis cannot be reached."""
-    import redis.asyncio as aioredis
-
-    from runner.config import ConfigError
-    from runner.lanes import LocalBudget
-
-    client = aioredis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
-    try:
-        await client.ping()
-    except Exception as e:  # noqa: BLE001
-        await client.aclose()
-        raise ConfigError(
-            f"[shared] redis_url {redact_url(redis_url)}: cannot reach Redis ({e}); start it, fix the URL, "
-            "or remove redis_url (and EVALSWEEP_REDIS_URL) to pace this process alone"
-        ) from None
-    budgets: list[RedisBudget] = []
-    seen: set[int] = set()
-    for m in models.values():
-        for lane in m.lanes:
-            ep = lane.endpoint
-            if id(lane) in seen or ep.kind in ("sim", "replay"):
-                continue
-            seen.add(id(lane))
-            old = lane.budget
-            b = RedisBudget(
-                client,
-                lane_id(ep.base_url or ep.kind, lane.api_key),
-                lane.name,
-                old.rpm,
-                old.tpm,
-                ep.max_concurrency,
-                lease_s,
-                probing=old.probing,
-                local_factory=lambda r, t, c: LocalBudget(r, t, c),
-            )
-            lane.budget = b
-            budgets.append(b)
-    if not budgets:
-        await client.aclose()
-    return budgets
-
-
-async def detach(budgets: list[RedisBudget]) -> None:
-    for b in budgets:
-        await b.aclose()
-        if b.admitted:
-            log.info(
-                "lane %s: shared budget: %d calls admitted with %d Redis round trips (%d late slots redone)%s",
-                b.name, b.admitted, b.calls, b.late, "; fell back to local pacing" if b._local else "",
-            )
-    if budgets:
-        try:
-            await budgets[0].client.aclose()
-        except Exception:  # noqa: BLE001
-            pass

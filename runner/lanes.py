@@ -4,7 +4,9 @@ Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budg
 
 Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
 `x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when the provider
-says the key's budget is empty (`x-ratelimit-remaining-*: 0`). A lane whose recent attempts are mostly
+says the key's budget is empty (`x-ratelimit-remaining-*: 0`; for as long as it said when that came
+with a 429) or refuses most of a second's attempts with a Retry-After (the shortest one told). A
+shared budget (Redis) makes every process on the key wait the same pause. A lane whose recent attempts are mostly
 refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
 refused) and recovers additively while quiet (AIMD), so a storm of random 429s costs at most ~2x,
 never a stop per 429.
@@ -57,7 +59,11 @@ log = logging.getLogger("evalsweep")
 
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
+MAX_PAUSE_S = 300.0  # a key-wide pause the provider asks for, believed up to this long
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
+PROBE_MAX_S = 3.0
+"""A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
+lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
 
 
 class Lane:
@@ -81,7 +87,7 @@ class Lane:
         self._looked = self._started = (time.monotonic(), 0)
         self.rate_limited = 0
         self.retries = 0
-        self._bucket = (0.0, 0, 0)  # (start, attempts, 429s) of the current one-second bucket
+        self._bucket = (0.0, 0, 0, math.inf)  # (start, attempts, 429s, least told wait) of this second
         self._widened = -math.inf  # when a 429 last widened the budget's window margin
         self._retry_kw = dict(
             stop=stop_after_attempt(endpoint.max_attempts),
@@ -170,6 +176,8 @@ class Lane:
                     raise ProviderError(self.stopped, quota=True)
                 self.in_flight += 1
                 self.admitted += 1
+                if b.probing:
+                    asyncio.get_running_loop().call_later(PROBE_MAX_S, self._end_probe)
                 t0 = time.perf_counter()
                 try:
                     result = await fn()
@@ -192,19 +200,25 @@ class Lane:
             self.stop(str(e))
             return
         if e.status is not None:  # the server answered: limits known (or known to be absent)
-            self._on_answer(e.limits, e.rate_limited)
+            self._on_answer(e.limits, e.rate_limited, e.retry_after)
+        else:  # a timeout or a dropped connection: no limits will come from this probe
+            self._end_probe()
+
+    def _end_probe(self) -> None:
+        if self.budget.probing:
+            self.budget.set_probing(False)
 
     def stop(self, reason: str) -> None:
         if not self.stopped:
             self.stopped = f"out of quota on {self.name}: {self.scrub(reason)[:200]}"
             log.warning("lane %s stopped: %s", self.name, self.stopped)
 
-    def _on_answer(self, limits: dict[str, float] | None, limited: bool) -> None:
+    def _on_answer(self, limits: dict[str, float] | None, limited: bool, told: float | None = None) -> None:
         b = self.budget
         if b.probing:
             b.set_probing(False)
         if limits:
-            self._learn(limits)
+            self._learn(limits, told if limited else None)
         now = time.monotonic()
         if limited:
             self.rate_limited += 1
@@ -217,14 +231,18 @@ class Lane:
         # below our rate: halve it; when 20-50% were, slow by 3/4 but not below FLOOR; recover by 0.1
         # after each quiet second. A storm of random 429s (~30%, unrelated to our rate) thus costs at
         # most 1/FLOOR; each refused request also waits what it was told.
-        start, tries, n429 = self._bucket
+        start, tries, n429, least = self._bucket
         tries, n429 = tries + 1, n429 + limited
+        if limited and told is not None:
+            least = min(least, told)
         if now - start < 1.0:
-            self._bucket = (start, tries, n429)
+            self._bucket = (start, tries, n429, least)
             return
-        self._bucket = (now, 0, 0)
+        self._bucket = (now, 0, 0, math.inf)
         if n429 >= 3 and n429 >= 0.5 * tries:  # most refused: we send well above the real limit
             b.set_factor(max(MIN_FACTOR, b.factor * 0.5))
+            if least < math.inf:  # ... and told to wait: the key is refused as a whole, for everyone
+                b.pause(min(least, MAX_PAUSE_S))
         elif n429 >= 3 and n429 >= 0.2 * tries:
             if b.factor > FLOOR:
                 b.set_factor(max(FLOOR, b.factor * 0.75))
@@ -233,8 +251,12 @@ class Lane:
                 b.set_factor(min(1.0, b.factor + 0.1))
             b.margin = max(MARGIN_S, b.margin - 0.0005)
 
-    def _learn(self, lim: dict[str, float]) -> None:
-        """Adopt the key's limits the provider reports; pause when it says the budget is empty."""
+    def _learn(self, lim: dict[str, float], refused_for: float | None = None) -> None:
+        """Adopt the key's limits the provider reports; pause when it says the budget is empty.
+
+        An answer saying a budget is empty frees its next request after 60/rpm (the reset is when it is
+        full again); a 429 saying so (`refused_for`, its Retry-After) refuses the key as a whole until
+        then: the pause is what the provider gave, and a shared budget makes every process wait it."""
         rpm, tpm = lim.get("limit_requests"), lim.get("limit_tokens")
         if (rpm, tpm) != self._seen_limits:
             self._seen_limits = (rpm, tpm)
@@ -257,7 +279,8 @@ class Lane:
             reset = lim.get(f"reset_{dim}")
             if lim.get(f"remaining_{dim}") == 0 and reset:
                 per = 60.0 / rpm if dim == "requests" and rpm else 1.0
-                self.budget.pause(min(reset, per))
+                told = max(refused_for or 0.0, min(reset, per))
+                self.budget.pause(min(told, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 

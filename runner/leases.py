@@ -204,6 +204,13 @@ class Leases:
                     "UPDATE evalsweep_units SET owner = NULL, expires = NULL WHERE owner = %s AND NOT done",
                     (self.owner,),
                 )
+                # A finished run's units are of no more use (a late worker re-creates and re-reads
+                # them, finding every row done): the table holds only runs in progress.
+                await self._q(
+                    "DELETE FROM evalsweep_units WHERE run = %s AND NOT EXISTS "
+                    "(SELECT 1 FROM evalsweep_units WHERE run = %s AND NOT done)",
+                    (self.run, self.run),
+                )
             except Exception:  # noqa: BLE001
                 pass
             await self._conn.close()

@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,14 +24,15 @@ import orjson
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
 from runner import __version__ as VERSION
-from runner import progress
+from runner import join_view, progress
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
-from runner.leases import open_leases, results_name
+from runner.identity import differences, identities
+from runner.leases import open_leases, results_name, worker_name
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
@@ -64,37 +66,29 @@ def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[prefix + k] = v
-    return out
-
-
-def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = None) -> None:
-    """Refuse to resume `out` with other settings (the run and the dry run alike): one readable line
-    per setting that differs. Options this version added and the directory lacks count as their
-    default, so an older run directory still resumes."""
+def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Refuse to resume `out` with other settings (the run and the dry run alike), one readable line
+    per setting that differs; returns the fingerprint the run keeps. An option this version added
+    that the directory lacks counts as its default, so an older run directory still resumes."""
+    fp = spec_fingerprint(spec)
     if manifest is None:
         if not (out / "manifest.json").exists():
-            return
+            return fp
         manifest = read_manifest(out)
-    new = _flat(spec_fingerprint(spec))
-    old = _flat({k: manifest["spec"].get(k) for k in spec_fingerprint(spec)})
-    diff = [
-        f"  {k}: {old.get(k)!r} there, {new.get(k)!r} in this command"
-        for k in sorted(set(old) | set(new))
-        if old.get(k) != new.get(k) and not (k not in old and new.get(k) in (None, False))
-    ]
+    old = {k: manifest["spec"].get(k) for k in fp}
+    opts = dict(old.get("options") or {})
+    for k, v in fp["options"].items():
+        if k not in opts and v in (None, False):
+            opts[k] = v
+    old["options"] = opts
+    diff = differences(old, fp, manifest.get("data_identity"))
     if diff:
         raise ConfigError(
-            f"{out} holds a run made with other settings:\n"
-            + "\n".join(diff)
+            f"{out} holds a run made with other settings:\n  "
+            + "\n  ".join(diff)
             + "\nRerun with the same settings to resume, or pick another --out."
         )
+    return old
 
 
 def _now() -> str:
@@ -154,7 +148,9 @@ def _prepare(
     manifest: dict[str, Any] = {}
     if man_path.exists():
         manifest = read_manifest(out)
-        check_settings(out, plan.spec, manifest)
+        fp = check_settings(out, plan.spec, manifest)  # the run keeps its first spelling of a path
+    else:
+        manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
     for m in snap["models"]:  # record the prices actually used (config, else the cost map)
@@ -165,7 +161,7 @@ def _prepare(
     manifest.update(
         {
             "evalsweep": VERSION,
-            "suite": plan.spec.suite,
+            "suite": fp["suite"],
             "run_name": run_name,
             "spec": {**fp, "limit": plan.spec.limit},
             "models": all_models,
@@ -298,7 +294,7 @@ async def _main(
         pg = await PgCache(shared.cache_url).open()
     budgets: list[Any] = []
     if shared.redis_url:
-        from runner.budget_redis import attach
+        from runner.budget_attach import attach
 
         budgets = await attach(models, shared.redis_url, shared.lease_s)
     for r in runs:
@@ -373,7 +369,7 @@ async def _main(
         if cache is not None:
             await cache.aclose()
         if budgets:
-            from runner.budget_redis import detach
+            from runner.budget_attach import detach
 
             await detach(budgets)
         await close_models(models)
@@ -396,25 +392,9 @@ async def _main(
             else "complete"
         )
         man_path = r.run_dir / "manifest.json"
-        man = orjson.loads(man_path.read_bytes())
-        man.update(
-            {
-                "status": status,
-                "updated": _now(),
-                "elapsed_s": round(time.monotonic() - t0, 3),
-                "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
-            }
-        )
-        if sched.fault:
-            man["abort_reason"] = sched.fault
-            man["unsaved_rows"] = r.writer.unsaved_rows
-        else:
-            man.pop("abort_reason", None)
-            man.pop("unsaved_rows", None)
-        man["lanes"] = lane_report(models, r.models)
-        if batch_why:
-            man["batch"] = batch_why
-        write_manifest(man_path, man)
+        with join_view.locked(man_path) if r.join else nullcontext():
+            lanes = lane_report(models, r.models)
+            _finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why)
     if sched.fault:
         kept = (
             ""
@@ -449,6 +429,31 @@ async def _main(
         )
         return 3
     return 0
+
+
+def _finish_manifest(
+    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any
+) -> None:
+    man = orjson.loads(man_path.read_bytes())
+    mine = {
+        "status": status,
+        "updated": _now(),
+        "elapsed_s": round(elapsed, 3),
+        "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
+    }
+    man.update(mine)
+    if r.join:  # the run's counts from every worker's rows; this worker's own beside them
+        join_view.update(man, worker_name(), mine, r.run_dir, {m: st.total for m, st in r.stats.items()})
+    if fault:
+        man["abort_reason"] = fault
+        man["unsaved_rows"] = r.writer.unsaved_rows
+    else:
+        man.pop("abort_reason", None)
+        man.pop("unsaved_rows", None)
+    man["lanes"] = lanes
+    if batch_why:
+        man["batch"] = batch_why
+    write_manifest(man_path, man)
 
 
 def account(run: RunCtx, sched: Scheduler) -> None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import orjson
+import psycopg
 
 from runner.leases import shard_of
 from runner.results import final_rows, results_files
@@ -73,6 +74,30 @@ def test_two_workers_one_killed_run_completes_nothing_lost_nothing_paid_twice(tm
         scores = json.loads((out / "scores.json").read_text())["models"]
         assert set(scores) == {"ok-a", "ok-b"}
         assert sum(1 for _ in (out / "scored.jsonl").open()) == 300
+
+        man = json.loads((out / "manifest.json").read_text())  # the run's counts, not B's share of them
+        assert man["status"] == "complete" and {m: c["done"] for m, c in man["counts"].items()} == {
+            "ok-a": 150, "ok-b": 150}
+        cost = sum(c["cost_usd"] for c in man["counts"].values())
+        assert cost > 0 and set(man["workers"]) == {f"{socket.gethostname()}-{b.pid}"}
+        assert sum(c["done"] for c in man["workers"][f"{socket.gethostname()}-{b.pid}"]["counts"].values()) < 300
+        with psycopg.connect(pg_url) as conn:  # a finished run leaves no units behind
+            assert conn.execute("SELECT count(*) FROM evalsweep_units").fetchone() == (0,)
+
+        # A late worker, on a host that mounts the data elsewhere: same run, 0 calls, counts unchanged.
+        moved = tmp_path / "mnt" / "data.jsonl"
+        moved.parent.mkdir()
+        moved.write_bytes(data.read_bytes())
+        sent = srv.total
+        c = _worker(run_args(moved, "ok-a,ok-b", cfg, out, "--join"), tmp_path, "c")
+        _, err = c.communicate(timeout=120)
+        assert c.returncode == 0, err
+        assert srv.total == sent
+        man = json.loads((out / "manifest.json").read_text())
+        assert man["status"] == "complete" and len(man["workers"]) == 2
+        assert {m: c["done"] for m, c in man["counts"].items()} == {"ok-a": 150, "ok-b": 150}
+        assert sum(c["cost_usd"] for c in man["counts"].values()) == cost
+        assert man["spec"]["suite"] == f"jsonl:{data}"  # the run keeps its first spelling
     finally:
         srv.stop()
 

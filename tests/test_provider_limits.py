@@ -182,3 +182,24 @@ def test_supports_n_false_in_config_never_sends_n(tmp_path: Path, mock: MockServ
     data = write_dataset(tmp_path / "d.jsonl", 3)
     code, _ = _run(tmp_path, cfg, "no-n-b", data, "--samples", "4", "--temperature", "0.7")
     assert code == 0 and mock.total == 12 and {a[3] for a in mock.arrivals} == {1}
+
+
+def test_a_hung_probe_does_not_hold_a_lane_without_limits_to_one_call(tmp_path: Path):
+    """No rpm/tpm: the lane's first call alone probes the key's limits. A probe that times out teaches
+    nothing, so the calls behind it go out together instead of one timeout after another."""
+    srv = MockServer(timeout_hang_s=3.0, faults={"hang": 1.0}).start()
+    try:
+        cfg = write_config(
+            tmp_path / "c.toml", srv.base_url, ["ok-hung"],
+            extra_endpoint="timeout_s = 1\nmax_attempts = 1\nmax_concurrency = 10\n",
+        )
+        data = write_dataset(tmp_path / "d.jsonl", 10)
+        code, out = _run(tmp_path, cfg, "ok-hung", data)
+        rs = rows(out)
+        assert code == 3 and len(rs) == 10 and all("timed out" in (r["error"] or "") for r in rs)
+        ts = sorted(t for t, *_ in srv.arrivals)
+        assert len(ts) == 10
+        # One timeout (1 s) after the probe, the other nine were sent together, not 1 s apart each.
+        assert ts[-1] - ts[1] < 0.8, [round(t - ts[0], 2) for t in ts]
+    finally:
+        srv.stop()

@@ -21,8 +21,13 @@ KEY = "shared-key"
 
 
 class Mock(MockServer):
-    """The mock plus two prompt markers: `[[exhaust]]` answers its first attempt with a 429 saying the
-    key's token budget is empty for 1 s (the provider's "everyone wait"); `[[slow]]` answers after 30 s."""
+    """The mock plus three prompt markers: `[[exhaust]]` answers its first attempt with a 429 saying the
+    key's token budget is empty for 1 s (the provider's "everyone wait"); `[[keywide]]` refuses every
+    request on the server for 3 s from its arrival (429, Retry-After and x-ratelimit-* saying until when);
+    `[[slow]]` answers after 30 s."""
+
+    refuse_until = 0.0
+    keywide_refused = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = orjson.loads(await request.read())
@@ -39,6 +44,23 @@ class Mock(MockServer):
                     "Retry-After": "1",
                     "x-ratelimit-remaining-tokens": "0",
                     "x-ratelimit-reset-tokens": "1s",
+                },
+            )
+        now = time.monotonic()
+        if "[[keywide]]" in prompt and not self.refuse_until:
+            self.refuse_until = now + 3.0
+        if now < self.refuse_until:  # the whole key refused, the provider saying for how long
+            left = self.refuse_until - now
+            with self._lock:
+                self.keywide_refused += 1
+            return web.json_response(
+                {"error": {"message": "Rate limit reached for requests", "type": "requests"}},
+                status=429,
+                headers={
+                    "Retry-After": f"{left:.3f}",
+                    "x-ratelimit-limit-requests": "1200",
+                    "x-ratelimit-remaining-requests": "0",
+                    "x-ratelimit-reset-requests": f"{left:.3f}s",
                 },
             )
         if "[[slow]]" in prompt:
@@ -196,5 +218,84 @@ def test_unreachable_redis_at_start_is_refused(tmp_path: Path):
         p = _start(run_args(data, "ok-a", cfg, tmp_path / "r"), tmp_path, "x")
         _, err = p.communicate(timeout=60)
         assert p.returncode == 2 and "cannot reach Redis" in err and srv.total == 0
+    finally:
+        srv.stop()
+
+
+def test_a_key_wide_refusal_pauses_every_process_for_the_time_given(tmp_path: Path, redis_server: RedisServer):
+    """The provider refuses the whole key for 3 s (1200 RPM: its per-request reset would be 50 ms). Every
+    process on the key waits the 3 s it was told, through Redis: a handful of refused calls, not one per
+    slot of each process over those 3 s (~60)."""
+    srv = Mock(rpm_per_key=1200).start()
+    try:
+        procs = _three(tmp_path, srv, redis_server.url, 40)
+        t0 = time.monotonic()
+        while srv.keys[KEY] < 20:
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.01)
+        srv.refuse_until = time.monotonic() + 3.0
+        _wait_all(procs)
+        for i in range(3):
+            rs = rows(tmp_path / f"run{i}")
+            assert len(rs) == 40 and all(r["error"] is None for r in rs)
+        assert 1 <= srv.keywide_refused <= 6, srv.keywide_refused
+    finally:
+        srv.stop()
+
+
+def test_a_process_joining_a_busy_key_gets_its_share_of_the_concurrency(tmp_path: Path, redis_server: RedisServer):
+    """A fills the key's concurrency (4) with a long run; B joins: the leases A frees go to B until each
+    holds its fair share (2), so B runs beside A instead of waiting for A's spare leases to lapse."""
+    srv = Mock(latency_s=0.2).start()
+    try:
+        extra = "max_concurrency = 4\nrpm = 60000\ntpm = 100000000\n"
+        a_data = write_dataset(tmp_path / "a.jsonl", 200, prefix="A question")
+        b_data = write_dataset(tmp_path / "b.jsonl", 30, prefix="B question")
+        ca = _cfg(tmp_path / "a.toml", srv.base_url, ["ok-a"], redis_server.url, extra)
+        cb = _cfg(tmp_path / "b.toml", srv.base_url, ["ok-b"], redis_server.url, extra)
+        pa = _start(run_args(a_data, "ok-a", ca, tmp_path / "ra"), tmp_path, "a")
+        t0 = time.monotonic()
+        while sum(1 for _, m, _, _ in srv.arrivals if m == "ok-a") < 20:
+            assert time.monotonic() - t0 < 60 and pa.poll() is None
+            time.sleep(0.02)
+        pb = _start(run_args(b_data, "ok-b", cb, tmp_path / "rb"), tmp_path, "b")
+        _wait_all([pa, pb])
+        a_t = [t for t, m, _, _ in srv.arrivals if m == "ok-a"]
+        b_t = [t for t, m, _, _ in srv.arrivals if m == "ok-b"]
+        assert len(b_t) == 30 and max(b_t) < max(a_t)  # B finished while A was still running
+        both = [m for t, m, _, _ in srv.arrivals if min(b_t) <= t <= max(b_t)]
+        share = both.count("ok-b") / len(both)
+        assert share >= 0.35, (share, len(both))
+    finally:
+        srv.stop()
+
+
+def test_redis_back_after_a_fallback_resumes_shared_pacing(tmp_path: Path, redis_server: RedisServer):
+    """Redis dies under two processes on the key (each falls back to 1/2 of it, 10 a second) and comes
+    back: the short run ends, and the long one returns to the shared budget, alone on the key at the full
+    20 a second, instead of staying at 1/2 for the rest of its run."""
+    srv = Mock(rpm_per_key=1200).start()
+    try:
+        procs = []
+        for i, n in enumerate((40, 260)):
+            data = write_dataset(tmp_path / f"d{i}.jsonl", n, prefix=f"Process {i} question")
+            cfg = _cfg(tmp_path / f"c{i}.toml", srv.base_url, [f"ok-{i}"], redis_server.url, "rpm = 1200\n")
+            procs.append(_start(run_args(data, f"ok-{i}", cfg, tmp_path / f"run{i}"), tmp_path, str(i)))
+        t0 = time.monotonic()
+        while srv.keys[KEY] < 30:
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.02)
+        redis_server.stop()
+        time.sleep(1.5)
+        redis_server.sock.unlink(missing_ok=True)
+        redis_server.start()
+        errs = _wait_all(procs)
+        assert "Redis unreachable" in errs[1] and "shared pacing resumed" in errs[1], errs[1]
+        assert len(rows(tmp_path / "run0")) == 40 and len(rows(tmp_path / "run1")) == 260
+        # At 1/2 each, the two local budgets' one-second bursts can meet at a window's edge (1 x 429 in 1
+        # of 4 runs here, during the fallback, not after): the fallback itself is tested above.
+        assert srv.rejected_429 <= 1
+        last = sorted(t for t, m, _, _ in srv.arrivals if m == "ok-1")[-60:]
+        assert 59 / (last[-1] - last[0]) > 15  # alone on the key at its full limit, not at 1/2 (10)
     finally:
         srv.stop()

@@ -75,7 +75,7 @@ def test_settings_mismatch_is_readable_and_dry_run_refuses_it_too(
     assert main(_run(tmp_path, "sim/strong", "--samples", "2", *(["--dry-run"] if dry else []))) == 2
     err = capfd.readouterr().err
     assert "holds a run made with other settings:" in err
-    assert "  samples: 1 there, 2 in this command" in err.splitlines(), err
+    assert "  samples: 1 (this command: 2)" in err.splitlines(), err
     assert "{" not in err and "pick another --out" in err
 
 

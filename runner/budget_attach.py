@@ -1,0 +1,69 @@
+"""A sweep's paced lanes put on Redis budgets (`[shared] redis_url`) for the run, and taken off after."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from runner.budget_redis import RedisBudget, lane_id
+from runner.config import redact_url
+
+log = logging.getLogger("evalsweep")
+
+
+async def attach(models: dict[str, Any], redis_url: str, lease_s: float) -> list[RedisBudget]:
+    """Give every paced lane of a sweep a RedisBudget; refuse to start if Redis cannot be reached."""
+    import redis.asyncio as aioredis
+
+    from runner.config import ConfigError
+    from runner.lanes import LocalBudget
+
+    client = aioredis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    try:
+        await client.ping()
+    except Exception as e:  # noqa: BLE001
+        await client.aclose()
+        raise ConfigError(
+            f"[shared] redis_url {redact_url(redis_url)}: cannot reach Redis ({e}); start it, fix the URL, "
+            "or remove redis_url (and EVALSWEEP_REDIS_URL) to pace this process alone"
+        ) from None
+    budgets: list[RedisBudget] = []
+    seen: set[int] = set()
+    for m in models.values():
+        for lane in m.lanes:
+            ep = lane.endpoint
+            if id(lane) in seen or ep.kind in ("sim", "replay"):
+                continue
+            seen.add(id(lane))
+            old = lane.budget
+            b = RedisBudget(
+                client,
+                lane_id(ep.base_url or ep.kind, lane.api_key),
+                lane.name,
+                old.rpm,
+                old.tpm,
+                ep.max_concurrency,
+                lease_s,
+                probing=old.probing,
+                local_factory=lambda r, t, c: LocalBudget(r, t, c),
+            )
+            lane.budget = b
+            budgets.append(b)
+    if not budgets:
+        await client.aclose()
+    return budgets
+
+
+async def detach(budgets: list[RedisBudget]) -> None:
+    for b in budgets:
+        await b.aclose()
+        if b.admitted:
+            log.info(
+                "lane %s: shared budget: %d calls admitted with %d Redis round trips (%d late slots redone)%s",
+                b.name, b.admitted, b.calls, b.late, "; fell back to local pacing" if b._local else "",
+            )
+    if budgets:
+        try:
+            await budgets[0].client.aclose()
+        except Exception:  # noqa: BLE001
+            pass
