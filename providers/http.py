@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -95,4 +98,42 @@ async def exchange(
     except TimeoutError:
         raise ProviderError("request timed out", retryable=True) from None
     except (aiohttp.ClientError, ConnectionResetError) as e:
-        raise ProviderError(f"connection error: {type(e).__name__}", retryable=True) from None
+        raise ProviderError(f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True) from None
+
+
+def host_port(url: str) -> str:
+    """`host:port` of a URL (the port its scheme implies when none is written)."""
+    from yarl import URL
+
+    u = URL(url)
+    return f"{u.host}:{u.port}"
+
+
+_ERRNO = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.ETIMEDOUT: "connect timed out",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+}
+
+
+def connection_cause(e: BaseException) -> str:
+    """Why a connection failed, in words a person acts on: `connection refused`, `DNS lookup failed`,
+    `TLS: certificate verify failed`, `server disconnected`..."""
+    if isinstance(e, aiohttp.ClientConnectorDNSError) or isinstance(getattr(e, "os_error", None), socket.gaierror):
+        return "DNS lookup failed (no such host?)"
+    if isinstance(e, aiohttp.ClientConnectorCertificateError):
+        return f"TLS: certificate verify failed ({getattr(e.certificate_error, 'verify_message', '') or e})"
+    if isinstance(e, aiohttp.ClientSSLError | ssl.SSLError):
+        return f"TLS: {getattr(e, 'os_error', None) or e}"
+    if isinstance(e, aiohttp.ServerDisconnectedError):
+        return "server disconnected without answering"
+    if isinstance(e, ConnectionResetError):
+        return "connection reset"
+    os_err = getattr(e, "os_error", None) if isinstance(e, aiohttp.ClientConnectorError) else e
+    if isinstance(os_err, OSError) and os_err.errno in _ERRNO:
+        return _ERRNO[os_err.errno]
+    if isinstance(os_err, OSError) and os_err.strerror:
+        return os_err.strerror.lower()
+    return type(e).__name__

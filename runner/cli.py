@@ -40,6 +40,11 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-score", action="store_true", help="do not score and report when the calls are done")
     p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run even when the pre-flight cannot reach an endpoint (its calls end in error rows)",
+    )
+    p.add_argument(
         "--batch",
         choices=("off", "on", "auto"),
         default="off",
@@ -141,6 +146,7 @@ def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str)
         batch=a.batch,
         deadline_s=a.deadline,
         prefer=a.prefer,
+        keep_going=a.keep_going,
     )
 
 
@@ -152,7 +158,9 @@ def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
     cache = None
     if not (a.no_cache or a.refresh):
         cache = a.cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
-    return dry_run(plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache)
+    return dry_run(
+        plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache, keep_going=a.keep_going
+    )
 
 
 def _finish(code: int, run_dirs: list[Path], no_score: bool, say: bool = True) -> int:

@@ -66,15 +66,11 @@ def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
 
 def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callable[[str], bool]) -> list[Plan]:
     """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits."""
-    from runner.run import check_settings
-
     out: list[Plan] = []
     for p in plans:
         suite = get_suite(p.spec.suite)
         if suite.check is not None:
             suite.check(p.spec)
-        if p.out is not None:
-            check_settings(p.out, p.spec)  # what the real run would refuse, refused here too
         done, seen = _finished(p.out)
         name = suite.run_name(p.spec)
         todo = {m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0])) for m in dict.fromkeys(p.models)}
@@ -107,12 +103,18 @@ def estimate(
     deadline_s: float = 8 * 3600.0,
     prefer: str = "latency",
     cache_dir: Path | None = None,
+    keep_going: bool = False,
 ) -> list[dict[str, Any]]:
     """One dict per (run, model); `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
     from runner.batch.plan import batch_discount, decide, live_seconds
-    from runner.run import judges_of
+    from runner.preflight import preflight
+    from runner.run import check_settings, judges_of
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
+    for p in plans:  # what the real run refuses, refused here too, before any network
+        if p.out is not None:
+            check_settings(p.out, p.spec)
+    preflight(models, keep_going)
     with probe(cache_dir) as in_cache:
         todo = remaining(plans, models, in_cache)
     rows = []
@@ -169,13 +171,14 @@ def dry_run(
     deadline_s: float = 8 * 3600.0,
     prefer: str = "latency",
     cache_dir: Path | None = None,
+    keep_going: bool = False,
 ) -> int:
     from rich.table import Table
 
     from runner.batch.plan import BATCH_WALL, fmt_duration
     from runner.term import console
 
-    rows = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir)
+    rows = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going)
     t = Table(
         title="dry run: remaining first-pass calls (follow-up passes such as critique/judge come on top)"
     )

@@ -61,6 +61,8 @@ FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they 
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
 MAX_PAUSE_S = 300.0  # a key-wide pause the provider asks for, believed up to this long
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
+DOWN_AFTER = 3
+"""Attempts in a row without any answer after which the live view calls a lane `down`."""
 PROBE_MAX_S = 3.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
 lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
@@ -81,6 +83,11 @@ class Lane:
         if endpoint.kind in PROBE_KINDS and not (endpoint.rpm and endpoint.tpm):
             self.budget.set_probing(True)  # the first answer tells us the key's limits (or that none come)
         self.stopped: str | None = None
+        self.conn_failures = 0
+        """Consecutive attempts that got no answer at all (refused, DNS, TLS, timeout): `down` at DOWN_AFTER."""
+        self.last_error: str | None = None
+        self.retrying = 0
+        """Calls of this lane waiting between attempts."""
         self.in_flight = 0
         self.queued = 0
         self.admitted = 0
@@ -110,6 +117,18 @@ class Lane:
     @property
     def factor(self) -> float:
         return self.budget.factor
+
+    @property
+    def state(self) -> str:
+        """What the live view shows: `stopped` (out of quota), `down` (no answer for DOWN_AFTER attempts
+        in a row), `retrying`, `slowed` (AIMD below its limit) or `ok`."""
+        if self.stopped:
+            return "stopped"
+        if self.conn_failures >= DOWN_AFTER:
+            return "down"
+        if self.retrying:
+            return "retrying"
+        return "slowed" if self.budget.factor < 1 else "ok"
 
     @property
     def load(self) -> float:
@@ -142,6 +161,8 @@ class Lane:
             "rate_limited": self.rate_limited,
             "retries": self.retries,
             "stopped": self.stopped,
+            "state": self.state,
+            "error": self.last_error if self.conn_failures else None,
         }
 
     # --- one attempt -----------------------------------------------------------------------------
@@ -203,6 +224,9 @@ class Lane:
             self._on_answer(e.limits, e.rate_limited, e.retry_after)
         else:  # a timeout or a dropped connection: no limits will come from this probe
             self._end_probe()
+            if e.retryable:  # no answer at all (not a breaker or quota stop of ours)
+                self.conn_failures += 1
+                self.last_error = self.scrub(str(e))[:200]
 
     def _end_probe(self) -> None:
         if self.budget.probing:
@@ -215,6 +239,7 @@ class Lane:
 
     def _on_answer(self, limits: dict[str, float] | None, limited: bool, told: float | None = None) -> None:
         b = self.budget
+        self.conn_failures = 0
         if b.probing:
             b.set_probing(False)
         if limits:
@@ -307,6 +332,7 @@ class Lane:
                 raise
             first: ProviderError | None = e
         attempts = 1
+        self.retrying += 1
         try:
             async for attempt in AsyncRetrying(wait=self._wait, **self._retry_kw):
                 with attempt:
@@ -319,6 +345,8 @@ class Lane:
         except ProviderError as e:
             e.attempts = attempts  # type: ignore[attr-defined]
             raise
+        finally:
+            self.retrying -= 1
         return result, attempts, latency
 
     def scrub(self, message: str) -> str:

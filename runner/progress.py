@@ -1,45 +1,50 @@
-"""What a person watching an overnight sweep sees: a rich live table per model on a terminal, plain log
-lines elsewhere (CI, nohup, a log file). Reads the scheduler's counters; never touches the hot path."""
+"""What a person watching an overnight sweep sees: on a terminal, a live view fitted to its width and
+height (runner.live) with warnings printed above it, where they stay; elsewhere (CI, nohup, a log
+file) one summary line per interval for the whole sweep, plus a line for each model or lane whose
+state changed. Reads the scheduler's counters; never touches the hot path."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from runner.live import fit_line, fmt_cost, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
 
 
-def _fmt_tokens(n: int) -> str:
-    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
-
-
-def _eta(st: Stats) -> str:
+def _eta_s(st: Stats) -> float | None:
+    """Seconds left at this model's rate of fresh answers; 0 when done, None before any answer."""
     elapsed = time.monotonic() - st.started
     fresh = st.done - st.cached
     remaining = st.total - st.done - st.resumed
     if remaining <= 0:
-        return "done"
+        return 0.0
     if fresh <= 0 or elapsed <= 0:
-        return "?"
-    s = remaining / (fresh / elapsed)
-    return f"{s / 3600:.1f}h" if s >= 3600 else f"{s / 60:.1f}m" if s >= 60 else f"{s:.0f}s"
+        return None
+    return remaining / (fresh / elapsed)
 
 
-def snapshot(runs: list[RunCtx]) -> list[dict[str, Any]]:
+def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
+    """One dict per (run, model): first-pass rows done (resumed included) of total, resumed and cached
+    apart, and `state`, the worst of the model's lanes (`down`, `retrying`...)."""
     out = []
+    names = [r.name for r in runs]
     for r in runs:
+        label = r.name if names.count(r.name) == 1 else f"{r.name} ({r.run_dir.name})"
         for m in r.models:
             st = r.stats.setdefault(m, Stats())
             elapsed = max(1e-9, time.monotonic() - st.started)
+            eta = _eta_s(st)
             out.append(
                 {
-                    "run": r.name,
+                    "run": label,
                     "model": m,
                     "done": st.done + st.resumed,
                     "total": st.total,
@@ -49,8 +54,11 @@ def snapshot(runs: list[RunCtx]) -> list[dict[str, Any]]:
                     "errors": st.errors,
                     "skipped": st.skipped,
                     "retries": st.retries,
-                    "cached": st.cached + st.resumed,
-                    "eta": _eta(st),
+                    "cached": st.cached,
+                    "resumed": st.resumed,
+                    "eta_s": eta,
+                    "eta": fmt_eta(eta),
+                    "state": state(m) if state is not None else "",
                     "batches": r.batcher.describe(m) if r.batcher is not None else "",
                 }
             )
@@ -58,54 +66,24 @@ def snapshot(runs: list[RunCtx]) -> list[dict[str, Any]]:
 
 
 def _line(d: dict[str, Any]) -> str:
-    cost = "?" if d["cost"] is None else f"${d['cost']:.4f}"
+    """One model, for a log file."""
     return (
-        f"[{d['run']}] {d['model']}: {d['done']}/{d['total']} {d['rps']:.1f} req/s "
-        f"tok {_fmt_tokens(d['tokens'])} {cost} err {d['errors']} skip {d['skipped']} "
-        f"retry {d['retries']} cached {d['cached']} ETA {d['eta']}"
+        f"[{d['run']}] {d['model']}: {d['done']}/{d['total']} {fmt_rate(d['rps'])} "
+        f"tok {fmt_tokens(d['tokens'])} {fmt_cost(d['cost'])} err {d['errors']} skip {d['skipped']} "
+        f"retry {d['retries']} resumed {d['resumed']} cached {d['cached']} ETA {d['eta']}"
+        + (f" lane {d['state']}" if d["state"] not in ("", "ok") else "")
         + (f" batches: {d['batches']}" if d["batches"] else "")
     )
 
 
-def _table(runs: list[RunCtx]) -> Any:
-    from rich.table import Table
-
-    t = Table(title="evalsweep", expand=False)
-    batches = any(r.batcher is not None for r in runs)
-    for col in (
-        "run",
-        "model",
-        "done/total",
-        "req/s",
-        "tokens",
-        "cost",
-        "errors",
-        "retries",
-        "cached",
-        "ETA",
-        *(["batches"] if batches else []),
-    ):
-        t.add_column(col, justify="left" if col in ("run", "model", "batches") else "right")
-    for d in snapshot(runs):
-        cost = "?" if d["cost"] is None else f"${d['cost']:.4f}"
-        err = f"{d['errors']}" + (f" (+{d['skipped']} skipped)" if d["skipped"] else "")
-        t.add_row(
-            d["run"],
-            d["model"],
-            f"{d['done']}/{d['total']}",
-            f"{d['rps']:.1f}",
-            _fmt_tokens(d["tokens"]),
-            cost,
-            err,
-            str(d["retries"]),
-            str(d["cached"]),
-            d["eta"],
-            *([d["batches"]] if batches else []),
-        )
-    return t
+def sweep_line(rows: list[dict[str, Any]]) -> str:
+    n_runs = len({d["run"] for d in rows})
+    head = f"progress ({n_runs} run{'s' * (n_runs != 1)}, {len(rows)} model-runs):"
+    return fit_line(head, summary_parts(rows, sweep_eta(rows)), 10_000)
 
 
 def _lanes_table(lanes: list[dict[str, Any]]) -> Any:
+    """Every lane's limit, its source, use and state (tests and wide terminals)."""
     from rich.table import Table
 
     t = Table(title="lanes", expand=False)
@@ -120,8 +98,69 @@ def _lane_cells(d: dict[str, Any]) -> list[str]:
     lim = " ".join(f"{d[k]:g} {k}" for k in ("rpm", "tpm") if d[k]) or "none"
     src = "/".join(sorted({d[f"{k}_source"] for k in ("rpm", "tpm") if d[k]})) or "-"
     use = f"{d['rpm_used']:.0f}/min" + (f" ({d['use']:.0%})" if d["use"] is not None else "")
-    state = d["stopped"] or ("slowed" if d["factor"] < 1 else "ok")
+    state = d["stopped"] or d.get("state") or ("slowed" if d["factor"] < 1 else "ok")
+    if d.get("error"):
+        state += f": {d['error']}"
     return [d["lane"], lim, src, use, str(d["rate_limited"]), f"{d['factor']:.2f}", state]
+
+
+def _state_key(d: dict[str, Any]) -> tuple[bool, bool, str]:
+    return (d["done"] >= d["total"], d["errors"] + d["skipped"] > 0, d["state"] or "ok")
+
+
+class _ConsoleLog(logging.Handler):
+    """Log records printed through the live view's console: above the live area, where they stay."""
+
+    def __init__(self, console: Any) -> None:
+        super().__init__(logging.INFO)
+        self.console = console
+        self.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _logs_above(console: Any) -> Iterator[None]:
+    """While the live view runs, log lines meant for the terminal go through its console (a plain
+    stream handler would write over the live area and leave stale copies of it behind), and typed
+    keys (^C) are not echoed into it."""
+    root = logging.getLogger()
+    tty = [
+        h
+        for h in root.handlers
+        if type(h) is logging.StreamHandler and getattr(h, "stream", None) in (sys.stderr, sys.stdout)
+    ]
+    for h in tty:
+        root.removeHandler(h)
+    mine = _ConsoleLog(console)
+    root.addHandler(mine)
+    echo = _no_echo()
+    try:
+        yield
+    finally:
+        echo()
+        root.removeHandler(mine)
+        for h in tty:
+            root.addHandler(h)
+
+
+def _no_echo() -> Callable[[], None]:
+    """Turn off the terminal's echo of typed keys (^C included); returns the undo."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        old = termios.tcgetattr(fd)
+        new = list(old)
+        new[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+        termios.tcsetattr(fd, termios.TCSANOW, new)
+    except (ImportError, OSError, ValueError, AttributeError):
+        return lambda: None
+    return lambda: termios.tcsetattr(fd, termios.TCSANOW, old)
 
 
 async def watch(
@@ -130,34 +169,72 @@ async def watch(
     live: bool | None = None,
     every_s: float = 10.0,
     lanes: Callable[[], list[dict[str, Any]]] | None = None,
+    state: Callable[[str], str] | None = None,
 ) -> None:
-    """Until cancelled: refresh the live view (TTY) or log a line per model every `every_s`; with
-    `lanes`, also each lane's limit, its source and use."""
+    """Until cancelled: refresh the live view (TTY), or every `every_s` log the sweep's summary line
+    and a line per model or lane whose state changed. `lanes` describes each lane (limit, source,
+    use, state); `state` gives a model's lane state."""
     lanes = lanes or list
     live = sys.stderr.isatty() if live is None else live
     if live:
-        from rich.console import Console, Group
-        from rich.live import Live
-
-        def view() -> Any:
-            ls = lanes()
-            return Group(_table(runs), _lanes_table(ls)) if ls else _table(runs)
-
-        with Live(view(), console=Console(stderr=True), refresh_per_second=2, transient=False) as lv:
-            try:
-                while True:
-                    await asyncio.sleep(0.5)
-                    lv.update(view())
-            finally:
-                lv.update(view())
+        await _watch_live(runs, lanes, state)
     else:
+        await _watch_log(runs, lanes, state, every_s)
+
+
+async def _watch_live(
+    runs: list[RunCtx], lanes: Callable[[], list[dict[str, Any]]], state: Callable[[str], str] | None
+) -> None:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    console = Console(stderr=True)
+
+    def view() -> Any:
+        w, h = console.size
+        lines = screen(snapshot(runs, state), lanes(), w, max(8, h - 6))
+        return Text("\n".join(lines), no_wrap=True, overflow="crop")
+
+    with _logs_above(console), Live(
+        view(), console=console, refresh_per_second=2, transient=False, auto_refresh=False
+    ) as lv:
         try:
             while True:
-                await asyncio.sleep(every_s)
-                for d in snapshot(runs):
-                    log.info(_line(d))
-                for ln in lanes():
-                    log.info("lane %s", " ".join(_lane_cells(ln)))
+                await asyncio.sleep(0.5)
+                lv.update(view(), refresh=True)
         finally:
-            for d in snapshot(runs):
+            lv.update(view(), refresh=True)
+
+
+async def _watch_log(
+    runs: list[RunCtx],
+    lanes: Callable[[], list[dict[str, Any]]],
+    state: Callable[[str], str] | None,
+    every_s: float,
+) -> None:
+    seen = {(d["run"], d["model"]): _state_key(d) for d in snapshot(runs, state)}
+    lane_seen = {ln["lane"]: ln.get("state", "ok") for ln in lanes()}
+    try:
+        while True:
+            await asyncio.sleep(every_s)
+            rows = snapshot(runs, state)
+            log.info(sweep_line(rows))
+            for d in rows:
+                k = _state_key(d)
+                if seen.get((d["run"], d["model"])) != k:
+                    seen[(d["run"], d["model"])] = k
+                    log.info(_line(d))
+            for ln in lanes():
+                if lane_seen.get(ln["lane"], "ok") != ln.get("state", "ok"):
+                    lane_seen[ln["lane"]] = ln.get("state", "ok")
+                    log.info("lane %s", " ".join(_lane_cells(ln)))
+    finally:
+        rows = snapshot(runs, state)
+        log.info(sweep_line(rows))
+        for run in dict.fromkeys(d["run"] for d in rows):
+            mine = [d for d in rows if d["run"] == run]
+            log.info(fit_line(f"[{run}]", summary_parts(mine, sweep_eta(mine)), 10_000))
+        for d in rows:  # batch runs: where each model's batches stand
+            if d["batches"]:
                 log.info(_line(d))

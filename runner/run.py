@@ -33,8 +33,10 @@ from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
 from runner.identity import differences, identities
 from runner.leases import open_leases, results_name, worker_name
+from runner.live import worst_state
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
+from runner.preflight import preflight
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.rows import error_row
 from runner.scheduler import Scheduler
@@ -211,6 +213,7 @@ def execute(
     batch: str = "off",
     deadline_s: float = 8 * 3600.0,
     prefer: str = "latency",
+    keep_going: bool = False,
 ) -> int:
     """Run every plan in one scheduler. Returns the exit code (0 ok, 1 errors in rows, 130 interrupted).
 
@@ -224,6 +227,10 @@ def execute(
         raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
+    for p in plans:  # a directory the run would refuse is refused before the network is touched
+        if p.out is not None:
+            check_settings(p.out, p.spec)
+    preflight(models, keep_going)
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []
     gc_threshold: tuple[int, ...] = ()
@@ -347,7 +354,12 @@ async def _main(
             pass
     lanes = [ln for m in models.values() for ln in m.lanes if ln.endpoint.kind not in ("sim", "replay")]
     watcher = asyncio.create_task(
-        progress.watch(runs, live=live, lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)])
+        progress.watch(
+            runs,
+            live=live,
+            lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)],
+            state=lambda m: worst_state([ln.state for ln in models[m].lanes if ln in lanes]) if lanes else "",
+        )
     )
     t0 = time.monotonic()
     try:

@@ -136,7 +136,11 @@ class MockServer:
         faults: dict[str, float] | None = None,
         seed: int = 0,
         report_limits: tuple[float, float] | None = None,
+        keys: set[str] | None = None,
     ) -> None:
+        self.valid_keys = keys
+        """When set, any other key gets 401 (chat and `GET /v1/models` alike)."""
+        self.models_requests = 0
         self.report_limits = report_limits
         self.latency_s = latency_s
         self.rpm_per_key = rpm_per_key
@@ -171,9 +175,26 @@ class MockServer:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", self.handle)
         app.router.add_get("/stats", self.handle_stats)
+        app.router.add_get("/v1/models", self.handle_models)
         return app
 
+    def _refused(self, request: web.Request) -> web.Response | None:
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if self.valid_keys is not None and key not in self.valid_keys:
+            err = {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}
+            return web.json_response(err, status=401)
+        return None
+
+    async def handle_models(self, request: web.Request) -> web.Response:
+        """`GET /v1/models` (the pre-flight's request): not a paid call, not counted in `total`."""
+        with self._lock:
+            self.models_requests += 1
+        no = self._refused(request)
+        return no if no is not None else web.json_response({"object": "list", "data": []})
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if (no := self._refused(request)) is not None:
+            return no
         raw = await request.read()
         now = time.monotonic()
         key = request.headers.get("Authorization", "").removeprefix("Bearer ")

@@ -232,6 +232,7 @@ def test_dry_run_shows_live_and_batch_cost_and_time(tmp_path: Path, capsys: pyte
     data = write_dataset(tmp_path / "d.jsonl", 600)
     cfg = write_config(tmp_path / "c.toml", "http://127.0.0.1:9/v1", ["slow"], extra_endpoint="rpm = 60\n")
     args = ["run", f"jsonl:{data}", "--models", "slow", "--config", str(cfg), "--dry-run", "--batch", "auto"]
+    args.append("--keep-going")  # a placeholder URL: no server there
     assert main([*args, "--deadline", "5m"]) == 0
     text = capsys.readouterr().out
     assert "10m" in text and "~1h typical" in text and "batch" in text.split("slow")[-1]

@@ -1,0 +1,237 @@
+"""The live view's layout, fitted to the terminal: pure functions from counters to lines of text.
+
+At any width every model's name, done/total, rate, cost, errors and ETA stay whole: low-value columns
+(lane state, retries, resumed, cached, tokens, batches) are dropped first, then long model names are
+abbreviated by rule (a prefix every model shares goes into the header, then the middle of a name gives
+way, never two names alike). Models are grouped under their run. When the rows do not fit the
+terminal's height, each run keeps its summary line and the rows that matter are shown: models with
+errors or a lane in trouble first, then the slowest (latest ETA); a last line counts the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ELLIPSIS = "…"
+NAME_MIN = 12
+STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
+"""The worst lane state of a model is its state (lower: worse)."""
+
+
+def fmt_tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
+
+
+def fmt_cost(x: float | None) -> str:
+    if x is None:
+        return "?"
+    if x >= 1000:
+        return f"${x:,.0f}"
+    return f"${x:.2f}" if x >= 1 or x == 0 else f"${x:.3f}" if x >= 0.001 else "<$0.001"
+
+
+def fmt_eta(s: float | None) -> str:
+    """`done`, `?` (no rate yet) or the time left."""
+    if s is None:
+        return "?"
+    if s <= 0:
+        return "done"
+    return f"{s / 3600:.1f}h" if s >= 3600 else f"{s / 60:.1f}m" if s >= 60 else f"{max(1, round(s))}s"
+
+
+def fmt_rate(r: float) -> str:
+    return f"{r:.0f}/s" if r >= 100 else f"{r:.1f}/s"
+
+
+def worst_state(states: list[str]) -> str:
+    return min(states, key=lambda s: STATE_RANK.get(s, 0), default="")
+
+
+def abbreviate(names: list[str], width: int) -> tuple[dict[str, str], str]:
+    """Each name shortened to at most `width` characters, all still distinct; returns the mapping and
+    the prefix taken off every name (shown once, in the header). Rule: drop a `provider/` prefix all
+    share, then keep each name's head and tail around an ellipsis (the tail tells versions apart)."""
+    if not names:
+        return {}, ""
+    prefix = ""
+    heads = {n.split("/", 1)[0] + "/" for n in names if "/" in n}
+    if max(map(len, names)) > width and len(heads) == 1 and all("/" in n for n in names):
+        prefix = heads.pop()
+    short = {n: n[len(prefix) :] for n in names}
+    if max(map(len, short.values())) <= width:
+        return short, prefix
+    width = max(width, 3)
+    out = {n: _cut(v, width, max((_lcp(v, o) for o in short.values() if o is not v), default=0))
+           for n, v in short.items()}
+    if len(set(out.values())) == len(out):
+        return out, prefix
+    for tail in range(max(1, (width - 1) // 3), width - 1):
+        head = width - 1 - tail
+        out = {n: s if len(s) <= width else s[:head] + ELLIPSIS + s[-tail:] for n, s in short.items()}
+        if len(set(out.values())) == len(out):
+            return out, prefix
+    return {n: s[: width - 1] + ELLIPSIS if len(s) > width else s for n, s in short.items()}, prefix
+
+
+def _lcp(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _cut(s: str, width: int, lcp: int) -> str:
+    """`s` in `width` characters: head and tail around an ellipsis, or, when it shares a long start with
+    another name, its head, then the stretch where the two part (`lcp`: their common prefix)."""
+    if len(s) <= width:
+        return s
+    keep = width - 1
+    if lcp < keep - keep // 3:  # differs inside the head: head and tail
+        tail = keep // 3
+        return s[: keep - tail] + ELLIPSIS + s[-tail:]
+    head = min(8, keep // 3)
+    start = min(max(head, lcp - 2), len(s) - (keep - head))
+    return s[:head] + ELLIPSIS + s[start : start + keep - head]
+
+
+# (key, header, formatter) in the order shown; the first MANDATORY are always kept.
+COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
+    ("done", "done/total", lambda d: f"{d['done']}/{d['total']}"),
+    ("rate", "rate", lambda d: fmt_rate(d["rps"])),
+    ("cost", "cost", lambda d: fmt_cost(d["cost"])),
+    ("errors", "err", lambda d: str(d["errors"]) + (f"+{d['skipped']}s" if d["skipped"] else "")),
+    ("eta", "ETA", lambda d: fmt_eta(d["eta_s"])),
+    ("state", "lane", lambda d: d["state"] or "-"),
+    ("retries", "retry", lambda d: str(d["retries"])),
+    ("resumed", "resumed", lambda d: str(d["resumed"])),
+    ("cached", "cached", lambda d: str(d["cached"])),
+    ("tokens", "tokens", lambda d: fmt_tokens(d["tokens"])),
+    ("batches", "batches", lambda d: d["batches"] or "-"),
+]
+MANDATORY = 5
+NAME_WANT = 24
+"""A name column narrower than this (or than the longest name) is widened before optional columns."""
+
+
+def _fit_columns(rows: list[dict[str, Any]], width: int) -> tuple[list[int], list[int], int]:
+    """Which columns are shown, their widths, and the name column's width."""
+    cells = [[f(d) for d in rows] for _, _, f in COLUMNS]
+    widths = [max([len(h), *map(len, c)]) for (_, h, _), c in zip(COLUMNS, cells, strict=True)]
+    longest = max([len("model"), *(len(d["model"]) for d in rows)])
+    shown = list(range(MANDATORY))
+    batches = any(d["batches"] for d in rows)
+
+    def name_room(cols: list[int]) -> int:
+        return width - sum(widths[i] + 1 for i in cols)
+
+    for i in range(MANDATORY, len(COLUMNS)):
+        if COLUMNS[i][0] == "batches" and not batches:
+            continue
+        if name_room([*shown, i]) >= min(longest, NAME_WANT):
+            shown.append(i)
+    return shown, widths, max(NAME_MIN, min(longest, name_room(shown)))
+
+
+def _row(name: str, vals: list[str], widths: list[int], name_w: int) -> str:
+    return name.ljust(name_w) + "".join(" " + v.rjust(w) for v, w in zip(vals, widths, strict=True))
+
+
+def summary_parts(rows: list[dict[str, Any]], eta_s: float | None) -> list[tuple[int, str]]:
+    """(priority, text) pieces of a summary (a run's or the sweep's); lower priority is kept longer."""
+    done, total = sum(d["done"] for d in rows), sum(d["total"] for d in rows)
+    cost = None if any(d["cost"] is None for d in rows) else sum(d["cost"] or 0 for d in rows)
+    errors = sum(d["errors"] + d["skipped"] for d in rows)
+    resumed, cached = sum(d["resumed"] for d in rows), sum(d["cached"] for d in rows)
+    pct = f" ({100 * done / total:.0f}%)" if total else ""
+    parts = [
+        (0, f"{done}/{total}{pct}"),
+        (1, fmt_rate(sum(d["rps"] for d in rows))),
+        (1, fmt_cost(cost) if cost is not None else "cost ?"),
+        (0, f"err {errors}"),
+        (3, f"retry {sum(d['retries'] for d in rows)}"),
+        (2, f"resumed {resumed}") if resumed else (9, ""),
+        (2, f"cached {cached}") if cached else (9, ""),
+        (0, f"ETA {fmt_eta(eta_s)}"),
+    ]
+    return [p for p in parts if p[1]]
+
+
+def fit_line(head: str, parts: list[tuple[int, str]], width: int) -> str:
+    """`head` and the parts that fit in `width`, the least important dropped first, order kept."""
+    keep = list(parts)
+    while True:
+        line = "  ".join([head, *(t for _, t in keep)])
+        if len(line) <= width or not keep:
+            return line[:width]
+        worst = max(range(len(keep)), key=lambda i: (keep[i][0], i))
+        keep.pop(worst)
+
+
+def sweep_eta(rows: list[dict[str, Any]]) -> float | None:
+    """A sweep's (or run's) ETA: its rows left at its present rate of fresh answers (its models share
+    lanes, so a model not started yet waits for the others, not forever); 0 when all are done."""
+    left = sum(max(0, d["total"] - d["done"]) for d in rows)
+    if left == 0:
+        return 0.0
+    rate = sum(d["rps"] for d in rows)
+    return left / rate if rate > 0 else None
+
+
+def _urgency(d: dict[str, Any]) -> tuple[int, float]:
+    """Trouble first (errors, a lane down or retrying), then the slowest running models, then those
+    not started, then the finished."""
+    trouble = d["errors"] + d["skipped"] > 0 or STATE_RANK.get(d["state"], 0) < STATE_RANK["slowed"]
+    if trouble:
+        return (0, 0.0)
+    if d["eta_s"] is None:
+        return (2, 0.0)
+    return (1, -d["eta_s"]) if d["eta_s"] > 0 else (3, 0.0)
+
+
+def screen(rows: list[dict[str, Any]], lanes: list[dict[str, Any]], width: int, height: int) -> list[str]:
+    """The live view as lines of at most `width` characters, at most `height` of them."""
+    width = max(width, 40)
+    runs = list(dict.fromkeys(d["run"] for d in rows))
+    shown, widths, name_w = _fit_columns(rows, width - 2)
+    names, prefix = abbreviate(list(dict.fromkeys(d["model"] for d in rows)), name_w)
+    head = "model" + (f" ({prefix}*)" if prefix else "")
+    header = "  " + _row(head[:name_w], [COLUMNS[i][1] for i in shown], [widths[i] for i in shown], name_w)
+    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows)), width), header]
+    bad = [ln for ln in lanes if ln.get("state", "ok") not in ("ok", "")]
+    lane_lines = [_lane_line(ln, width) for ln in bad[:4]]
+    if lanes:
+        more = len(bad) - len(lane_lines)
+        ok = len(lanes) - len(bad)
+        lane_lines.append(f"lanes: {ok} ok" + (f", {more} more in trouble" if more > 0 else ""))
+    room = height - len(out) - len(runs) - len(lane_lines)
+    picked = rows
+    if len(rows) > room:
+        room = max(0, room - 1)  # the "+N more" line
+        picked = sorted(rows, key=_urgency)[:room]
+    keep = {id(d) for d in picked}
+    for run in runs:
+        mine = [d for d in rows if d["run"] == run]
+        out.append(fit_line(f"▸ {run}", summary_parts(mine, sweep_eta(mine)), width))
+        for d in mine:
+            if id(d) in keep:
+                vals = [COLUMNS[i][2](d) for i in shown]
+                out.append("  " + _row(names[d["model"]], vals, [widths[i] for i in shown], name_w))
+    if len(picked) < len(rows):
+        rest = [d for d in rows if id(d) not in keep]
+        fine = sum(1 for d in rest if _urgency(d)[0])
+        waiting = sum(1 for d in rest if d["eta_s"] is None)
+        latest = max((d["eta_s"] for d in rest if d["eta_s"] is not None), default=0.0)
+        out.append(
+            f"+ {len(rest)} more models ({fine} without errors"
+            + (f", {waiting} not started" if waiting else "")
+            + (f"), ETA at most {fmt_eta(latest)}" if latest > 0 else "), done" if not waiting else ")")
+        )
+    return out + lane_lines
+
+
+def _lane_line(ln: dict[str, Any], width: int) -> str:
+    why = ln.get("error") or ln.get("stopped") or ""
+    return (f"lane {ln['lane']}: {ln.get('state')}" + (f": {why}" if why else ""))[:width]

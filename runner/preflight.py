@@ -1,0 +1,100 @@
+"""Pre-flight: every endpoint a run will call is reached once before the first paid call (and in the
+dry run), so a dead server, a wrong port, a DNS typo, a TLS failure or a bad key is named at once —
+host:port and the cause — instead of hours of retries ending in error rows.
+
+OpenAI-compatible endpoints get `GET {base_url}/models` with each key (free, and it checks the key:
+401/403 is a bad key); any other answer (even 404: a server without that route) proves the server is
+there. Endpoints without such a route (anthropic, litellm with a base_url) get a TCP connect to their
+host. Simulated and replayed models are not checked; litellm without a base_url is the provider's own
+host, left to the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from providers.http import connection_cause, host_port
+from runner.pool import ModelEntry
+
+TIMEOUT_S = 10.0
+DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+async def _get_models(session: aiohttp.ClientSession, lane: Any) -> str | None:
+    ep = lane.endpoint
+    url = ep.base_url.rstrip("/") + "/models"
+    headers = dict(ep.headers)
+    if lane.api_key:
+        headers["Authorization"] = f"Bearer {lane.api_key}"
+    where = f"endpoint {ep.name!r} ({host_port(url)})"
+    try:
+        async with session.get(url, headers=headers) as resp:
+            if resp.status in (401, 403):
+                key = f" (key from {lane.name.split('/', 1)[1]})" if "/" in lane.name else " (no key set)"
+                return f"{where}: HTTP {resp.status}: the key was refused{key}"
+            return None
+    except TimeoutError:
+        return f"{where}: no answer within {TIMEOUT_S:g} s"
+    except (aiohttp.ClientError, OSError) as e:
+        return f"{where}: {connection_cause(e)}"
+
+
+async def _connect(lane: Any) -> str | None:
+    from yarl import URL
+
+    ep = lane.endpoint
+    u = URL(ep.base_url)
+    host, port = u.host, u.port or DEFAULT_PORTS.get(u.scheme, 443)
+    where = f"endpoint {ep.name!r} ({host}:{port})"
+    try:
+        _, w = await asyncio.wait_for(asyncio.open_connection(host, port), TIMEOUT_S)
+    except TimeoutError:
+        return f"{where}: no answer within {TIMEOUT_S:g} s"
+    except OSError as e:
+        return f"{where}: {connection_cause(e)}"
+    w.close()
+    return None
+
+
+async def check(models: dict[str, ModelEntry]) -> list[str]:
+    """One line per endpoint (or key) that cannot be used, naming it, its host:port and the cause."""
+    lanes = list(dict.fromkeys(ln for m in models.values() for ln in m.lanes))
+    todo = [ln for ln in lanes if ln.endpoint.kind not in ("sim", "replay") and ln.endpoint.base_url]
+    if not todo:
+        return []
+    timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        found = await asyncio.gather(
+            *(_get_models(session, ln) if ln.endpoint.kind == "openai" else _connect(ln) for ln in todo)
+        )
+    scrub = {ln.api_key for ln in todo if ln.api_key}
+    out = []
+    for line in dict.fromkeys(f for f in found if f):
+        for s in scrub:
+            line = line.replace(s, "[redacted]")
+        out.append(line)
+    return out
+
+
+def preflight(models: dict[str, ModelEntry], keep_going: bool) -> None:
+    """Raise ConfigError (exit 2, nothing spent) when an endpoint cannot be reached, unless
+    `keep_going`: then the problems are printed and the run goes on."""
+    import sys
+
+    from runner.config import ConfigError
+
+    problems = asyncio.run(check(models))
+    if not problems:
+        return
+    if keep_going:
+        for p in problems:
+            print(f"evalsweep: warning: {p} (--keep-going: its calls will end in error rows)", file=sys.stderr)
+        return
+    raise ConfigError(
+        "pre-flight: cannot use "
+        + ("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))
+        + "\nNothing was sent. Fix the endpoint (or its key), or pass --keep-going to run without it."
+    )
