@@ -215,22 +215,27 @@ async def _watch_log(
 ) -> None:
     seen = {(d["run"], d["model"]): _state_key(d) for d in snapshot(runs, state)}
     lane_seen = {ln["lane"]: ln.get("state", "ok") for ln in lanes()}
+
+    def changes(rows: list[dict[str, Any]]) -> None:
+        for d in rows:
+            k = _state_key(d)
+            if seen.get((d["run"], d["model"])) != k:
+                seen[(d["run"], d["model"])] = k
+                log.info(_line(d))
+        for ln in lanes():
+            if lane_seen.get(ln["lane"], "ok") != ln.get("state", "ok"):
+                lane_seen[ln["lane"]] = ln.get("state", "ok")
+                log.info("lane %s", " ".join(_lane_cells(ln)))
+
     try:
         while True:
             await asyncio.sleep(every_s)
             rows = snapshot(runs, state)
             log.info(sweep_line(rows))
-            for d in rows:
-                k = _state_key(d)
-                if seen.get((d["run"], d["model"])) != k:
-                    seen[(d["run"], d["model"])] = k
-                    log.info(_line(d))
-            for ln in lanes():
-                if lane_seen.get(ln["lane"], "ok") != ln.get("state", "ok"):
-                    lane_seen[ln["lane"]] = ln.get("state", "ok")
-                    log.info("lane %s", " ".join(_lane_cells(ln)))
+            changes(rows)
     finally:
         rows = snapshot(runs, state)
+        changes(rows)
         log.info(sweep_line(rows))
         for run in dict.fromkeys(d["run"] for d in rows):
             mine = [d for d in rows if d["run"] == run]

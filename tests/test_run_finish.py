@@ -32,7 +32,8 @@ def test_resume_and_cache_replay_never_exceed_the_total(tmp_path: Path):
     assert run(a) == 0  # resume: every row is already there
     c = _counts(a)
     assert (c["total"], c["done"], c["resumed"], c["cached"]) == (4, 0, 4, 0)
-    assert "sim/medium: 4/4 " in (a / "log.txt").read_text().splitlines()[-1]
+    last = (a / "log.txt").read_text().splitlines()[-1]  # the run's closing line
+    assert "] 4/4 (100%)" in last.replace("  ", " ") and "resumed 4" in last
     assert run(b) == 0  # a new directory over the same cache: every answer is a hit
     c = _counts(b)
     assert (c["total"], c["done"], c["resumed"], c["cached"]) == (4, 4, 0, 4)
