@@ -108,7 +108,8 @@ def estimate(
     """One dict per (run, model); `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
     from runner.batch.plan import batch_discount, decide, live_seconds
     from runner.preflight import preflight
-    from runner.run import check_settings, judges_of
+    from runner.resume import check_settings
+    from runner.run import judges_of
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
     for p in plans:  # what the real run refuses, refused here too, before any network

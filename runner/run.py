@@ -24,20 +24,21 @@ import orjson
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
 from runner import __version__ as VERSION
-from runner import join_view, progress
+from runner import join_view, progress, resume
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
-from runner.identity import differences, identities
+from runner.identity import identities
 from runner.leases import open_leases, results_name, worker_name
 from runner.live import worst_state
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
+from runner.resume import check_settings
 from runner.rows import error_row
 from runner.scheduler import Scheduler
 from runner.state import RunCtx, Stats
@@ -66,31 +67,6 @@ def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
         "samples": spec.samples,
         "temperature": spec.temperature,
     }
-
-
-def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Refuse to resume `out` with other settings (the run and the dry run alike), one readable line
-    per setting that differs; returns the fingerprint the run keeps. An option this version added
-    that the directory lacks counts as its default, so an older run directory still resumes."""
-    fp = spec_fingerprint(spec)
-    if manifest is None:
-        if not (out / "manifest.json").exists():
-            return fp
-        manifest = read_manifest(out)
-    old = {k: manifest["spec"].get(k) for k in fp}
-    opts = dict(old.get("options") or {})
-    for k, v in fp["options"].items():
-        if k not in opts and v in (None, False):
-            opts[k] = v
-    old["options"] = opts
-    diff = differences(old, fp, manifest.get("data_identity"))
-    if diff:
-        raise ConfigError(
-            f"{out} holds a run made with other settings:\n  "
-            + "\n  ".join(diff)
-            + "\nRerun with the same settings to resume, or pick another --out."
-        )
-    return old
 
 
 def _now() -> str:
@@ -246,6 +222,8 @@ def execute(
             total = _count(r)
             for m in r.models:
                 r.stats[m] = Stats(total=total)
+        local = None if no_cache or refresh else cache_dir or Path(cfg.cache_dir or default_cache_dir())
+        resume.say_resuming(plans, runs, models, local)
         pinned = set().union(*(pending_models(r.run_dir) for r in runs))
         batch_why = choose(models, runs, batch, deadline_s, prefer, pinned)
         gc.freeze()  # plan, suites, config live all run: spare them gen-2 scans (~50 ms stalls at 1k rps)
@@ -386,6 +364,9 @@ async def _main(
             await detach(budgets)
         await close_models(models)
     unsaved = sum(r.writer.flush() for r in runs)
+    if interrupted and sched.fault is None and resume.all_in(runs, sched.dropped):
+        interrupted = False  # the Ctrl-C came when every row was in: nothing was cut short
+        print("\ninterrupted after every planned row was in: the run is complete", file=sys.stderr)
     if sched.fault is None and not interrupted:
         for r in runs:
             if not r.join:  # a --join worker runs only the units it won (runner.leases checks those)
@@ -433,7 +414,7 @@ async def _main(
         print(f"\ninterrupted; finished rows are saved. Resume with:\n  {command}", file=sys.stderr)
         return 130
     for r in runs:
-        print(f"{r.name}: {r.writer.rows} new rows in {r.run_dir}/results.jsonl", file=sys.stderr)
+        print(resume.summary(r), file=sys.stderr)
     if n_err:
         print(
             f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them.",

@@ -76,6 +76,9 @@ class Scheduler:
         thousands of items, each waiting for hours; the total share keeps a 45-model sweep in RAM."""
         self._batch_streams = 1
         self.stopping = False
+        self.dropped = 0
+        """Work a stop left undone (requests not launched, follow-ups not made): 0 after a Ctrl-C means
+        every planned row was already in or finished within the grace period."""
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_error: Callable[[RunCtx, Row], None] | None = None
@@ -117,12 +120,14 @@ class Scheduler:
             async for chunk in self._planned(run, model):
                 for req, pre in chunk:
                     if self.stopping:
+                        self.dropped += 1
                         break
                     if pre is not None and self._replay(run, req, pre):
                         continue  # answered from the cache: no task, no window slot
                     await window.acquire()
                     if self.stopping:
                         window.release()
+                        self.dropped += 1
                         break
                     t = asyncio.create_task(self._item(run, req, pre))
                     if run.leases is not None:
@@ -133,6 +138,7 @@ class Scheduler:
                         lambda t: (tasks.discard(t), self._tasks.discard(t), window.release())
                     )
                 if self.stopping:
+                    self.dropped += 1  # (more chunks may follow)
                     break
                 await asyncio.sleep(0)  # a replay answers whole chunks at once: let the loop breathe
         except Exception as e:  # a suite that fails mid-build stops the run, never silently
@@ -246,6 +252,7 @@ class Scheduler:
         for i, s in enumerate(samples):
             row = rows[i]
             if row is None or self.stopping:
+                self.dropped += row is not None
                 continue
             sreq = (
                 req
