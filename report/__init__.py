@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser, out_required: bool = True) -> None
         nargs="+",
         type=Path,
         metavar="RUN_DIR",
-        help="run folders; others given here (a cache, the report's own folder) are skipped with a note",
+        help="run folders, or a sweep's folder (every run under it); others given here (a cache, the "
+        "report's own folder) are skipped with a note",
     )
     p.add_argument("--out", required=out_required, type=Path, help="folder for index.html, PNGs, CSVs")
     p.add_argument(
@@ -62,7 +63,9 @@ def cli_main(argv: list[str]) -> int:
     )
     add_arguments(p)
     a = p.parse_args(argv)
-    main(a.run_dirs, a.out, a.models_table)
+    from report.serve import run_dirs_of
+
+    main(run_dirs_of(a.run_dirs), a.out, a.models_table)
     return 0
 
 

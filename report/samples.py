@@ -17,6 +17,7 @@ are kept (a note says so when a model has more).
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,8 @@ def _record(item: str, s: dict[str, Any] | None, calls: list[dict[str, Any]]) ->
         "e": error if isinstance(error, str) else None,
         "c": sum(c["c"] for c in calls if isinstance(c.get("c"), int | float)) if calls else None,
         "l": max((c["l"] for c in calls if isinstance(c.get("l"), int | float)), default=None),
-        "a": sum(c["a"] for c in calls if isinstance(c.get("a"), int)),
+        "a": len(calls),
+        "rt": sum(c["a"] - 1 for c in calls if isinstance(c.get("a"), int) and c["a"] > 1),
         "k": calls,
     }
     if "sample" in s:
@@ -159,8 +161,14 @@ def final_calls(results: Path, scored: Scored) -> Calls:
     return {m: {i: [c[k] for k in sorted(c)] for i, c in d.items()} for m, d in out.items()}
 
 
+def natural(item: str) -> tuple[Any, ...]:
+    """Item ids in natural order: `-1, -2, -10`, not `-1, -10, -2`."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", item) if p)
+
+
 def model_records(mine: dict[str, list[dict[str, Any]]], calls: dict[str, list[dict]]) -> list[dict]:
-    """The viewer rows of one model: each kept scored row with the calls of its item (and sample)."""
+    """The viewer rows of one model, items in natural order: each kept scored row with the calls of its
+    item (and sample). `a` is the number of calls, `rt` the retries they needed."""
     out = []
     for item, srows in mine.items():
         cs = calls.get(item, [])
@@ -170,6 +178,7 @@ def model_records(mine: dict[str, list[dict[str, Any]]], calls: dict[str, list[d
                 out.append(_record(item, s, mine_))
         else:
             out.append(_record(item, srows[0], cs))
+    out.sort(key=lambda r: (natural(r["i"]), r.get("n") or 0))
     return out
 
 
@@ -194,6 +203,7 @@ def write_view(out: Path, slug: str, label: str, entries: list, max_items: int =
     for e in entries:
         by_dir.setdefault(e.run_dir, []).append(e)
     meta: dict[str, dict[str, Any]] = {}
+    prompts = Prompts(out, entries[0].run_dir)
     for run_dir, es in by_dir.items():
         names = {e.model for e in es}
         scored, total = _scored_index(run_dir / "scored.jsonl", names, max_items)
@@ -202,6 +212,7 @@ def write_view(out: Path, slug: str, label: str, entries: list, max_items: int =
         calls = final_calls(run_dir / "results.jsonl", scored)
         for model in names:
             recs = model_records(scored.get(model, {}), calls.pop(model, {}))
+            prompts.follow_ups(model, recs)
             meta[model] = _write_model(out, slug, model, recs, items)
         for m, n in total.items():
             if n > max_items:
@@ -209,7 +220,7 @@ def write_view(out: Path, slug: str, label: str, entries: list, max_items: int =
     for e in entries:
         if e.model in meta:
             vd.models.append({"name": e.model, "display": e.info.display_name, **meta[e.model]})
-    vd.prompts, note = write_prompts(out, slug, entries[0].run_dir, items)
+    vd.prompts, note = prompts.write(slug, items)
     if note:
         vd.notes.append(note)
     return vd
@@ -255,24 +266,73 @@ def _parts(content: Any, out: Path, images: dict[str, str]) -> list[list[str]]:
     return parts
 
 
-def write_prompts(out: Path, slug: str, run_dir: Path, items: set[str]) -> tuple[str | None, str | None]:
-    """samples/<slug>/prompts.js: item → its first-pass messages, from the suite's own builder."""
-    try:
-        from suites.base import get_suite
+class Prompts:
+    """Every pass's prompt, rebuilt from the suite: the first pass's per item (samples/<slug>/prompts.js),
+    and each follow-up pass's (critique, judge...) per call, from the suite's `follow_up` on the rows
+    the run recorded (they hold the answer the follow-up quotes), put on the call as `pm`."""
 
-        spec = run_spec(run_dir)
-        prompts: dict[str, Any] = {}
-        images: dict[str, str] = {}
-        for req in get_suite(spec.suite).build(spec):
-            if req.item in items and req.item not in prompts:
-                prompts[req.item] = [
-                    {"r": m.role, "p": _parts(m.content, out, images)} for m in req.messages
-                ]
-    except Exception as e:  # data not reachable here: the responses are still worth showing
-        return None, f"{run_dir}: prompts not shown ({type(e).__name__}: {e})"
-    rel = f"samples/{slug}/prompts.js"
-    write_js(out / rel, rel, prompts)
-    return rel, None
+    def __init__(self, out: Path, run_dir: Path) -> None:
+        self.out, self.run_dir = out, run_dir
+        self.images: dict[str, str] = {}
+        self.first: dict[str, Any] = {}
+        self.error: str | None = None
+        try:
+            from suites.base import get_suite
+
+            self.spec = run_spec(run_dir)
+            self.suite = get_suite(self.spec.suite)
+            for req in self.suite.build(self.spec):
+                self.first.setdefault(req.item, req)
+        except Exception as e:  # data not reachable here: the responses are still worth showing
+            self.error = f"{run_dir}: prompts not shown ({type(e).__name__}: {e})"
+
+    def _msgs(self, req: Any) -> list[dict[str, Any]]:
+        return [{"r": m.role, "p": _parts(m.content, self.out, self.images)} for m in req.messages]
+
+    def follow_ups(self, model: str, recs: list[dict[str, Any]]) -> None:
+        if self.error is not None:
+            return
+        for rec in recs:
+            first = self.first.get(rec["i"])
+            calls = {(c.get("n") or 0, c.get("p")): c for c in rec["k"]}
+            if first is None or len(calls) == sum(p == "answer" for _, p in calls):
+                continue
+            for (n, p), c in list(calls.items()):
+                if p != "answer":
+                    continue
+                one = first.decoding.model_copy(update={"n": 1})
+                todo = [(first.model_copy(update={"model": model, "sample": n, "decoding": one}), c)]
+                for _ in range(4):  # answer -> critique -> judge...: a few passes at most
+                    nxt = []
+                    for req, call in todo:
+                        row = {
+                            "model": model,
+                            "item": rec["i"],
+                            "sample": n,
+                            "pass": call.get("p"),
+                            "text": call.get("t"),
+                            "error": call.get("e"),
+                            "finish_reason": call.get("f"),
+                        }
+                        try:
+                            follow = self.suite.follow_up(req, row, self.spec)
+                        except Exception:
+                            follow = []
+                        for f in follow:
+                            fc = calls.get((n, f.pass_))
+                            if fc is not None:
+                                fc["pm"] = self._msgs(f)
+                                nxt.append((f, fc))
+                    todo = nxt
+
+    def write(self, slug: str, items: set[str]) -> tuple[str | None, str | None]:
+        """samples/<slug>/prompts.js: item → its first-pass messages."""
+        if self.error is not None:
+            return None, self.error
+        prompts = {i: self._msgs(r) for i, r in self.first.items() if i in items}
+        rel = f"samples/{slug}/prompts.js"
+        write_js(self.out / rel, rel, prompts)
+        return rel, None
 
 
 def item_total(run_dir: Path) -> int | None:
@@ -289,7 +349,7 @@ def item_total(run_dir: Path) -> int | None:
 
 
 def partial_note(v: Any) -> str | None:
-    """"partial run (20 of 515 items)" when the view's runs used --limit below the suite's size."""
+    """ "partial run (20 of 515 items)" when the view's runs used --limit below the suite's size."""
     limit = v.entries[0].spec.get("limit") if v.entries else None
     if not isinstance(limit, int):
         return None

@@ -1,13 +1,16 @@
-"""`evalsweep view RUN_DIR... [--out DIR] [--port N]`: write the report (into a temporary folder unless
---out is given) and serve it on 127.0.0.1 until Ctrl-C. The page needs no server (it works from
-file://); this is for a remote machine reached through an SSH tunnel, or a browser that blocks file://.
+"""`evalsweep view DIR... [--out DIR] [--port N]`: write the report and serve it on 127.0.0.1 until
+Ctrl-C. DIR may be a run or a sweep's folder (every run under it, as `evalsweep demo` lays them out).
+The report is written beside the runs (a sweep's `DIR/report`, a run's `RUN_DIR/report`, several
+runs' common parent `report`) or in --out: a file kept, never a temporary folder left behind. The page
+needs no server (it works from file://); this is for a remote machine reached through an SSH tunnel,
+or a browser that blocks file://.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import tempfile
+import os
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,28 @@ class _Quiet(SimpleHTTPRequestHandler):
         return None
 
 
+def run_dirs_of(dirs: list[Path]) -> list[Path]:
+    """Each run directory as given; a folder without a manifest stands for the runs directly under it
+    (a sweep's folder); anything else is passed on for the report to name and skip."""
+    out: list[Path] = []
+    for d in dirs:
+        if not (d / "manifest.json").is_file() and d.is_dir():
+            subs = sorted(x for x in d.iterdir() if (x / "manifest.json").is_file())
+            if subs:
+                out.extend(subs)
+                continue
+        out.append(d)
+    return out
+
+
+def default_out(given: list[Path]) -> Path:
+    """Beside the runs: inside the one folder given (a sweep's or a run's), else in the given
+    folders' common parent."""
+    if len(given) == 1:
+        return given[0] / "report"
+    return Path(os.path.commonpath([p.resolve() for p in given])) / "report"
+
+
 def cli_main(argv: list[str]) -> int:
     from report import add_arguments, main
 
@@ -25,8 +50,8 @@ def cli_main(argv: list[str]) -> int:
     add_arguments(p, out_required=False)
     p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free port)")
     a = p.parse_args(argv)
-    out = a.out or Path(tempfile.mkdtemp(prefix="evalsweep-view-"))
-    main(a.run_dirs, out, a.models_table)
+    out = a.out or default_out(a.run_dirs)
+    main(run_dirs_of(a.run_dirs), out, a.models_table)
     handler = functools.partial(_Quiet, directory=str(out))
     with ThreadingHTTPServer(("127.0.0.1", a.port), handler) as httpd:
         print(f"viewer: http://127.0.0.1:{httpd.server_address[1]}/index.html  (Ctrl-C to stop)", flush=True)

@@ -1,5 +1,6 @@
 """The per-sample viewer: a section of index.html that lists every scored sample of a model and opens
-one with its prompt, responses, extracts, gold, score, cost, latency, attempts and error.
+one with every pass's prompt (the first pass's, then each follow-up's: critique, judge), responses,
+extracts, gold, score, cost, latency, calls (and the retries they needed) and error.
 
 The page embeds only a small index (views, models, counts); each model's rows and each view's prompts
 are JS files beside the page (report/samples.py) loaded on demand by a `<script>` tag, which works
@@ -68,7 +69,7 @@ if(sg&&r.sg!==sg&&!r.k.some(function(c){return c.sg===sg}))return false;return t
 function render(){var b=$('v-rows').tBodies[0],hit=rows.filter(function(p){return keep(p[1])});
 b.innerHTML='';hit.slice(0,shown).forEach(function(p){var md=p[0],r=p[1],tr=el('tr');
 [md.display,r.i+(r.n!==undefined?' #'+r.n:''),r.st,r.x,r.g,fmt(r.s),r.sg,fmt(r.c,'usd'),fmt(r.l,'s'),
-r.a,r.e].forEach(function(v,i){var td=el('td',v===undefined?'':v,i===2?'st-'+r.st:'');
+r.a+(r.rt?' (+'+r.rt+' retr'+(r.rt===1?'y':'ies')+')':''),r.e].forEach(function(v,i){var td=el('td',v===undefined?'':v,i===2?'st-'+r.st:'');
 td.title=td.textContent;tr.appendChild(td)});
 tr.addEventListener('click',function(){Array.prototype.forEach.call(b.rows,function(x){x.className=''});
 tr.className='sel';open(md,r)});b.appendChild(tr)});
@@ -77,22 +78,27 @@ $('v-more').style.display=hit.length>shown?'':'none'}
 function kv(box,pairs){var d=el('div',null,'v-kv');pairs.forEach(function(p){
 if(p[1]===null||p[1]===undefined||p[1]==='')return;var s=el('span');s.appendChild(el('b',p[0]+': '));
 s.appendChild(document.createTextNode(String(p[1])));d.appendChild(s)});box.appendChild(d)}
+function msgsInto(box,msgs){msgs.forEach(function(m){box.appendChild(el('div',m.r,'note'));
+m.p.forEach(function(part){if(part[0]==='i'){var im=el('img');im.src=part[1];im.alt='prompt image';
+box.appendChild(im)}else box.appendChild(el('pre',part[1]))})})}
 function open(md,r){var box=$('v-detail');box.innerHTML='';box.style.display='';
 box.appendChild(el('h4',md.display+' · '+r.i+(r.n!==undefined?' · sample '+r.n:'')));
 kv(box,[['status',r.st],['extracted',r.x===null?'(none)':r.x],['gold',r.g],['score',fmt(r.s)],
-['stage',r.sg],['cost',fmt(r.c,'usd')],['latency',fmt(r.l,'s')],['attempts',r.a],['error',r.e]]);
-var pb=el('div');box.appendChild(el('h5','Prompt'));box.appendChild(pb);var v=view();
+['stage',r.sg],['cost',fmt(r.c,'usd')],['latency',fmt(r.l,'s')],['calls',r.a],['retries',r.rt],
+['error',r.e]]);
+var pb=el('div');box.appendChild(el('h5','Prompt (first pass)'));box.appendChild(pb);var v=view();
 if(!v.prompts){pb.appendChild(el('p','prompt not available (see the note above)','note'))}
 else{pb.appendChild(el('p','loading…','note'));EVS.load(v.prompts).then(function(P){pb.innerHTML='';
 var msgs=P[r.i];if(!msgs){pb.appendChild(el('p','no prompt for this item','note'));return}
-msgs.forEach(function(m){pb.appendChild(el('div',m.r,'note'));m.p.forEach(function(part){
-if(part[0]==='i'){var im=el('img');im.src=part[1];im.alt='prompt image';pb.appendChild(im)}
-else pb.appendChild(el('pre',part[1]))})})}).catch(function(e){pb.textContent=e.message})}
+msgsInto(pb,msgs)}).catch(function(e){pb.textContent=e.message})}
 box.appendChild(el('h5','Responses ('+r.k.length+' call'+(r.k.length===1?'':'s')+')'));
 r.k.forEach(function(c){var d=el('div',null,'v-call');
 kv(d,[['sample',c.n],['pass',c.p],['via',c.v],['extracted',c.x],['stage',c.sg],['cost',fmt(c.c,'usd')],
-['latency',fmt(c.l,'s')],['attempts',c.a],['cached',c.ch?'yes':''],['finish',c.f],
-['error',c.e?(c.ek?c.ek+': ':'')+c.e:'']]);d.appendChild(el('pre',c.t===null?'(no text)':c.t));box.appendChild(d)});
+['latency',fmt(c.l,'s')],['attempts',c.a],['retries',c.a>1?c.a-1:''],['cached',c.ch?'yes':''],
+['finish',c.f],['error',c.e?(c.ek?c.ek+': ':'')+c.e:'']]);
+if(c.pm){var pd=el('details',null,'v-pm');pd.appendChild(el('summary','prompt of the '+c.p+' pass'));
+msgsInto(pd,c.pm);d.appendChild(pd)}
+d.appendChild(el('pre',c.t===null?'(no text)':c.t));box.appendChild(d)});
 box.scrollIntoView({block:'nearest'})}
 IX.forEach(function(v,i){opt($('v-suite'),String(i),v.label)});
 opt($('v-status'),'','any outcome');STATUSES.forEach(function(s){opt($('v-status'),s,s)});
@@ -104,7 +110,7 @@ $('v-more').addEventListener('click',function(){shown+=PAGE;render()});
 fillSuite();refresh()})();
 """
 
-HEAD = ["model", "item", "outcome", "extracted", "gold", "score", "stage", "cost", "latency", "tries", "error"]
+HEAD = ["model", "item", "outcome", "extracted", "gold", "score", "stage", "cost", "latency", "calls", "error"]
 
 
 def section(views: list[ViewData]) -> str:
