@@ -43,6 +43,7 @@ def check_dir_arg(flag: str, path: Path | None) -> None:
 def check_common(a: Any) -> None:
     """The flags `run` and `sweep` share."""
     check_number("--grace", getattr(a, "grace", None), lo=0, lo_ok=True)
+    check_number("--progress-every", getattr(a, "progress_every", None), lo=0, lo_ok=False)
     check_dir_arg("--out", getattr(a, "out", None))
     check_dir_arg("--cache-dir", getattr(a, "cache_dir", None))
     cfg = getattr(a, "config", None)

@@ -34,6 +34,14 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
         "--no-live", dest="live", action="store_false", help="plain log lines instead of the live view"
     )
     p.add_argument(
+        "--progress-every",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="without the live view: one progress line for the sweep this often (plus any model whose "
+        "state changed)",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="print the remaining calls (finished rows and cache hits skipped), tokens and cost; send nothing",
@@ -143,6 +151,7 @@ def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str)
         cache_dir=a.cache_dir,
         grace_s=a.grace,
         live=a.live,
+        progress_s=a.progress_every,
         batch=a.batch,
         deadline_s=a.deadline,
         prefer=a.prefer,
@@ -268,18 +277,17 @@ def cmd_view(argv: list[str]) -> int:
 
 
 def cmd_models(argv: list[str]) -> int:
-    from rich.table import Table
-
     from providers.sim import PROFILES
-    from runner.term import console
+    from runner.term import print_table
+    from suites.base import Table
 
     p = argparse.ArgumentParser(prog="evalsweep models", description="The models the config defines.")
     p.add_argument("--config")
     a = p.parse_args(argv)
     cfg = load_config(a.config)
-    t = Table(title=f"models ({cfg.source or 'no config file'}; sim/* built in)")
-    for c in ("name", "provider", "model id", "endpoints", "rpm", "tpm", "concurrency", "$/M in", "$/M out"):
-        t.add_column(c)
+    cols = ["name", "provider", "model id", "endpoints", "rpm", "tpm", "concurrency", "$/M in", "$/M out"]
+    t = Table(title=f"models ({cfg.source or 'no config file'}; sim/* built in)", columns=cols, rows=[])
+    t.key = ("provider", "$/M in", "$/M out")
     for name in [m.name for m in cfg.models] + list(PROFILES):
         m = cfg.resolve(name)
         eps = [cfg.endpoint(e) for e in m.endpoint_names]
@@ -287,18 +295,20 @@ def cmd_models(argv: list[str]) -> int:
         def agg(f: str, eps: list[Any] = eps) -> str:
             return ", ".join("-" if getattr(e, f) is None else f"{getattr(e, f):g}" for e in eps) or "-"
 
-        t.add_row(
-            m.name,
-            cfg.provider_of(m),
-            m.model_id,
-            ", ".join(m.endpoint_names) or "-",
-            agg("rpm"),
-            agg("tpm"),
-            agg("max_concurrency"),
-            _price(m.price_in),
-            _price(m.price_out),
+        t.rows.append(
+            [
+                m.name,
+                cfg.provider_of(m),
+                m.model_id,
+                ", ".join(m.endpoint_names) or "-",
+                agg("rpm"),
+                agg("tpm"),
+                agg("max_concurrency"),
+                _price(m.price_in),
+                _price(m.price_out),
+            ]
         )
-    console().print(t)
+    print_table(t)
     return EXIT_OK
 
 

@@ -174,46 +174,37 @@ def dry_run(
     cache_dir: Path | None = None,
     keep_going: bool = False,
 ) -> int:
-    from rich.table import Table
-
     from runner.batch.plan import BATCH_WALL, fmt_duration
-    from runner.term import console
+    from runner.term import print_table
+    from suites.base import Table
 
     rows = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going)
-    t = Table(
-        title="dry run: remaining first-pass calls (follow-up passes such as critique/judge come on top)"
-    )
-    for c in (
-        "run",
-        "model",
-        "to do",
-        "done",
-        "cached",
-        "tokens in",
-        "out (max)",
-        "cost",
-        "max",
-        "live",
-        "batch max",
-        "mode",
-    ):
-        t.add_column(c, justify="left" if c in ("run", "model", "mode") else "right")
-    for d in rows:
-        t.add_row(
-            d["run"],
-            d["model"],
-            f"{d['calls']:,}",
-            f"{d['finished']:,}",
-            f"{d['cached']:,}",
-            f"{d['input_tokens']:,}",
-            f"{d['max_output_tokens']:,}",
-            money(d["est_cost_usd"]),
-            money(d["est_cost_usd_max"]),
-            fmt_duration(d["est_live_s"]) if d["calls"] else "-",
-            money(d["batch_cost_usd_max"]) if d["batch_supported"] else "-",
-            d["mode"],
+    cols = ["model", "to do", "done", "cached", "tokens in", "out (max)", "cost", "max", "live", "batch max"]
+    cols.append("mode")
+    for run in dict.fromkeys(d["run"] for d in rows):  # one table per run: fitted to the terminal
+        t = Table(
+            title=f"dry run {run}: remaining first-pass calls (follow-ups such as critique/judge on top)",
+            columns=cols,
+            rows=[
+                [
+                    d["model"],
+                    f"{d['calls']:,}",
+                    f"{d['finished']:,}",
+                    f"{d['cached']:,}",
+                    f"{d['input_tokens']:,}",
+                    f"{d['max_output_tokens']:,}",
+                    money(d["est_cost_usd"]),
+                    money(d["est_cost_usd_max"]),
+                    fmt_duration(d["est_live_s"]) if d["calls"] else "-",
+                    money(d["batch_cost_usd_max"]) if d["batch_supported"] else "-",
+                    d["mode"],
+                ]
+                for d in rows
+                if d["run"] == run
+            ],
+            key=("to do", "cost", "max"),
         )
-    console().print(t)
+        print_table(t)
     calls, finished, cached = (sum(d[k] for d in rows) for k in ("calls", "finished", "cached"))
     print(f"remaining: {calls:,} calls ({finished:,} finished rows and {cached:,} cache hits skipped)")
     print(total_line("total expected", rows, [d["est_cost_usd"] for d in rows]))

@@ -186,6 +186,7 @@ def execute(
     cache_dir: Path | None = None,
     grace_s: float = 30.0,
     live: bool | None = None,
+    progress_s: float = 10.0,
     batch: str = "off",
     deadline_s: float = 8 * 3600.0,
     prefer: str = "latency",
@@ -243,6 +244,7 @@ def execute(
                 cache_dir=cache_dir,
                 grace_s=grace_s,
                 live=live,
+                progress_s=progress_s,
                 command=command,
                 batch_why=batch_why,
             )
@@ -268,6 +270,7 @@ async def _main(
     cache_dir: Path | None,
     grace_s: float,
     live: bool | None,
+    progress_s: float = 10.0,
     command: str,
     batch_why: dict[str, str] | None = None,
 ) -> int:
@@ -335,6 +338,7 @@ async def _main(
         progress.watch(
             runs,
             live=live,
+            every_s=progress_s,
             lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)],
             state=lambda m: worst_state([ln.state for ln in models[m].lanes if ln in lanes]) if lanes else "",
         )

@@ -38,6 +38,13 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=int(cols) if cols.isdigit() and int(cols) > 0 else LOG_WIDTH)
 
 
+def print_table(t: Table, con: Console | None = None) -> None:
+    """`t` on the console, fitted to its width (`render`): panels, never a cut cell."""
+    con = con or console()
+    for part in render(t, con.width):
+        con.print(part)
+
+
 def cell(v: Any, whole: bool = True) -> str:
     """One value; `whole`: a whole-number float beyond ±1 prints as an integer (see `column_cells`)."""
     if v is None:
