@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -94,3 +96,38 @@ def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
 def rows(run_dir: Path) -> list[dict]:
     p = run_dir / "results.jsonl"
     return [orjson.loads(line) for line in p.read_bytes().splitlines() if line.strip()]
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 with nothing listening (bound, then closed): connections are refused."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@contextlib.contextmanager
+def serving(*args: str) -> Iterator[str]:
+    """`evalsweep view ARGS --port 0` in a subprocess; yields its index.html URL, Ctrl-C at the end."""
+    import re
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "view", *args, "--port", "0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = ""
+        while "viewer:" not in line:
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            assert line, proc.stderr.read()  # type: ignore[union-attr]
+        yield re.search(r"http://127\.0\.0\.1:\d+/index.html", line).group(0)  # type: ignore[union-attr]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)

@@ -7,13 +7,14 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import closed_port
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
 
@@ -25,14 +26,6 @@ NAMES = (
 )
 LIMITS = (10, 20, 30)
 SUMMARY = re.compile(r"^evalsweep  \d+/\d+ \(\d+%\)")
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _setup(t: Path, dead_port: int) -> list[str]:
@@ -74,7 +67,7 @@ def _matches(shown: str, names: list[str]) -> list[str]:
 
 
 def test_live_view_at_80x30_during_a_45_model_sweep(tmp_path: Path):
-    dead_port = _closed_port()
+    dead_port = closed_port()
     models = _setup(tmp_path, dead_port)
     session = f"evalsweep-{os.getpid()}"
     env = f"PYTHONPATH={ROOT} LITELLM_LOCAL_MODEL_COST_MAP=True"

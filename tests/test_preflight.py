@@ -4,23 +4,14 @@ does not resolve. Each is named with host:port and its cause and exits 2 before 
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import orjson
 import pytest
 
 from runner.cli import main
-from tests.helpers import rows, run_args, write_config, write_dataset
+from tests.helpers import closed_port, rows, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture
@@ -35,7 +26,7 @@ def picky(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("dry", [False, True])
 def test_closed_port_is_named_and_exits_2_before_anything(tmp_path: Path, capfd, dry: bool):
-    port = _closed_port()
+    port = closed_port()
     cfg = write_config(tmp_path / "c.toml", f"http://127.0.0.1:{port}/v1", ["m"])
     data = write_dataset(tmp_path / "d.jsonl", 3)
     args = run_args(data, "m", cfg, tmp_path / "run") + (["--dry-run"] if dry else [])
@@ -66,7 +57,7 @@ def test_dns_failure_is_named(tmp_path: Path, capfd):
 
 
 def test_tcp_connect_for_endpoints_without_a_models_route(tmp_path: Path, capfd):
-    port = _closed_port()
+    port = closed_port()
     (tmp_path / "c.toml").write_text(
         f'[[endpoints]]\nname = "claude"\nkind = "anthropic"\nbase_url = "http://127.0.0.1:{port}"\n'
         '[[models]]\nname = "c"\nendpoint = "claude"\nprice_in = 1\nprice_out = 1\n'
@@ -77,7 +68,7 @@ def test_tcp_connect_for_endpoints_without_a_models_route(tmp_path: Path, capfd)
 
 
 def test_keep_going_runs_and_error_rows_name_host_and_cause(tmp_path: Path, capfd):
-    port = _closed_port()
+    port = closed_port()
     cfg = write_config(
         tmp_path / "c.toml",
         f"http://127.0.0.1:{port}/v1",

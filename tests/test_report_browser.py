@@ -11,15 +11,12 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, cli
+from tests.helpers import cli, serving
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -200,24 +197,9 @@ def test_viewer_filters_open_and_layout(site: Path, tmp_path: Path) -> None:
 def test_view_serves_the_report(site: Path, tmp_path: Path) -> None:
     """`evalsweep view` writes the report and serves it (and its per-model files) on 127.0.0.1."""
     runs = site.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "view", str(runs / "b"), "--out", str(tmp_path / "v"), "--port", "0"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = ""
-        while "viewer:" not in line:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
-            assert line, proc.stderr.read()  # type: ignore[union-attr]
-        url = re.search(r"http://127\.0\.0\.1:\d+/index.html", line).group(0)  # type: ignore[union-attr]
+    with serving(str(runs / "b"), "--out", str(tmp_path / "v")) as url:
         page = urllib.request.urlopen(url, timeout=10).read().decode()
         index = json.loads(re.search(r'id="evs-index">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
         first = index[0]["models"][0]["file"]
         body = urllib.request.urlopen(url.replace("index.html", first), timeout=10).read()
         assert body.startswith(b"EVS.put(") and b'"i":"q00"' in body
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)

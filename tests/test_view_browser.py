@@ -6,15 +6,12 @@ Screenshots go to $EVALSWEEP_SHOTS (else the test's tmp dir)."""
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, cli
+from tests.helpers import cli, serving
 from tests.test_report_browser import ARGS, CHROMIUM, _loaded, _rows, _shots, _suite
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -33,19 +30,7 @@ def test_view_of_the_demo_folder(tmp_path: Path) -> None:
         if f.is_file():
             f.unlink()
     before = set(Path(tempfile.gettempdir()).glob("evalsweep-view-*"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "view", str(demo), "--port", "0"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = ""
-        while "viewer:" not in line:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
-            assert line, proc.stderr.read()  # type: ignore[union-attr]
-        url = re.search(r"http://127\.0\.0\.1:\d+/index.html", line).group(0)  # type: ignore[union-attr]
+    with serving(str(demo)) as url:
         assert (demo / "report" / "index.html").is_file()  # beside the runs
         assert set(Path(tempfile.gettempdir()).glob("evalsweep-view-*")) == before  # nothing in /tmp
         shots = _shots(tmp_path)
@@ -80,6 +65,3 @@ def test_view_of_the_demo_folder(tmp_path: Path) -> None:
             page.screenshot(path=str(shots / "view_demo_critique.png"))
             assert errors == [], errors
             browser.close()
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
