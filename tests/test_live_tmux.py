@@ -28,7 +28,7 @@ LIMITS = (10, 20, 30)
 SUMMARY = re.compile(r"^evalsweep  \d+/\d+ \(\d+%\)")
 
 
-def _setup(t: Path, dead_port: int) -> list[str]:
+def _setup(t: Path, dead_port: int, concurrency: int = 64) -> list[str]:
     with (t / "d.jsonl").open("w") as f:
         for i in range(30):
             f.write(
@@ -36,7 +36,7 @@ def _setup(t: Path, dead_port: int) -> list[str]:
                 + "\n"
             )
     (t / "c.toml").write_text(
-        '[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 250\nmax_concurrency = 64\n\n'
+        f'[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 250\nmax_concurrency = {concurrency}\n\n'
         f'[[endpoints]]\nname = "dead"\nkind = "openai"\nbase_url = "http://127.0.0.1:{dead_port}/v1"\n'
         'max_attempts = 2\nretry_initial_s = 0.1\n\n[[models]]\nname = "dead-model"\nendpoint = "dead"\n'
     )
@@ -66,13 +66,12 @@ def _matches(shown: str, names: list[str]) -> list[str]:
     return [n for n in names if head in n and tail in n[n.index(head) + len(head) :]]
 
 
-def test_live_view_at_80x30_during_a_45_model_sweep(tmp_path: Path):
-    dead_port = closed_port()
-    models = _setup(tmp_path, dead_port)
+def _sweep_in_tmux(tmp_path: Path, interrupt: bool = False) -> tuple[str, str, str]:
+    """(a mid-run screen with the dead lane found, the screen at the end, the whole scrollback)."""
     session = f"evalsweep-{os.getpid()}"
     env = f"PYTHONPATH={ROOT} LITELLM_LOCAL_MODEL_COST_MAP=True"
     cmd = (
-        f"cd {tmp_path} && {env} {sys.executable} -m runner.cli sweep sweep.toml --no-score --keep-going "
+        f"cd {tmp_path} && {env} {sys.executable} -m runner.cli sweep sweep.toml --no-score --keep-going --grace 3 "
         f"--cache-dir {tmp_path / 'cache'}; echo EXIT=$?; sleep 120"
     )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "30", cmd], check=True)
@@ -88,12 +87,34 @@ def test_live_view_at_80x30_during_a_45_model_sweep(tmp_path: Path):
                 break
             time.sleep(0.3)
         assert mid, f"no mid-run screen with the lane down:\n{_capture(session)}"
+        if interrupt:  # a real Ctrl-C typed into the terminal
+            subprocess.run(["tmux", "send-keys", "-t", session, "C-c"], check=True)
         while "EXIT=" not in _capture(session) and time.monotonic() < deadline:
             time.sleep(0.5)
-        end = _capture(session)
-        full = _capture(session, history=True)
+        return mid, _capture(session), _capture(session, history=True)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+def _one_copy(full: str) -> None:
+    """Exactly one copy of the live view's summary and column header in the whole scrollback."""
+    assert sum(1 for ln in full.splitlines() if SUMMARY.match(ln)) == 1, full
+    assert sum(1 for ln in full.splitlines() if re.match(r"^  model .*done/total", ln)) == 1, full
+
+
+def test_ctrl_c_leaves_no_stale_copy_of_the_live_view(tmp_path: Path):
+    dead_port = closed_port()
+    _setup(tmp_path, dead_port, concurrency=8)  # most items still unsent when Ctrl-C comes
+    _, end, full = _sweep_in_tmux(tmp_path, interrupt=True)
+    assert "EXIT=130" in end and "Resume with" in full, end
+    assert "^C" not in full and "interrupted: no new calls" in full
+    _one_copy(full)
+
+
+def test_live_view_at_80x30_during_a_45_model_sweep(tmp_path: Path):
+    dead_port = closed_port()
+    models = _setup(tmp_path, dead_port)
+    mid, end, full = _sweep_in_tmux(tmp_path)
     if os.environ.get("EVALSWEEP_CAPTURE"):
         Path(os.environ["EVALSWEEP_CAPTURE"]).write_text(mid)
     lines = mid.splitlines()
@@ -138,5 +159,4 @@ def test_live_view_at_80x30_during_a_45_model_sweep(tmp_path: Path):
     )
     # the run ended; exactly one copy of the live view's header is left, in the whole scrollback
     assert "EXIT=3" in end, end
-    assert sum(1 for ln in full.splitlines() if SUMMARY.match(ln)) == 1, full
-    assert sum(1 for ln in full.splitlines() if re.match(r"^  model .*done/total", ln)) == 1
+    _one_copy(full)
