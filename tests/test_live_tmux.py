@@ -66,7 +66,7 @@ def _matches(shown: str, names: list[str]) -> list[str]:
     return [n for n in names if head in n and tail in n[n.index(head) + len(head) :]]
 
 
-def _sweep_in_tmux(tmp_path: Path, interrupt: bool = False) -> tuple[str, str, str]:
+def _sweep_in_tmux(tmp_path: Path, interrupt: bool = False, min_pct: int = 0) -> tuple[str, str, str]:
     """(a mid-run screen with the dead lane found, the screen at the end, the whole scrollback)."""
     session = f"evalsweep-{os.getpid()}"
     env = f"PYTHONPATH={ROOT} LITELLM_LOCAL_MODEL_COST_MAP=True"
@@ -82,7 +82,8 @@ def _sweep_in_tmux(tmp_path: Path, interrupt: bool = False) -> tuple[str, str, s
             screen = _capture(session)
             if "EXIT=" in screen:
                 break
-            if "down" in screen and re.search(r"ETA \d", screen) and "connection refused" in screen:
+            pct = re.search(r"^evalsweep  \d+/\d+ \((\d+)%\)", screen, re.M)
+            if pct and int(pct[1]) >= min_pct and "down" in screen and "connection refused" in screen:
                 mid = screen
                 break
             time.sleep(0.3)
@@ -114,7 +115,7 @@ def test_ctrl_c_leaves_no_stale_copy_of_the_live_view(tmp_path: Path):
 def test_live_view_at_80x30_during_a_45_model_sweep(tmp_path: Path):
     dead_port = closed_port()
     models = _setup(tmp_path, dead_port)
-    mid, end, full = _sweep_in_tmux(tmp_path)
+    mid, end, full = _sweep_in_tmux(tmp_path, min_pct=30)  # well into the sweep
     if os.environ.get("EVALSWEEP_CAPTURE"):
         Path(os.environ["EVALSWEEP_CAPTURE"]).write_text(mid)
     lines = mid.splitlines()
