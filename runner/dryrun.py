@@ -67,12 +67,14 @@ def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
 def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callable[[str], bool]) -> list[Plan]:
     """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits."""
     out: list[Plan] = []
-    for p in plans:
+    names = [get_suite(p.spec.suite).run_name(p.spec) for p in plans]
+    for p, name in zip(plans, names, strict=True):
         suite = get_suite(p.spec.suite)
         if suite.check is not None:
             suite.check(p.spec)
         done, seen = _finished(p.out)
-        name = suite.run_name(p.spec)
+        if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
+            name = f"{name} ({p.out.name})"
         todo = {m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0])) for m in dict.fromkeys(p.models)}
         for r in suite.build(p.spec):
             mx = r.decoding.max_tokens or DEFAULT_MAX_TOKENS

@@ -89,3 +89,38 @@ def test_configured_sim_model_gets_its_builtin_ability(tmp_path: Path):
         for m, s in orjson.loads((tmp_path / "run" / "scores.json").read_bytes())["models"].items()
     }
     assert acc["fast"] == acc["sim/strong"] != acc["sim/weak"], acc
+
+
+def test_models_and_dry_run_tables_fit_80_columns(tmp_path: Path):
+    """Through the real CLI without a TTY at COLUMNS=80: no line wider, no cell cut."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    write_dataset(tmp_path / "d.jsonl", 5)
+    long = ["sim/claude-3-5-sonnet-20241022-extended-thinking", "sim/gpt-4o-2024-08-06-with-a-long-suffix"]
+    (tmp_path / "c.toml").write_text(
+        SIM_FAST + "".join(f'[[models]]\nname = "{n}-cfg"\nendpoint = "sim"\nmodel = "{n}"\n' for n in long)
+    )
+    (tmp_path / "s.toml").write_text(
+        f'config = "c.toml"\n[[runs]]\nsuite = "jsonl:{tmp_path / "d.jsonl"}"\nout = "{tmp_path / "a"}"\n'
+        f"models = {long + ['sim/strong']!r}\n".replace("'", '"')
+        + f'[[runs]]\nsuite = "jsonl:{tmp_path / "d.jsonl"}"\nout = "{tmp_path / "b"}"\nmodels = ["sim/weak"]\n'
+    )
+    env = os.environ | {"COLUMNS": "80", "PYTHONPATH": str(REPO)}
+    for args in (
+        ["models", "--config", str(tmp_path / "c.toml")],
+        ["sweep", str(tmp_path / "s.toml"), "--dry-run"],
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, env=env
+        )
+        assert p.returncode == 0, p.stderr
+        table = [ln for ln in p.stdout.splitlines() if ln[:1] in "┃│┏┡└"]
+        assert table and all(len(ln) <= 80 for ln in table), p.stdout
+        assert "…" not in p.stdout, p.stdout
+        for n in long:  # every name whole (a long one may fold onto a second line, never cut)
+            assert n.replace("sim/", "")[:10] in p.stdout.replace("\n", "")
+    assert "jsonl-d (a)" in p.stdout and "jsonl-d (b)" in p.stdout  # two runs of one name told apart
