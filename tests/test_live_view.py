@@ -99,3 +99,44 @@ def test_no_tty_logs_a_summary_per_interval_not_a_line_per_model(tmp_path: Path)
     assert len(summaries) >= 4, log  # ~540 calls at ~200/s: several intervals
     assert len(per_model) <= 2 * len(MODELS), len(per_model)  # a line when a model's state changes
     assert "ETA" in summaries[0] and re.search(r"\d+/540 \(\d+%\)", summaries[0])
+
+
+async def test_lane_state_retrying_down_and_back_to_ok():
+    import asyncio
+
+    import pytest
+
+    from providers.base import ProviderError
+    from runner.config import Endpoint
+    from runner.lanes import Lane
+
+    lane = Lane(
+        Endpoint(name="e", base_url="http://x/v1", retry_initial_s=0.3, max_attempts=5), None, None, None
+    )
+    fails = 1
+
+    async def flaky() -> str:
+        nonlocal fails
+        if fails:
+            fails -= 1
+            raise ProviderError("HTTP 503: busy", status=503, retryable=True, retry_after=0.5)
+        return "ok"
+
+    task = asyncio.create_task(lane.call(flaky, 0))
+    await asyncio.sleep(0.05)
+    assert lane.state == "retrying" and lane.describe()["state"] == "retrying"
+    assert (await task)[0] == "ok" and lane.state == "ok"
+
+    async def refused() -> str:
+        raise ProviderError("connection error: x:80: connection refused", retryable=True)
+
+    lane2 = Lane(
+        Endpoint(name="d", base_url="http://x/v1", retry_initial_s=0.0, max_attempts=3), None, None, None
+    )
+    with pytest.raises(ProviderError):
+        await lane2.call(refused, 0)
+    d = lane2.describe()
+    assert d["state"] == "down" and d["error"] == "connection error: x:80: connection refused"
+    fails = 0
+    await lane2.call(flaky, 0)  # an answer: the lane is up again
+    assert lane2.state == "ok" and lane2.describe()["error"] is None
