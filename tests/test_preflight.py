@@ -4,6 +4,11 @@ does not resolve. Each is named with host:port and its cause and exits 2 before 
 
 from __future__ import annotations
 
+import http.server
+import shutil
+import ssl
+import subprocess
+import threading
 from pathlib import Path
 
 import orjson
@@ -84,3 +89,44 @@ def test_keep_going_runs_and_error_rows_name_host_and_cause(tmp_path: Path, capf
     assert all(r["error"] == f"connection error: 127.0.0.1:{port}: connection refused" for r in got), got
     lanes = orjson.loads((tmp_path / "run" / "manifest.json").read_bytes())["lanes"]["m"]
     assert lanes[0]["state"] == "down" and "connection refused" in lanes[0]["error"]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a self-signed certificate")
+def test_tls_failure_is_named(tmp_path: Path, capfd):
+    """A real TLS server whose self-signed certificate the client cannot verify."""
+    key, crt = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(crt),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.handle_error = lambda *a: None  # the failed handshake, on the server's side
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        port = srv.server_address[1]
+        cfg = write_config(tmp_path / "c.toml", f"https://127.0.0.1:{port}/v1", ["m"])
+        data = write_dataset(tmp_path / "d.jsonl", 2)
+        assert main(run_args(data, "m", cfg, tmp_path / "run")) == 2
+        err = capfd.readouterr().err
+        assert f"endpoint 'mock' (127.0.0.1:{port}): TLS: certificate verify failed" in err, err
+    finally:
+        srv.shutdown()
