@@ -193,7 +193,8 @@ async def _watch_live(
 
     def view() -> Any:
         w, h = console.size
-        lines = screen(snapshot(runs, state), lanes(), w, max(8, h - 6))
+        # a few lines above the area stay for the latest warnings; never taller than the terminal
+        lines = screen(snapshot(runs, state), lanes(), w, max(3, min(h - 1, max(8, h - 6))))
         return Text("\n".join(lines), no_wrap=True, overflow="crop")
 
     with _logs_above(console), Live(
