@@ -33,6 +33,14 @@ class Completion:
     """Set by providers that know their own cost (sim); else the runner prices the usage."""
     limits: dict[str, float] | None = None
     """The answer's x-ratelimit-* limits (providers.http.parse_limits), learned by the lane."""
+    cached_input_tokens: int | None = None
+    """Of input_tokens, read from the provider's prompt cache (billed at its cache-read price)."""
+    cache_write_tokens: int | None = None
+    """Of input_tokens, written to the prompt cache (Anthropic's cache_creation_input_tokens)."""
+    reasoning_tokens: int | None = None
+    """Of output_tokens, spent thinking (billed as output, never shown)."""
+    reported_cost: float | None = None
+    """USD the provider says the call cost (OpenRouter's usage.cost): wins over our pricing."""
 
 
 class TextPart(BaseModel):

@@ -50,7 +50,7 @@ def anthropic_headers(api_key: str | None, extra: dict[str, str] | None = None) 
     return h
 
 
-def messages_body(req: Request, model_id: str, params: dict[str, Any]) -> dict[str, Any]:
+def messages_body(req: Request, model_id: str, params: dict[str, Any], shape: Any = None) -> dict[str, Any]:
     """Our messages in Anthropic's format: system prompt apart, images as base64 source blocks."""
     system = [text_of(m.content) for m in req.messages if m.role == "system"]
     msgs: list[dict[str, Any]] = []
@@ -82,6 +82,8 @@ def messages_body(req: Request, model_id: str, params: dict[str, Any]) -> dict[s
         body["system"] = "\n\n".join(system)
     if d.top_p is not None:
         body["top_p"] = d.top_p
+    if shape is not None:
+        shape.messages(body, d.max_tokens)
     if params:
         apply_params(body, params)
     return body
@@ -119,14 +121,21 @@ class AnthropicProvider:
             await self._session.close()
 
     async def complete(
-        self, req: Request, model_id: str, n: int, sample: int, api_key: str | None, params: dict[str, Any]
+        self,
+        req: Request,
+        model_id: str,
+        n: int,
+        sample: int,
+        api_key: str | None,
+        params: dict[str, Any],
+        shape: Any = None,
     ) -> Completion:
         if self._session is None or self._session.closed:
             conn = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(
                 connector=conn, timeout=self._timeout, request_class=http.SentRequest
             )
-        data = orjson.dumps(messages_body(req, model_id, params))
+        data = orjson.dumps(messages_body(req, model_id, params, shape))
         raw, limits = await http.exchange(self._session, self.url, data, anthropic_headers(api_key, self._extra))
         try:
             comp = parse_message(orjson.loads(raw))

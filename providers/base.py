@@ -170,8 +170,16 @@ class Provider(Protocol):
     cacheable: bool
 
     async def complete(
-        self, req: Request, model_id: str, n: int, sample: int, api_key: str | None, params: dict[str, Any]
+        self,
+        req: Request,
+        model_id: str,
+        n: int,
+        sample: int,
+        api_key: str | None,
+        params: dict[str, Any],
+        shape: Any = None,
     ) -> Completion: ...
+    """`shape` (providers.shape.Shape): the model's request rules, resolved once per model."""
 
     async def close(self) -> None: ...
 
@@ -196,7 +204,7 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def wire_body(req: Request, model_id: str, n: int, params: dict[str, Any]) -> dict[str, Any]:
+def wire_body(req: Request, model_id: str, n: int, params: dict[str, Any], shape: Any = None) -> dict[str, Any]:
     d = req.decoding
     body: dict[str, Any] = {
         "model": model_id,
@@ -211,6 +219,8 @@ def wire_body(req: Request, model_id: str, n: int, params: dict[str, Any]) -> di
         body["seed"] = d.seed
     if n > 1:
         body["n"] = n
+    if shape is not None:
+        shape.chat(body, d.max_tokens)
     if params:
         apply_params(body, params)
     return body

@@ -25,10 +25,12 @@ class AnthropicBatchAPI:
         self.url = self.http.base_url + "/v1/messages/batches"
         self._extra = headers or {}
 
-    def line(self, custom_id: str, req: Request, model_id: str, n: int, params: dict[str, Any]) -> bytes:
+    def line(
+        self, custom_id: str, req: Request, model_id: str, n: int, params: dict[str, Any], shape: Any = None
+    ) -> bytes:
         if n != 1:
             raise ValueError("Message Batches take one sample per request")
-        return orjson.dumps({"custom_id": custom_id, "params": messages_body(req, model_id, params)})
+        return orjson.dumps({"custom_id": custom_id, "params": messages_body(req, model_id, params, shape)})
 
     async def submit(self, lines: list[bytes], api_key: str | None, tag: str) -> str:
         data = b'{"requests":[' + b",".join(lines) + b"]}"

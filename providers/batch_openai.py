@@ -33,8 +33,10 @@ class OpenAIBatchAPI:
             h["Authorization"] = f"Bearer {api_key}"
         return h
 
-    def line(self, custom_id: str, req: Request, model_id: str, n: int, params: dict[str, Any]) -> bytes:
-        body = wire_body(req, model_id, n, params)
+    def line(
+        self, custom_id: str, req: Request, model_id: str, n: int, params: dict[str, Any], shape: Any = None
+    ) -> bytes:
+        body = wire_body(req, model_id, n, params, shape)
         return (
             orjson.dumps(
                 {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}

@@ -49,11 +49,21 @@ class LiteLLMProvider:
         return None
 
     async def complete(
-        self, req: Request, model_id: str, n: int, sample: int, api_key: str | None, params: dict[str, Any]
+        self,
+        req: Request,
+        model_id: str,
+        n: int,
+        sample: int,
+        api_key: str | None,
+        params: dict[str, Any],
+        shape: Any = None,
     ) -> Completion:
         lib = self._lib()
         # The same OpenAI-style body as the fast path; litellm translates it per provider.
-        kw = wire_body(req, model_id, n, {})
+        kw = wire_body(req, model_id, n, {}, shape)
+        extra = kw.pop("extra_body", None)  # litellm passes it through as the body's extension
+        if extra:
+            kw["extra_body"] = extra
         kw.update(timeout=self.timeout_s, num_retries=0)
         if api_key:
             kw["api_key"] = api_key

@@ -15,6 +15,7 @@ from core.types import Request
 from providers import http
 from providers.base import Completion, ProviderError, wire_body
 from providers.parse import openai_chat
+from providers.responses import parse_responses, responses_body
 
 _JSON = {"Content-Type": "application/json"}
 
@@ -33,6 +34,7 @@ class OpenAIProvider:
         supports_n: bool = True,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
+        self.responses_url = base_url.rstrip("/") + "/responses"
         self.supports_n = supports_n
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
         self._max_connections = max_connections
@@ -65,10 +67,31 @@ class OpenAIProvider:
             await self._session.close()
 
     async def complete(
-        self, req: Request, model_id: str, n: int, sample: int, api_key: str | None, params: dict[str, Any]
+        self,
+        req: Request,
+        model_id: str,
+        n: int,
+        sample: int,
+        api_key: str | None,
+        params: dict[str, Any],
+        shape: Any = None,
     ) -> Completion:
-        data = orjson.dumps(wire_body(req, model_id, n, params))
+        if shape is not None and shape.api == "responses":
+            return await self._responses(req, model_id, api_key, params, shape)
+        data = orjson.dumps(wire_body(req, model_id, n, params, shape))
         return await self.post(data, api_key, n)
+
+    async def _responses(
+        self, req: Request, model_id: str, api_key: str | None, params: dict[str, Any], shape: Any
+    ) -> Completion:
+        """A model served only on OpenAI's Responses API: one sample per call."""
+        data = orjson.dumps(responses_body(req, model_id, params, shape))
+        raw, limits = await http.exchange(
+            self._get_session(), self.responses_url, data, self._headers_for(api_key)
+        )
+        comp = parse_responses(raw)
+        comp.limits = limits
+        return comp
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
         raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))

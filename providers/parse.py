@@ -59,7 +59,12 @@ def finish(v: Any, where: str) -> str | None:
 
 
 def checked(
-    texts: list[str | None], reasons: list[str | None], ins: Any, outs: Any, seen: list[bool] | None = None
+    texts: list[str | None],
+    reasons: list[str | None],
+    ins: Any,
+    outs: Any,
+    seen: list[bool] | None = None,
+    details: tuple[Any, Any, Any, Any] = (None, None, None, None),
 ) -> Completion:
     """The final check every provider's parse ends with: null text only with a reason that explains it.
     Choices not `seen` (a server that ignored `n`) stay (None, None) for the scheduler to send again."""
@@ -68,8 +73,34 @@ def checked(
             continue
         if t is None and r not in NO_TEXT_OK:
             raise malformed(f"choice {i} has no text (finish_reason={r!r})")
+    cached, writes, reasoning, cost = details
     return Completion(
-        texts=texts, input_tokens=tokens(ins), output_tokens=tokens(outs), finish_reasons=reasons
+        texts=texts,
+        input_tokens=tokens(ins),
+        output_tokens=tokens(outs),
+        finish_reasons=reasons,
+        cached_input_tokens=tokens(cached),
+        cache_write_tokens=tokens(writes),
+        reasoning_tokens=tokens(reasoning),
+        reported_cost=cost if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None,
+    )
+
+
+def _sub(d: Any, key: str, field: str) -> Any:
+    v = d.get(key)
+    return v.get(field) if isinstance(v, dict) else None
+
+
+def openai_usage(usage: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """(cached input, cache writes, reasoning, reported cost) of an OpenAI-format usage object: OpenAI's
+    prompt_tokens_details.cached_tokens (part of prompt_tokens) and completion_tokens_details.
+    reasoning_tokens (part of completion_tokens); OpenRouter's usage.cost; litellm's Anthropic
+    cache_creation_input_tokens (https://platform.openai.com/docs/api-reference/chat/object)."""
+    return (
+        _sub(usage, "prompt_tokens_details", "cached_tokens"),
+        usage.get("cache_creation_input_tokens"),
+        _sub(usage, "completion_tokens_details", "reasoning_tokens"),
+        usage.get("cost"),
     )
 
 
@@ -104,7 +135,9 @@ def openai_chat(body: Any, n: int) -> Completion:
     usage = body.get("usage")
     if not isinstance(usage, dict):
         usage = {}
-    return checked(texts, reasons, usage.get("prompt_tokens"), usage.get("completion_tokens"), seen)
+    return checked(
+        texts, reasons, usage.get("prompt_tokens"), usage.get("completion_tokens"), seen, openai_usage(usage)
+    )
 
 
 def anthropic_message(body: Any) -> Completion:
@@ -124,6 +157,14 @@ def anthropic_message(body: Any) -> Completion:
     if not isinstance(usage, dict):
         usage = {}
     reason = finish(body.get("stop_reason"), "stop_reason")
+    # Anthropic's input_tokens leaves out the cached prefix read and the one written
+    # (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance):
+    # our input_tokens counts all input, as OpenAI's prompt_tokens does, with the two parts named.
+    read, write = tokens(usage.get("cache_read_input_tokens")), tokens(usage.get("cache_creation_input_tokens"))
+    ins = tokens(usage.get("input_tokens"))
+    if ins is not None:
+        ins += (read or 0) + (write or 0)
     return checked(
-        ["".join(texts) if texts else None], [reason], usage.get("input_tokens"), usage.get("output_tokens")
+        ["".join(texts) if texts else None], [reason], ins, usage.get("output_tokens"),
+        details=(read, write, None, None),
     )

@@ -1,4 +1,5 @@
-"""USD cost of a call: the config's prices, else litellm's bundled cost map, else unknown (None).
+"""USD cost of a call: the config's prices, else genai-prices, else litellm's bundled cost map, else
+unknown (None).
 
 The cost map is read as a JSON file from litellm's installed package, without importing litellm
 (a 3 s import that must stay off the OpenAI-compatible path). Never a made-up number.
@@ -7,8 +8,11 @@ The cost map is read as a JSON file from litellm's installed package, without im
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -47,3 +51,86 @@ def cost_usd(
     if input_tokens is None or output_tokens is None or price_in is None or price_out is None:
         return None
     return (input_tokens * price_in + output_tokens * price_out) / 1e6
+
+
+@dataclass(frozen=True)
+class Prices:
+    """A model's prices in USD per million tokens, resolved once per model, and where they came from
+    (recorded in manifest.json so a frontier can be reproduced a year later)."""
+
+    price_in: float | None = None
+    price_out: float | None = None
+    cache_read: float | None = None
+    cache_write: float | None = None
+    source: str = "unknown"
+
+    def cost(
+        self, ins: int | None, outs: int | None, cached: int | None = None, writes: int | None = None
+    ) -> float | None:
+        """Uncached input x price_in + cache reads x cache_read + cache writes x cache_write + output
+        (reasoning included) x price_out. A cache price the source does not give is billed as input
+        (an upper bound, never 0); unknown prices or counts: None."""
+        if ins is None or outs is None or self.price_in is None or self.price_out is None:
+            return None
+        c, w = cached or 0, writes or 0
+        read = self.price_in if self.cache_read is None else self.cache_read
+        write = self.price_in if self.cache_write is None else self.cache_write
+        return ((max(0, ins - c - w)) * self.price_in + c * read + w * write + outs * self.price_out) / 1e6
+
+    def record(self) -> dict[str, Any]:
+        return {"price_in": self.price_in, "price_out": self.price_out, "price_cache_read": self.cache_read,
+                "price_cache_write": self.cache_write, "price_source": self.source}
+
+
+def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:
+    """The config's prices, else genai-prices (pydantic's maintained database; the price in force on
+    `when`), else litellm's bundled map, else unknown."""
+    if cfg.price_in is not None and cfg.price_out is not None:
+        return Prices(cfg.price_in, cfg.price_out, cfg.price_cache_read, cfg.price_cache_write, "config")
+    found = _genai_prices(cfg.model_id, when) or _map_prices(cfg.model_id)
+    if found is None:
+        return Prices(cfg.price_in, cfg.price_out, cfg.price_cache_read, cfg.price_cache_write,
+                      "config" if cfg.price_in is not None or cfg.price_out is not None else "unknown")
+    pin, pout, read, write, src = found
+    return Prices(
+        cfg.price_in if cfg.price_in is not None else pin,
+        cfg.price_out if cfg.price_out is not None else pout,
+        cfg.price_cache_read if cfg.price_cache_read is not None else read,
+        cfg.price_cache_write if cfg.price_cache_write is not None else write,
+        src,
+    )
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    base = getattr(x, "base", x)  # tiered prices: the base tier (prompts under the first threshold)
+    return float(base)
+
+
+def _genai_prices(model_id: str, when: datetime | None) -> tuple[Any, ...] | None:
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        return None
+    try:
+        r = calc_price(Usage(input_tokens=1, output_tokens=1), model_ref=model_id.rsplit("/", 1)[-1],
+                       genai_request_timestamp=when)
+    except Exception:  # noqa: BLE001 - unknown to it (LookupError) or a bad entry: next source
+        return None
+    mp = r.model_price
+    return (_num(mp.input_mtok), _num(mp.output_mtok), _num(mp.cache_read_mtok), _num(mp.cache_write_mtok),
+            f"genai-prices ({r.provider.id}/{r.model.id})")
+
+
+def _map_prices(model_id: str) -> tuple[Any, ...] | None:
+    entry = map_entry(model_id)
+    if not entry or entry.get("input_cost_per_token") is None:
+        return None
+
+    def per_m(k: str) -> float | None:
+        v = entry.get(k)
+        return v * 1e6 if isinstance(v, int | float) else None
+
+    return (per_m("input_cost_per_token"), per_m("output_cost_per_token"),
+            per_m("cache_read_input_token_cost"), per_m("cache_creation_input_token_cost"), "litellm map")

@@ -53,7 +53,14 @@ class ReplayProvider:
         return None
 
     async def complete(
-        self, req: Request, model_id: str, n: int, sample: int, api_key: str | None, params: dict[str, Any]
+        self,
+        req: Request,
+        model_id: str,
+        n: int,
+        sample: int,
+        api_key: str | None,
+        params: dict[str, Any],
+        shape: Any = None,
     ) -> Completion:
         key = (req.item, sample, req.pass_)
         if key not in self.answers:

@@ -69,7 +69,14 @@ class SimProvider:
         return None
 
     async def complete(
-        self, req: Request, model_id: str, n: int, sample: int, api_key: str | None, params: dict[str, Any]
+        self,
+        req: Request,
+        model_id: str,
+        n: int,
+        sample: int,
+        api_key: str | None,
+        params: dict[str, Any],
+        shape: Any = None,
     ) -> Completion:
         ability = float(params.get("ability", 0.5))
         hints = req.sim or {}

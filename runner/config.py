@@ -104,6 +104,18 @@ class ModelCfg(BaseModel):
     max_consecutive_failures: int = Field(10, ge=1)
     max_output_tokens: int | None = Field(None, ge=1)
     """Sent as max_tokens when a suite leaves it unset (native Anthropic; default: litellm's model map)."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """A reasoning model's effort, in its provider's form (providers.capabilities); sets its budget."""
+    thinking_budget: int | None = Field(None, ge=1)
+    """Tokens a reasoning model may think (Claude: budget_tokens, which turns thinking on)."""
+    api: Literal["chat", "responses"] | None = None
+    """OpenAI endpoint: chat completions or the Responses API (default: from litellm's map)."""
+    context_window: int | None = Field(None, ge=1)
+    vision: bool | None = None
+    price_cache_read: float | None = Field(None, ge=0)
+    """USD per million cached input tokens (OpenAI cached / Anthropic cache reads)."""
+    price_cache_write: float | None = Field(None, ge=0)
+    """USD per million cache-write input tokens (Anthropic cache_creation_input_tokens)."""
     open_weights: bool | None = None
     reasoning: bool | None = None
     release_date: str | None = None

@@ -85,7 +85,7 @@ def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callabl
                 left = [s for s in samples if row_identity(model, r.item, s, r.pass_) not in done]
                 plan.finished += len(samples) - len(left)
                 if left and m.provider_cacheable:
-                    keys = cache_keys(r, m.cache_id, m.cfg.params, left)
+                    keys = cache_keys(r, m.cache_id, m.key_params, left)
                     hits = sum(map(in_cache, keys))
                     plan.cached += hits
                     n = len(left) - hits

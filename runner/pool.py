@@ -9,10 +9,13 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from core.types import Request, text_of
-from providers.pricing import cost_usd, list_prices
+from providers.capabilities import Profile, problems, resolve
+from providers.pricing import Prices, resolve_prices
+from providers.shape import Shape, key_params, shape_for
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
 from runner.lanes import Lane
 
@@ -30,6 +33,14 @@ class ModelEntry:
     supports_n: bool = True
     batch: bool = False
     """Send this model's calls as provider batches (decided per run by runner.batch.plan)."""
+    prices: Prices = field(default_factory=Prices)
+    """All of its prices (cache reads and writes too) and their source, resolved once."""
+    profile: Profile | None = None
+    """What the model accepts (providers.capabilities), resolved once; None for sim and replay."""
+    shape: Shape | None = None
+    """Its request rules, applied to every body; None when it is sent as it always was."""
+    key_params: dict[str, Any] = field(default_factory=dict)
+    """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
     _est: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -40,8 +51,10 @@ class ModelEntry:
     def cache_id(self) -> str:
         return self.cfg.model_id
 
-    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
-        return cost_usd(input_tokens, output_tokens, self.price_in, self.price_out)
+    def cost(
+        self, input_tokens: int | None, output_tokens: int | None, cached: int | None = None, writes: int | None = None
+    ) -> float | None:
+        return self.prices.cost(input_tokens, output_tokens, cached, writes)
 
     def estimate_tokens(self, req: Request) -> int:
         return estimate_tokens(req)
@@ -122,24 +135,35 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
             lanes = lanes_for(ep, m)
         else:
             lanes = [ln for e in m.endpoint_names for ln in lanes_for(cfg.endpoint(e), m)]
-        pin, pout = m.price_in, m.price_out
-        if (pin is None or pout is None) and kind not in ("replay", "sim"):
-            lp_in, lp_out = list_prices(m.model_id)
-            pin = lp_in if pin is None else pin
-            pout = lp_out if pout is None else pout
+        if kind in ("replay", "sim"):
+            prices = Prices(m.price_in, m.price_out, m.price_cache_read, m.price_cache_write, "config")
+        else:
+            prices = resolve_prices(m, datetime.now(UTC))
         if m.max_output_tokens is not None:
             from providers.anthropic import configure_max_output
 
             configure_max_output(m.model_id, m.max_output_tokens)
         provider = lanes[0].provider
+        profile = shape = None
+        if kind in ("openai", "anthropic", "litellm"):
+            profile = resolve(m, kind)
+            bad = problems(profile, m.name)
+            if bad:
+                raise ConfigError("; ".join(bad))
+            shape = shape_for(profile)
+            shape = None if shape.trivial else shape
         out[name] = ModelEntry(
             cfg=m,
             provider_kind=kind,
             lanes=lanes,
-            price_in=pin,
-            price_out=pout,
+            price_in=prices.price_in,
+            price_out=prices.price_out,
+            prices=prices,
             provider_cacheable=provider.cacheable,
-            supports_n=provider.supports_n,
+            supports_n=provider.supports_n and (profile is None or "n" in profile.sampling),
+            profile=profile,
+            shape=shape,
+            key_params=key_params(m.params, shape),
         )
     return out
 

@@ -109,3 +109,43 @@ def total_tokens(comp: Completion) -> int | None:
     if comp.input_tokens is None or comp.output_tokens is None:
         return None
     return comp.input_tokens + comp.output_tokens
+
+
+EXHAUSTED = ("length", "max_tokens", "max_output_tokens")
+"""Finish reasons of an answer cut by its token limit (chat, Anthropic, Responses)."""
+
+
+def billed(comp: Completion, texts: list[str | None]) -> list[dict[str, Any]]:
+    """Each sample's usage as the provider billed it: the call's counts split over its samples
+    (input evenly, output by text length). Cached input and cache writes are parts of input_tokens,
+    reasoning a part of output_tokens; None where the provider did not say."""
+    n = len(texts)
+    even, w = [1] * n, [len(t or "") + 1 for t in texts]
+    ins, outs = split_tokens(comp.input_tokens, even), split_tokens(comp.output_tokens, w)
+    cached, writes = split_tokens(comp.cached_input_tokens, even), split_tokens(comp.cache_write_tokens, even)
+    reasoning = split_tokens(comp.reasoning_tokens, w)
+    return [
+        {"input_tokens": ins[i], "output_tokens": outs[i], "cached_input_tokens": cached[i],
+         "cache_write_tokens": writes[i], "reasoning_tokens": reasoning[i]}
+        for i in range(n)
+    ]
+
+
+def exhausted(text: str | None, finish: str | None, reasons: bool) -> bool:
+    """A reasoning model that spent its whole budget thinking: no answer, cut by the limit. Its own
+    class, never a wrong answer, and not retried (the same budget gives the same outcome)."""
+    return reasons and finish in EXHAUSTED and not (text or "").strip()
+
+
+def exhausted_row(req: Request, s: int, key: str, usage: dict[str, Any], cost: float | None,
+                  attempts: int, lane: str | None, finish: str | None) -> Row:
+    r = usage.get("reasoning_tokens")
+    spent = f" ({r:,} of {usage['output_tokens']:,} output tokens reasoning)" if r and usage.get("output_tokens") else ""
+    row = error_row(
+        req, s, key,
+        f"reasoning exhausted the token limit before any answer{spent} (finish_reason={finish}); "
+        "raise the model's thinking_budget or reasoning_effort",
+        "reasoning_exhausted", attempts, lane,
+    )
+    row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, finish
+    return row

@@ -23,6 +23,7 @@ import orjson
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
+from providers.shape import departures
 from runner import __version__ as VERSION
 from runner import join_view, progress, resume
 from runner.atomic import write_json
@@ -150,6 +151,11 @@ def _prepare(
         }
     )
     deviations = suite.deviations(plan.spec) if suite.deviations else []
+    manifest["model_deviations"] = [
+        d for n in dict.fromkeys(all_models + judges_of(plan.spec)) if n in models
+        for d in departures(n, models[n].shape)
+    ]
+    deviations = deviations + manifest["model_deviations"]
     manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
     for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise
         print(f"[{run_name}] deviation from the paper's protocol: {d}", file=sys.stderr)
@@ -377,6 +383,7 @@ async def _main(
                 account(r, sched)
     n_err = 0
     for r in runs:
+        warn_exhausted(r, models)
         r_err = sum(st.errors + st.skipped for st in r.stats.values())
         n_err += r_err
         status = (
@@ -451,6 +458,23 @@ def _finish_manifest(
     if batch_why:
         man["batch"] = batch_why
     write_manifest(man_path, man)
+
+
+def warn_exhausted(run: RunCtx, models: dict[str, ModelEntry]) -> None:
+    """A model whose reasoning used its whole limit on more than 5% of its calls: its scores stand on
+    the rest. Name it, and the setting that gives it more room."""
+    for name, st in run.stats.items():
+        calls = st.done
+        if not st.exhausted or st.exhausted <= 0.05 * calls:
+            continue
+        p = models[name].profile if name in models else None
+        knob = "thinking_budget" if p is not None and p.reasoning_form in ("thinking", "gemini") else (
+            "reasoning_effort (or thinking_budget)")
+        log.warning(
+            "[%s] %s: reasoning exhausted its token limit on %d of %d calls (%.0f%%), scored as errors, not "
+            "wrong answers; raise the model's %s in the config", run.name, name, st.exhausted, calls,
+            100 * st.exhausted / max(calls, 1), knob,
+        )
 
 
 def account(run: RunCtx, sched: Scheduler) -> None:

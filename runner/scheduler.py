@@ -21,7 +21,16 @@ from providers.base import Completion, ProviderError
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.results import read_at
-from runner.rows import answer_row, contiguous, error_row, hit_row, split_tokens, total_tokens
+from runner.rows import (
+    answer_row,
+    billed,
+    contiguous,
+    error_row,
+    exhausted,
+    exhausted_row,
+    hit_row,
+    total_tokens,
+)
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
@@ -186,7 +195,7 @@ class Scheduler:
                 for s in range(req.sample, req.sample + req.decoding.n)
                 if row_identity(req.model, req.item, s, req.pass_) not in run.done
             ]
-            plan.append((todo, cache_keys(req, m.cache_id, m.cfg.params, todo) if todo else []))
+            plan.append((todo, cache_keys(req, m.cache_id, m.key_params, todo) if todo else []))
         found = self.cache.lookup([k for p in plan if p for k in p[1]])  # type: ignore[union-attr]
         return [
             None if p is None else {s: (k, found.get(k)) for s, k in zip(p[0], p[1], strict=True)}
@@ -287,7 +296,7 @@ class Scheduler:
             keys = {s: pre[s][0] for s in samples}
             found = {k: v for k, v in pre.values() if v is not None}
         else:
-            keys = dict(zip(samples, cache_keys(req, m.cache_id, m.cfg.params, samples), strict=True))
+            keys = dict(zip(samples, cache_keys(req, m.cache_id, m.key_params, samples), strict=True))
             found = self.cache.lookup(list(keys.values())) if use_cache else {}  # type: ignore[union-attr]
         out: list[Row] = []
         miss: list[int] = []
@@ -330,7 +339,7 @@ class Scheduler:
         async def attempt() -> Completion:
             if breaker.open:  # opened while this call waited for the lane
                 raise _BreakerOpen(breaker.reason(m.cfg.name))
-            return await provider.complete(req, m.model_id, n, start, lane.api_key, m.cfg.params)
+            return await provider.complete(req, m.model_id, n, start, lane.api_key, m.cfg.params, m.shape)
 
         try:
             comp, attempts, latency = await lane.call(attempt, est)
@@ -416,15 +425,23 @@ class Scheduler:
         lane: str,
     ) -> list[Row]:
         n = len(group)
-        texts = comp.texts
-        ins = split_tokens(comp.input_tokens, [1] * n)
-        outs = split_tokens(comp.output_tokens, [len(t or "") + 1 for t in texts])
+        texts = (comp.texts + [None] * n)[:n]
+        usages = billed(comp, texts)
+        reasons = m.profile is not None and m.profile.reasoning
         rows = []
         for i, s in enumerate(group):
-            text = texts[i] if i < len(texts) else None
+            text = texts[i]
             finish = comp.finish_reasons[i] if i < len(comp.finish_reasons) else None
-            usage = {"input_tokens": ins[i], "output_tokens": outs[i]}
-            cost = m.cost(ins[i], outs[i])
+            usage = usages[i]
+            cost = (
+                comp.reported_cost / n
+                if comp.reported_cost is not None
+                else m.cost(usage["input_tokens"], usage["output_tokens"], usage["cached_input_tokens"],
+                            usage["cache_write_tokens"])
+            )
+            if reasons and exhausted(text, finish, True):
+                rows.append(exhausted_row(req, s, keys[s], usage, cost, attempts, lane, finish))
+                continue
             if text is None:
                 msg = f"no text in the response (finish_reason={finish})"
                 kind = "fatal" if finish == "content_filter" else "transient"
@@ -458,10 +475,12 @@ class Scheduler:
                 stats.cached += row["cached"]
                 run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
             if row["error"] is not None:
-                if row.get("error_kind") == "skipped":
+                kind = row.get("error_kind")
+                if kind == "skipped":
                     stats.skipped += 1
                 else:
                     stats.errors += 1
+                    stats.exhausted += kind == "reasoning_exhausted"
                 if self.on_error is not None:
                     self.on_error(run, row)
             if row["attempts"] > 1:

@@ -54,6 +54,7 @@ class Coverage:
     def __init__(self) -> None:
         self.ok: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
+        self.exhausted: Counter[str] = Counter()
 
     def watch(self, rows: Iterable[Row]) -> Iterator[Row]:
         unit: tuple[str, str, int] | None = None
@@ -67,6 +68,7 @@ class Coverage:
             p = r.get("pass", "answer")
             if p == "answer":
                 answered, failed = True, failed or bool(r.get("error"))
+                self.exhausted[r["model"]] += r.get("error_kind") == "reasoning_exhausted"
             elif p in JUDGE_PASSES and r.get("error"):
                 failed = True
             yield r
@@ -76,7 +78,25 @@ class Coverage:
     def fields(self, model: str, planned: int | None) -> dict[str, Any]:
         scored, errors = self.ok[model], self.errors[model]
         n = max(planned if planned is not None else 0, scored + errors)
-        return {"n_planned": n, "n_scored": scored, "n_errors": errors, "coverage": scored / n if n else None}
+        return {"n_planned": n, "n_scored": scored, "n_errors": errors, "coverage": scored / n if n else None,
+                "n_reasoning_exhausted": self.exhausted[model]}
+
+
+def _model_deviations(report: Any, run_dir: Path) -> None:
+    """How models' requests departed from the suite's (providers.shape.departures, recorded in the
+    manifest before the run): deviations too, in scores.json and under every table."""
+    try:
+        extra = orjson.loads((run_dir / "manifest.json").read_bytes()).get("model_deviations") or []
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        extra = []
+    if not extra:
+        return
+    proto = report.extra.setdefault("protocol", {"protocol": "paper", "deviations": []})
+    proto["deviations"] = [*proto.get("deviations", []), *extra]
+    proto["protocol"] = "custom"
+    line = "Requests departing from the suite's: " + "; ".join(extra) + "."
+    for t in report.tables:
+        t.note = f"{t.note}\n{line}".strip()
 
 
 def planned_calls(suite: Suite, spec: RunSpec) -> int | None:
@@ -110,6 +130,7 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     planned = planned_calls(suite, spec)
     for m, s in report.models.items():
         s.update(cov.fields(m, planned))
+    _model_deviations(report, run_dir)
     scores = {"suite": spec.suite, "headline": suite.headline, "models": report.models, **report.extra}
     scores["tables"] = [  # the report shows them in the suite's section
         {"title": t.title, "columns": t.columns, "rows": t.rows, "note": t.note} for t in report.tables

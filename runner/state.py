@@ -25,6 +25,8 @@ class Stats:
     cached: int = 0
     errors: int = 0
     skipped: int = 0
+    exhausted: int = 0
+    """Of errors: reasoning that used the whole token limit before any answer."""
     retries: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -91,11 +91,14 @@ def test_coverage_counts_each_planned_call_once() -> None:
         _r("m", "3", 0, "judge", error="timeout"),  # the judge its extraction needed failed: not read
         _r("m", "4"),
         _r("m", "4", 0, "critique"),
+        _r("m", "5", error="reasoning exhausted", error_kind="reasoning_exhausted"),
     ]
     cov = Coverage()
     assert list(cov.watch(iter(rows))) == rows
-    assert cov.fields("m", 5) == {"n_planned": 5, "n_scored": 2, "n_errors": 2, "coverage": 0.4}
-    assert cov.fields("m", None)["n_planned"] == 4  # plan unknown: the rows present
+    assert cov.fields("m", 6) == {
+        "n_planned": 6, "n_scored": 2, "n_errors": 3, "coverage": 2 / 6, "n_reasoning_exhausted": 1
+    }
+    assert cov.fields("m", None)["n_planned"] == 5  # plan unknown: the rows present
 
 
 def test_ranked_puts_the_best_headline_first_and_none_last() -> None:

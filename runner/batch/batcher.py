@@ -31,7 +31,7 @@ from providers.batch_base import BATCH_KINDS, batch_api
 from runner.batch.journal import Batch, Journal, load_journal
 from runner.lanes import Lane
 from runner.pool import ModelEntry
-from runner.rows import answer_row, contiguous, error_row, split_tokens
+from runner.rows import answer_row, billed, contiguous, error_row, exhausted, exhausted_row
 from runner.scheduler import Scheduler
 
 log = logging.getLogger("evalsweep")
@@ -57,6 +57,8 @@ class Result:
     latency: float = 0.0
     lane: str | None = None
     error: str | None = None
+    usage: dict[str, Any] | None = None
+    reported: float | None = None
 
 
 @dataclass
@@ -125,9 +127,15 @@ class Batcher:
             if r.error is not None:
                 retry.append(s)
                 continue
-            usage = {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens}
-            cost = m.cost(r.input_tokens, r.output_tokens)
-            cost = None if cost is None else cost * (1.0 - r.discount)
+            usage = r.usage or {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens}
+            cost = r.reported  # a provider-reported cost is what was billed, discount included
+            if cost is None:
+                cost = m.cost(r.input_tokens, r.output_tokens, usage.get("cached_input_tokens"),
+                              usage.get("cache_write_tokens"))
+                cost = None if cost is None else cost * (1.0 - r.discount)
+            if m.profile is not None and exhausted(r.text, r.finish, m.profile.reasoning):
+                rows.append(exhausted_row(req, s, keys[s], usage, cost, 1, r.lane, r.finish))
+                continue
             if r.text is None:  # as on the live path: a response without text is an error row
                 msg = f"no text in the response (finish_reason={r.finish})"
                 kind = "fatal" if r.finish in ("content_filter", "refusal") else "transient"
@@ -187,7 +195,7 @@ class Batcher:
         for g in groups:
             ks = [keys[s] for s in g]
             try:
-                line = q.api.line(ks[0], req, m.model_id, len(g), m.cfg.params)
+                line = q.api.line(ks[0], req, m.model_id, len(g), m.cfg.params, m.shape)
             except Exception as e:  # bad input (a missing image...): the live path writes the error row
                 waits.update((s, Result(None, error=f"not batched: {type(e).__name__}: {e}")) for s in g)
                 continue
@@ -382,13 +390,15 @@ class Batcher:
             b.failed.update(keys)
         else:
             n = len(keys)
-            ins = split_tokens(comp.input_tokens, [1] * n)
-            texts = comp.texts + [None] * (n - len(comp.texts))
+            texts = (comp.texts + [None] * n)[:n]
             finish = comp.finish_reasons + [None] * (n - len(comp.finish_reasons))
-            outs = split_tokens(comp.output_tokens, [len(t or "") + 1 for t in texts[:n]])
+            us = billed(comp, texts)
             disc = lane.endpoint.batch_discount
+            rep = None if comp.reported_cost is None else comp.reported_cost / n
             results = [
-                Result(b.id, texts[i], finish[i], ins[i], outs[i], disc, latency, lane.name) for i in range(n)
+                Result(b.id, texts[i], finish[i], us[i]["input_tokens"], us[i]["output_tokens"], disc, latency,
+                       lane.name, usage=us[i], reported=rep)
+                for i in range(n)
             ]
         for k, r in zip(keys, results, strict=True):
             if self.attached.get(k) is b:

@@ -1,0 +1,130 @@
+"""A request body as the model's profile says it must be: computed once per model (`Shape`), applied
+to each body in a few dict operations (the hot path stays a dict build).
+
+A suite's `max_tokens` (the paper's) stays the *answer* budget: a reasoning model's request limit is
+that plus its reasoning budget, in the field its API reads, capped at the model's maximum output.
+Sampling fields the model refuses are left out; the config's `params` are applied after, so a user can
+always override.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from providers.capabilities import SAMPLING, Profile
+
+
+@dataclass(frozen=True)
+class Shape:
+    family: str
+    api: str
+    drop: tuple[str, ...]
+    limit_field: str
+    extra: int
+    """Reasoning tokens added to the answer budget."""
+    cap: int | None
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Body fields every request of the model carries (reasoning_effort, thinking, extra_body)."""
+    exclusive: bool = False
+    thinking: int | None = None
+    """Anthropic budget_tokens when thinking is on."""
+
+    @property
+    def ident(self) -> dict[str, Any]:
+        """What the cache key adds for a shaped model: the request on the wire depends on it."""
+        return {"limit": self.limit_field, "extra": self.extra, "cap": self.cap, "fields": self.fields,
+                "drop": list(self.drop), "api": self.api}
+
+    @property
+    def trivial(self) -> bool:
+        return (not self.drop and self.limit_field == "max_tokens" and not self.extra and not self.fields
+                and not self.exclusive and self.api != "responses")
+
+    def limit(self, answer: int | None) -> int | None:
+        if answer is None:
+            return None
+        n = answer + self.extra
+        return min(n, self.cap) if self.cap else n
+
+    def chat(self, body: dict[str, Any], answer: int | None) -> None:
+        """An OpenAI-format body (fast path, litellm, batch lines), in place."""
+        for f in self.drop:
+            body.pop(f, None)
+        if self.exclusive and "temperature" in body and "top_p" in body:
+            del body["top_p"]
+        body.pop("max_tokens", None)
+        n = self.limit(answer)
+        if self.thinking is not None and n is None:
+            n = self.cap  # Anthropic (through litellm) needs a limit above the thinking budget
+        if n is not None:
+            body[self.limit_field] = n
+        body.update(self.fields)
+
+    def messages(self, body: dict[str, Any], answer: int | None) -> None:
+        """An Anthropic Messages body, in place: thinking, and max_tokens = budget + answer."""
+        for f in self.drop:
+            body.pop(f, None)
+        if self.exclusive and "temperature" in body and "top_p" in body:
+            del body["top_p"]
+        if self.thinking is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
+            n = self.limit(answer)
+            body["max_tokens"] = n if n is not None else body["max_tokens"]
+
+
+def shape_for(p: Profile) -> Shape:
+    drop = tuple(sorted(SAMPLING - p.sampling - {"n"}))  # n: the scheduler never asks it of such models
+    fields: dict[str, Any] = {}
+    thinking = None
+    if p.thinks:
+        if p.reasoning_form == "effort" and p.effort:
+            fields = {"reasoning": {"effort": p.effort}} if p.api == "responses" else {"reasoning_effort": p.effort}
+        elif p.reasoning_form == "gemini":
+            if p.effort:
+                fields = {"reasoning_effort": p.effort}
+            else:  # a token budget: Google's OpenAI-compatible extension (ai.google.dev/gemini-api/docs/openai)
+                fields = {"extra_body": {"google": {"thinking_config": {"thinking_budget": p.thinking_budget}}}}
+        elif p.reasoning_form == "thinking":
+            thinking = p.thinking_budget
+            fields = {"thinking": {"type": "enabled", "budget_tokens": thinking}}
+    return Shape(
+        family=p.family,
+        api=p.api,
+        drop=drop,
+        limit_field=p.limit_field,
+        extra=p.reasoning_budget,
+        cap=p.max_output_tokens if p.reasoning_budget else None,
+        fields=fields,
+        exclusive=p.exclusive_sampling,
+        thinking=thinking,
+    )
+
+
+def key_params(params: dict[str, Any], shape: Shape | None) -> dict[str, Any]:
+    """The params that go into a model's cache keys: unchanged for a model sent as it always was."""
+    if shape is None or shape.trivial:
+        return params
+    return {**params, "__shape__": shape.ident}
+
+
+def departures(name: str, shape: Shape | None) -> list[str]:
+    """How this model's requests differ from the suite's (the paper's), one sentence each: recorded
+    as protocol deviations before the run and in scores.json."""
+    if shape is None:
+        return []
+    out = []
+    if "temperature" in shape.drop:
+        out.append(f"{name}: temperature not sent (the model takes only its provider's default)")
+    if shape.extra:
+        cap = f", capped at {shape.cap:,}" if shape.cap else ""
+        how = f"extended thinking, budget_tokens {shape.thinking:,}; " if shape.thinking is not None else ""
+        out.append(
+            f"{name}: reasons ({how}{shape.fields.get('reasoning_effort') or ''}); its token limit is the "
+            f"suite's answer budget + {shape.extra:,} reasoning tokens ({shape.limit_field}{cap})".replace(" ()", "")
+        )
+    if shape.exclusive:
+        out.append(f"{name}: top_p not sent with temperature (Claude 4.5+ takes one of them)")
+    if shape.api == "responses":
+        out.append(f"{name}: sent to the Responses API, one sample per call")
+    return out
