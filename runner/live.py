@@ -122,13 +122,13 @@ def _fit_columns(rows: list[dict[str, Any]], width: int) -> tuple[list[int], lis
     widths = [max([len(h), *map(len, c)]) for (_, h, _), c in zip(COLUMNS, cells, strict=True)]
     longest = max([len("model"), *(len(d["model"]) for d in rows)])
     shown = list(range(MANDATORY))
-    batches = any(d["batches"] for d in rows)
+    empty = {"batches": not any(d["batches"] for d in rows), "state": not any(d["state"] for d in rows)}
 
     def name_room(cols: list[int]) -> int:
         return width - sum(widths[i] + 1 for i in cols)
 
     for i in range(MANDATORY, len(COLUMNS)):
-        if COLUMNS[i][0] == "batches" and not batches:
+        if empty.get(COLUMNS[i][0]):  # no batches, no lanes to watch (simulated models)
             continue
         if name_room([*shown, i]) >= min(longest, NAME_WANT):
             shown.append(i)
