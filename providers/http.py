@@ -96,7 +96,7 @@ async def exchange(
     except ProviderError:
         raise
     except TimeoutError:
-        raise ProviderError("request timed out", retryable=True) from None
+        raise ProviderError(f"request timed out: {host_port(url)}", retryable=True) from None
     except (aiohttp.ClientError, ConnectionResetError) as e:
         raise ProviderError(f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True) from None
 

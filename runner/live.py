@@ -122,13 +122,13 @@ def _fit_columns(rows: list[dict[str, Any]], width: int) -> tuple[list[int], lis
     widths = [max([len(h), *map(len, c)]) for (_, h, _), c in zip(COLUMNS, cells, strict=True)]
     longest = max([len("model"), *(len(d["model"]) for d in rows)])
     shown = list(range(MANDATORY))
-    batches = any(d["batches"] for d in rows)
+    empty = {"batches": not any(d["batches"] for d in rows), "state": not any(d["state"] for d in rows)}
 
     def name_room(cols: list[int]) -> int:
         return width - sum(widths[i] + 1 for i in cols)
 
     for i in range(MANDATORY, len(COLUMNS)):
-        if COLUMNS[i][0] == "batches" and not batches:
+        if empty.get(COLUMNS[i][0]):  # no batches, no lanes to watch (simulated models)
             continue
         if name_room([*shown, i]) >= min(longest, NAME_WANT):
             shown.append(i)
@@ -142,14 +142,15 @@ def _row(name: str, vals: list[str], widths: list[int], name_w: int) -> str:
 def summary_parts(rows: list[dict[str, Any]], eta_s: float | None) -> list[tuple[int, str]]:
     """(priority, text) pieces of a summary (a run's or the sweep's); lower priority is kept longer."""
     done, total = sum(d["done"] for d in rows), sum(d["total"] for d in rows)
-    cost = None if any(d["cost"] is None for d in rows) else sum(d["cost"] or 0 for d in rows)
+    known = sum(d["cost"] for d in rows if d["cost"] is not None)
+    cost = fmt_cost(known) + ("+?" if any(d["cost"] is None for d in rows) else "")  # +?: a model unpriced
     errors = sum(d["errors"] + d["skipped"] for d in rows)
     resumed, cached = sum(d["resumed"] for d in rows), sum(d["cached"] for d in rows)
     pct = f" ({100 * done / total:.0f}%)" if total else ""
     parts = [
         (0, f"{done}/{total}{pct}"),
         (1, fmt_rate(sum(d["rps"] for d in rows))),
-        (1, fmt_cost(cost) if cost is not None else "cost ?"),
+        (1, cost),
         (0, f"err {errors}"),
         (3, f"retry {sum(d['retries'] for d in rows)}"),
         (2, f"resumed {resumed}") if resumed else (9, ""),

@@ -140,3 +140,11 @@ async def test_lane_state_retrying_down_and_back_to_ok():
     fails = 0
     await lane2.call(flaky, 0)  # an answer: the lane is up again
     assert lane2.state == "ok" and lane2.describe()["error"] is None
+
+
+def test_an_unpriced_model_does_not_hide_the_known_cost():
+    rows = _rows(1)[:3]
+    rows[1]["cost"] = None
+    top = screen(rows, [], 80, 30)[0]
+    known = rows[0]["cost"] + rows[2]["cost"]
+    assert f"${known:.2f}+?" in top, top
