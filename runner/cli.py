@@ -277,39 +277,9 @@ def cmd_view(argv: list[str]) -> int:
 
 
 def cmd_models(argv: list[str]) -> int:
-    from providers.sim import PROFILES
-    from runner.term import print_table
-    from suites.base import Table
+    from runner.modelscmd import cmd_models as run
 
-    p = argparse.ArgumentParser(prog="evalsweep models", description="The models the config defines.")
-    p.add_argument("--config")
-    a = p.parse_args(argv)
-    cfg = load_config(a.config)
-    cols = ["name", "provider", "model id", "endpoints", "rpm", "tpm", "concurrency", "$/M in", "$/M out"]
-    t = Table(title=f"models ({cfg.source or 'no config file'}; sim/* built in)", columns=cols, rows=[])
-    t.key = ("provider", "$/M in", "$/M out")
-    for name in [m.name for m in cfg.models] + list(PROFILES):
-        m = cfg.resolve(name)
-        eps = [cfg.endpoint(e) for e in m.endpoint_names]
-
-        def agg(f: str, eps: list[Any] = eps) -> str:
-            return ", ".join("-" if getattr(e, f) is None else f"{getattr(e, f):g}" for e in eps) or "-"
-
-        t.rows.append(
-            [
-                m.name,
-                cfg.provider_of(m),
-                m.model_id,
-                ", ".join(m.endpoint_names) or "-",
-                agg("rpm"),
-                agg("tpm"),
-                agg("max_concurrency"),
-                _price(m.price_in),
-                _price(m.price_out),
-            ]
-        )
-    print_table(t)
-    return EXIT_OK
+    return run(argv, load_config)
 
 
 def _price(x: float | None) -> str:

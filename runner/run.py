@@ -23,6 +23,7 @@ import orjson
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row, row_identity
+from providers.pricing import PRICE_KEYS
 from providers.shape import departures
 from runner import __version__ as VERSION
 from runner import join_view, progress, resume
@@ -132,10 +133,11 @@ def _prepare(
         manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
-    for m in snap["models"]:  # record the prices actually used (config, else the cost map)
+    for m in snap["models"]:  # the prices actually used and their source (config, genai-prices, map)
         e = models.get(m["name"])
         if e is not None:
-            m["price_in"], m["price_out"] = e.price_in, e.price_out
+            m.update(e.prices.record())
+    manifest["prices"] = {m["name"]: {k: m.get(k) for k in PRICE_KEYS} for m in snap["models"]}
     write_json(out / "config.json", snap)
     manifest.update(
         {
