@@ -40,6 +40,8 @@ class ModelEntry:
     shape: Shape | None = None
     """Its request rules, applied to every body; None when it is sent as it always was."""
     key_params: dict[str, Any] = field(default_factory=dict)
+    context_window: int | None = None
+    """Prompt + answer budget above this is an error row before any call (profile.context_window)."""
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
     _est: dict[int, int] = field(default_factory=dict)
 
@@ -164,6 +166,7 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
             profile=profile,
             shape=shape,
             key_params=key_params(m.params, shape),
+            context_window=profile.context_window if profile is not None else None,
         )
     return out
 

@@ -334,6 +334,12 @@ class Scheduler:
         if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
             msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
             return [error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
+        if m.context_window is not None:  # refused before it is paid for (the provider would 400)
+            need = m.estimate_tokens(req) + (m.shape.extra if m.shape is not None else 0)
+            if need > m.context_window:
+                msg = (f"prompt + answer budget need ~{need:,} tokens, over {m.cfg.name}'s context window "
+                       f"of {m.context_window:,}")
+                return [error_row(req, s, keys[s], msg, "context_exceeded", 0, lane.name) for s in group]
         provider = lane.provider
 
         async def attempt() -> Completion:
