@@ -282,10 +282,6 @@ def cmd_models(argv: list[str]) -> int:
     return run(argv, load_config)
 
 
-def _price(x: float | None) -> str:
-    return "?" if x is None else f"{x:g}"
-
-
 def cmd_cache(argv: list[str]) -> int:
     from runner.cachecmd import cmd_cache as run
 

@@ -21,6 +21,10 @@ def _k(n: int | None) -> str:
     return "?" if n is None else f"{n // 1000}k" if n >= 1000 else str(n)
 
 
+def _agg(eps: list[Any], f: str) -> str:
+    return ", ".join("-" if getattr(e, f) is None else f"{getattr(e, f):g}" for e in eps) or "-"
+
+
 def describe(cfg: Config, name: str) -> dict[str, Any]:
     """A model's profile and prices, each with its source; sim and replay models have neither."""
     m = cfg.resolve(name)
@@ -76,18 +80,22 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
                          ("$/M cache write", pr.cache_write)):
                 print(f"  {k:<15} {_num(v):<28} from {pr.source if v is not None else '-'}")
         return 0
-    cols = ["name", "provider", "api", "limit", "reasoning", "ctx", "$/M in", "$/M out", "prices from"]
+    cols = ["name", "provider", "api", "limit", "reasoning", "ctx", "$/M in", "$/M out", "prices from",
+            "endpoints", "rpm", "concurrency"]
     t = Table(title=f"models ({cfg.source or 'no config file'}; sim/* built in)", columns=cols, rows=[])
     t.key = ("provider", "$/M in", "$/M out")
     for name in [m.name for m in cfg.models] + list(PROFILES):
         d = describe(cfg, name)
         pr = d["prices"]
+        m = cfg.resolve(name)
+        eps = [cfg.endpoint(e) for e in m.endpoint_names]
         t.rows.append([
             d["name"], d["provider"], d.get("api", ("-",))[0],
             {"max_completion_tokens": "max_compl", "max_output_tokens": "max_output"}.get(
                 d.get("limit field", ("-",))[0], d.get("limit field", ("-",))[0]),
             d.get("reasoning sent", ("-",))[0], d.get("context", ("-",))[0],
             _num(pr.price_in), _num(pr.price_out), pr.source.split(" (")[0],
+            ", ".join(m.endpoint_names) or "-", _agg(eps, "rpm"), _agg(eps, "max_concurrency"),
         ])
     print_table(t)
     print("evalsweep models NAME shows where each field of a model's profile came from.")
