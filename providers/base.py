@@ -184,6 +184,18 @@ class Provider(Protocol):
     async def close(self) -> None: ...
 
 
+OPENAI_IMAGE_MB = 20  # per image (https://platform.openai.com/docs/guides/images-vision#image-input-requirements)
+ANTHROPIC_IMAGE_MB = 5  # per image on the API (https://docs.anthropic.com/en/docs/build-with-claude/vision)
+
+
+def checked_image(data_url: str, limit_mb: float, provider: str) -> str:
+    """An image the provider refuses for its size is an error before anything is sent (and paid)."""
+    size = (len(data_url) - data_url.find(",") - 1) * 3 // 4
+    if size > limit_mb * 2**20:
+        raise ValueError(f"an image of {size / 2**20:.1f} MB is over {provider}'s {limit_mb} MB per-image limit")
+    return data_url
+
+
 def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """OpenAI chat format; images become base64 data URLs (encoded once per file, cached)."""
     out: list[dict[str, Any]] = []
@@ -196,7 +208,7 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
             if isinstance(p, TextPart):
                 parts.append({"type": "text", "text": p.text})
             else:
-                url: dict[str, Any] = {"url": p.data_url()}
+                url: dict[str, Any] = {"url": checked_image(p.data_url(), OPENAI_IMAGE_MB, "OpenAI")}
                 if p.detail:
                     url["detail"] = p.detail
                 parts.append({"type": "image_url", "image_url": url})

@@ -175,3 +175,12 @@ def test_costs_by_hand():
     assert unknown.source == "unknown" and unknown.cost(10, 10) is None
     half = resolve_prices(_m("my-own-model-7b", price_in=1.0))
     assert half.price_out is None and half.cost(10, 10) is None  # never 0
+
+
+def test_an_image_over_the_providers_size_limit_is_refused_before_sending(tmp_path: Path):
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG" + b"\0" * (6 * 2**20))
+    req = Request(suite="t", item="7", messages=[user("look", big)])
+    with pytest.raises(ValueError, match=r"6\.0 MB is over Anthropic's 5 MB per-image limit"):
+        messages_body(req, "claude-sonnet-4-5", {})
+    assert wire_body(req, "gpt-4o", 1, {})["messages"][0]["content"][1]["type"] == "image_url"  # 20 MB for OpenAI
