@@ -33,6 +33,8 @@ from typing import Any
 import diskcache
 import orjson
 
+from core.types import answer_problem
+
 log = logging.getLogger("evalsweep")
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -75,6 +77,8 @@ class AsyncCache:
                 self._off(e)
         self.hits = 0
         self.misses = 0
+        self.set_aside = 0
+        """Entries read that were not well-typed answers (deleted, treated as misses)."""
 
     async def get(self, key: str) -> dict[str, Any] | None:
         v = self.lookup([key]).get(key)
@@ -94,19 +98,38 @@ class AsyncCache:
             else:
                 found[k] = v
         if ask and self.broken is None:
+            bad: dict[str, str] = {}
             try:
-                found.update(_select(self._cache, ask))  # type: ignore[arg-type]
+                found.update(_select(self._cache, ask, bad))  # type: ignore[arg-type]
+                if bad:
+                    self._set_aside(bad)
             except (sqlite3.Error, OSError) as e:
                 self._off(e)
         self.hits += len(found)
         self.misses += len(keys) - len(found)
         return found
 
+    def _set_aside(self, bad: dict[str, str]) -> None:
+        """Ill-typed entries: deleted (a miss, so the call is made again and its answer replaces them),
+        counted, and said once."""
+        for k in bad:
+            self._cache.delete(k)  # type: ignore[union-attr]
+        if not self.set_aside:
+            k, why = next(iter(bad.items()))
+            log.warning(
+                "the response cache in %s holds entries that are not well-typed answers (e.g. %s…: %s): "
+                "set aside and treated as misses", self.directory, k[:12], why,
+            )
+        self.set_aside += len(bad)
+
     async def from_shared(self, key: str) -> dict[str, Any] | None:
         """A local miss: the shared layer's answer, kept locally too (None without one)."""
         if self.shared is None:
             return None
         v = await self.shared.get(key)
+        if v is not None and answer_problem(v) is not None:
+            self.set_aside += 1
+            return None
         if v is not None:
             self.hits += 1
             self.misses -= 1
@@ -189,18 +212,22 @@ _UPSERT = (
 _ROW = "(?, 1, ?, NULL, ?, 0, NULL, 0, 1, NULL, ?)"
 
 
-def _select(c: diskcache.Cache, keys: list[str]) -> dict[str, dict[str, Any]]:
+def _select(c: diskcache.Cache, keys: list[str], bad: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """The entries for `keys`, one query per `_CHUNK` keys. Raw bytes kept in the row (mode 1: what we
     write) are decoded here; any other entry (a pickle, or a value in a file, from older versions or
-    diskcache itself) is read through `Cache.get`."""
+    diskcache itself) is read through `Cache.get`. Entries that are not well-typed answers go to `bad`
+    (key: why), not to the result."""
     out: dict[str, dict[str, Any]] = {}
     con = c._con
     for i in range(0, len(keys), _CHUNK):
         part = keys[i : i + _CHUNK]
         for k, mode, raw in con.execute(_SELECT.format(",".join("?" * len(part))), part):
             v = _decode(raw if mode == 1 else c.get(k))  # mode 1 (raw): the value is in the row
-            if isinstance(v, dict):
+            why = answer_problem(v)
+            if why is None:
                 out[k] = v
+            elif bad is not None:
+                bad[k] = why
     return out
 
 
