@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from core.secrets import bad_key_chars
 from core.types import Request, text_of
 from providers.capabilities import Profile, problems, resolve
 from providers.pricing import Prices, resolve_prices
@@ -120,6 +121,12 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
                         raise ConfigError(
                             f"endpoint {ep.name!r}: environment variable {env} is not set "
                             f"(export {env}=... before running)"
+                        )
+                    bad = bad_key_chars(secret)
+                    if bad:
+                        raise ConfigError(
+                            f"endpoint {ep.name!r}: the key in environment variable {env} contains {bad}, "
+                            "which no HTTP header can carry (a stray paste?); fix the variable"
                         )
                 lanes.append(Lane(ep, env, secret, provider))
             lanes_by_endpoint[key] = lanes
