@@ -108,9 +108,22 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     lock = lock_run_dir(out, shared=plan.join)
     try:
         return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
-    except BaseException:
+    except BaseException as e:
+        if not plan.join:
+            _not_running(out / "manifest.json", e)
         unlock(lock)
         raise
+
+
+def _not_running(man_path: Path, e: BaseException) -> None:
+    """A run that stopped while being prepared (a full disk...) must not be left saying `running`."""
+    try:
+        man = orjson.loads(man_path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if man.get("status") == "running":
+        man.update(status="aborted", abort_reason=f"while preparing the run: {type(e).__name__}: {e}")
+        write_manifest(man_path, man)
 
 
 def _prepare(
@@ -224,7 +237,9 @@ def execute(
             try:
                 runs.append(prepare(p, cfg, models, command))
             except OSError as e:  # a full or read-only disk before anything was sent
-                print(f"evalsweep: stopped: {write_error(Path(e.filename or '.'), e)}", file=sys.stderr)
+                where = Path(e.filename) if e.filename else (p.out or Path("runs")) / "manifest.json"
+                print(f"evalsweep: stopped before any call: {write_error(where, e)}. Free space, then "
+                      f"rerun:\n  {command}", file=sys.stderr)
                 return EXIT_ABORTED
         handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
         for r in runs:
@@ -320,13 +335,14 @@ async def _main(
             r.batcher = Batcher(sched, r.run_dir)
     loop = asyncio.get_running_loop()
     interrupted = False
+    signalled = signal.SIGINT
 
-    def on_sigint() -> None:
-        nonlocal interrupted
+    def on_sigint(sig: int = signal.SIGINT) -> None:
+        nonlocal interrupted, signalled
         if interrupted:  # second Ctrl-C: stop waiting
             sched.cancel()
             return
-        interrupted = True
+        interrupted, signalled = True, sig
         sched.stop()
         log.warning(
             "interrupted: no new calls; waiting up to %.0fs for %d in-flight items (Ctrl-C again to "
@@ -338,7 +354,7 @@ async def _main(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, on_sigint)
+            loop.add_signal_handler(sig, on_sigint, sig)
         except (NotImplementedError, RuntimeError):
             pass
     lanes = [ln for m in models.values() for ln in m.lanes if ln.endpoint.kind not in ("sim", "replay")]
@@ -425,7 +441,7 @@ async def _main(
                 file=sys.stderr,
             )
         print(f"\ninterrupted; finished rows are saved. Resume with:\n  {command}", file=sys.stderr)
-        return 130
+        return 128 + signalled  # 130 for Ctrl-C, 143 for SIGTERM (the shell's convention)
     for r in runs:
         print(resume.summary(r), file=sys.stderr)
     if n_err:

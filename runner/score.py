@@ -138,6 +138,10 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
+    except OSError as e:
+        if e.filename is None:  # a write to the open file names nothing: say which file, where
+            raise OSError(e.errno, e.strerror, str(out)) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     planned = planned_calls(suite, spec)
