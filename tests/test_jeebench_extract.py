@@ -233,7 +233,7 @@ def test_follow_up_critique_then_judge_terminates() -> None:
     assert [r.pass_ for r in out] == ["critique", "judge"]
     crit, judge = out
     assert text_of(crit.messages[0].content).endswith(
-        hedge + "\n-----------\nFind problems(if any) with the given solutions. If there are any errors, "
+        hedge + "\n\nFind problems(if any) with the given solutions. If there are any errors, "
         "correct it and give the new answer."  # §4.4's text
     )
     assert judge.via == "sim/judge" and judge.model == "m"
