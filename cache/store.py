@@ -33,6 +33,7 @@ from typing import Any
 import diskcache
 import orjson
 
+from cache.claims import Claims
 from core.types import answer_problem
 
 log = logging.getLogger("evalsweep")
@@ -75,6 +76,14 @@ class AsyncCache:
                 self._cache._con.execute("PRAGMA wal_autocheckpoint = 0")
             except (sqlite3.Error, OSError) as e:
                 self._off(e)
+        self.claims: Claims | None = None
+        """In-flight claims shared with other processes on this directory (cache.claims)."""
+        if self._cache is not None:
+            try:
+                self.claims = Claims(self.directory)
+            except (sqlite3.Error, OSError) as e:
+                log.warning("cache %s: in-flight claims unavailable (%s): another process on this cache "
+                            "may pay for a call this one is making", self.directory, e)
         self.hits = 0
         self.misses = 0
         self.set_aside = 0
@@ -108,6 +117,48 @@ class AsyncCache:
         self.hits += len(found)
         self.misses += len(keys) - len(found)
         return found
+
+    def claim(self, keys: list[str]) -> list[str]:
+        """Claim keys about to be called; returns those another process is calling (wait for them)."""
+        if self.claims is None or self.broken:
+            return []
+        try:
+            return self.claims.claim(keys)
+        except sqlite3.Error as e:
+            log.warning("cache %s: in-flight claims failed (%s); calling without them", self.directory, e)
+            self.claims = None
+            return []
+
+    def release(self, keys: list[str]) -> None:
+        """Calls that ended without an answer: whoever waits for them sends their own."""
+        if self.claims is not None and keys:
+            try:
+                self.claims.release(keys)
+            except sqlite3.Error:
+                pass
+
+    async def wait_for(self, keys: list[str], timeout_s: float) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Another process is calling `keys`: their answers as they reach the cache, and the keys whose
+        call ended without one (or whose caller died, or took over `timeout_s`), now claimed by us."""
+        found: dict[str, dict[str, Any]] = {}
+        ours: list[str] = []
+        left, until = list(keys), time.monotonic() + timeout_s
+        while left:
+            await asyncio.sleep(0.1)
+            try:
+                got = _select(self._cache, left) if self.broken is None else {}  # type: ignore[arg-type]
+            except (sqlite3.Error, OSError):
+                got = {}
+            found.update(got)
+            left = [k for k in left if k not in got]
+            if not left:
+                break
+            theirs = set(self.claim(left)) if time.monotonic() < until else set()
+            ours += [k for k in left if k not in theirs]
+            left = [k for k in left if k in theirs]
+        if self.claims is not None:
+            self.claims.waited += len(found)
+        return found, ours
 
     def _set_aside(self, bad: dict[str, str]) -> None:
         """Ill-typed entries: deleted (a miss, so the call is made again and its answer replaces them),
@@ -173,6 +224,8 @@ class AsyncCache:
             elif self.on_fault is not None:
                 self.on_fault(f"cannot write the response cache in {self.directory}: {e}")
             return
+        if self.claims is not None:  # their answers are readable now: waiters take them from here
+            self.release(list(batch))
         self._unchecked += len(batch)
         if self._unchecked >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
             self._unchecked = 0
@@ -193,6 +246,8 @@ class AsyncCache:
         if self.shared is not None:
             await self.shared.aclose()
         self._checkpointer.shutdown(wait=True)
+        if self.claims is not None:
+            self.claims.close()
         try:
             if self._cache is not None:
                 self._cache.close()  # the last connection to close checkpoints what is left
