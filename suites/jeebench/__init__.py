@@ -309,6 +309,11 @@ def _model_scores(
     s["marks_ci95"] = marks_ci(srows)
     s["marks_mcq"] = mcq_marks(srows)
     s["by_year"] = by_year(srows)
+    s["marks_by_year"] = {
+        str(y): {"total": float(sum(r["marks"] for r in srows if r["year"] == y)),
+                 "questions": sum(r["year"] == y for r in srows)}
+        for y in sorted({r["year"] for r in srows})
+    }  # fmt: skip  (§4.6: the 2023 paper as an exam)
     s["answered"] = sum(r["extracted"] is not None for r in srows)
     s["unread"] = sum(st is None for q in qs for st in q["stages"])  # answers no rule (or judge) could read
     s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
