@@ -12,8 +12,9 @@ def _devs(suite: str, samples: int | None = None, temperature: float | None = No
 
 
 def test_paper_settings_have_no_deviations() -> None:
-    assert _devs("jeebench") == [] and _devs("jeebench", variant="cot-critique") == []
-    assert _devs("jeebench", variant="cot-sc", samples=8, temperature=0.5) == [_devs("jeebench", variant="cot-sc")[0]]
+    # JEEBench: reading by rules (the paper: by hand) is always a deviation (tests/test_jeebench_protocol.py)
+    assert [d for d in _devs("jeebench") if not d.startswith("answers read by rules")] == []
+    assert _devs("jeebench", variant="cot-sc", samples=8, temperature=0.5) == _devs("jeebench", variant="cot-sc")
     assert _devs("m3gia", judge="gpt-4o-mini") == [] and _devs("m3gia", samples=5, judge="j") == []
 
 
