@@ -21,6 +21,11 @@ import time
 from pathlib import Path
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, host TEXT, pid INTEGER, t REAL)"
+_PROCS = "CREATE TABLE IF NOT EXISTS procs (host TEXT, pid INTEGER, seen REAL, PRIMARY KEY (host, pid))"
+LOOK_S = 1.0
+"""How often a process looks for others on its cache directory. Alone, it claims nothing (a claim
+costs a transaction per call); a newcomer waits until every process it finds has looked since it
+arrived, and a process that finds a newcomer claims what it has in flight, so no key slips between."""
 
 
 def _alive(pid: int) -> bool:
@@ -39,7 +44,10 @@ class Claims:
         self.con.execute("PRAGMA journal_mode=WAL")
         self.con.execute("PRAGMA synchronous=OFF")
         self.con.execute(_SCHEMA)
+        self.con.execute(_PROCS)
         self.host, self.pid = socket.gethostname(), os.getpid()
+        self.arrived = time.time()
+        self.con.execute("INSERT OR REPLACE INTO procs VALUES (?, ?, ?)", (self.host, self.pid, self.arrived))
         self.stale_s = stale_s
         self.waited = 0
         """Keys this process waited for instead of paying for them."""
@@ -69,6 +77,24 @@ class Claims:
             raise
         return theirs
 
+    def looked(self) -> None:
+        """Say this process has looked (after claiming what a newcomer must not call twice)."""
+        self.con.execute("UPDATE procs SET seen = ? WHERE host = ? AND pid = ?", (time.time(), self.host, self.pid))
+
+    def others(self) -> list[float]:
+        """The other live processes on this directory: when each last looked."""
+        now = time.time()
+        con = self.con
+        out = []
+        for host, pid, seen in con.execute("SELECT host, pid, seen FROM procs").fetchall():
+            if host == self.host and pid == self.pid:
+                continue
+            if (host == self.host and not _alive(pid)) or now - seen > self.stale_s:
+                con.execute("DELETE FROM procs WHERE host = ? AND pid = ?", (host, pid))
+            else:
+                out.append(seen)
+        return out
+
     def release(self, keys: list[str]) -> None:
         if keys:
             self.con.execute(
@@ -79,6 +105,7 @@ class Claims:
     def close(self) -> None:
         try:
             self.con.execute("DELETE FROM claims WHERE host = ? AND pid = ?", (self.host, self.pid))
+            self.con.execute("DELETE FROM procs WHERE host = ? AND pid = ?", (self.host, self.pid))
             self.con.close()
         except sqlite3.Error:
             pass

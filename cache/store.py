@@ -33,7 +33,7 @@ from typing import Any
 import diskcache
 import orjson
 
-from cache.claims import Claims
+from cache.claims import LOOK_S, Claims
 from core.types import answer_problem
 
 log = logging.getLogger("evalsweep")
@@ -76,6 +76,12 @@ class AsyncCache:
                 self._cache._con.execute("PRAGMA wal_autocheckpoint = 0")
             except (sqlite3.Error, OSError) as e:
                 self._off(e)
+        self._shared = False
+        """Other processes use this directory (claims are taken only then)."""
+        self._look_at = 0.0
+        self._looking: asyncio.Future[None] | None = None
+        self._unclaimed: set[str] = set()
+        """Keys being called while alone, claimed at once if another process turns up."""
         self.claims: Claims | None = None
         """In-flight claims shared with other processes on this directory (cache.claims)."""
         if self._cache is not None:
@@ -118,20 +124,51 @@ class AsyncCache:
         self.misses += len(keys) - len(found)
         return found
 
-    def claim(self, keys: list[str]) -> list[str]:
+    async def claim(self, keys: list[str]) -> list[str]:
         """Claim keys about to be called; returns those another process is calling (wait for them)."""
         if self.claims is None or self.broken:
             return []
         try:
+            if time.monotonic() >= self._look_at and (self._looking is None or self._looking.done()):
+                self._looking = asyncio.ensure_future(self._look())
+            if self._looking is not None and not self._looking.done():
+                await asyncio.shield(self._looking)  # every claimer waits for the look in progress
+            if not self._shared:
+                self._unclaimed.update(keys)
+                return []
             return self.claims.claim(keys)
         except sqlite3.Error as e:
             log.warning("cache %s: in-flight claims failed (%s); calling without them", self.directory, e)
             self.claims = None
             return []
 
+    @property
+    def shared_dir(self) -> bool:
+        """Another process uses this cache directory now (so claims are being taken)."""
+        return self._shared and self.claims is not None
+
+    async def _look(self) -> None:
+        """Are other processes using this directory? A newcomer waits until each has looked since it
+        arrived; finding one, claim what this process has in flight unclaimed."""
+        assert self.claims is not None
+        self._look_at = time.monotonic() + LOOK_S
+        seen = self.claims.others()
+        for _ in range(int(3 * LOOK_S / 0.1)):
+            if all(s >= self.claims.arrived for s in seen):
+                break
+            self.claims.looked()
+            await asyncio.sleep(0.1)
+            seen = self.claims.others()
+        shared = bool(seen)
+        if shared and not self._shared and self._unclaimed:
+            self.claims.claim(list(self._unclaimed))
+        self._shared = shared
+        self.claims.looked()
+
     def release(self, keys: list[str]) -> None:
         """Calls that ended without an answer: whoever waits for them sends their own."""
-        if self.claims is not None and keys:
+        self._unclaimed.difference_update(keys)
+        if self.claims is not None and keys and self._shared:
             try:
                 self.claims.release(keys)
             except sqlite3.Error:
@@ -153,7 +190,7 @@ class AsyncCache:
             left = [k for k in left if k not in got]
             if not left:
                 break
-            theirs = set(self.claim(left)) if time.monotonic() < until else set()
+            theirs = set(await self.claim(left)) if time.monotonic() < until else set()
             ours += [k for k in left if k not in theirs]
             left = [k for k in left if k in theirs]
         if self.claims is not None:

@@ -329,11 +329,18 @@ class Scheduler:
     ) -> list[int]:
         """Claim the keys about to be called; those another process is calling are waited for (their
         answers come from the cache, paid once); returns the samples still to call."""
-        theirs = set(self.cache.claim([keys[s] for s in miss]))  # type: ignore[union-attr]
-        if not theirs:
+        cache = self.cache
+        assert cache is not None
+        ks = [keys[s] for s in miss]
+        theirs = set(await cache.claim(ks))
+        if not cache.shared_dir:
             return miss
-        wait = 2 * max(ln.endpoint.timeout_s for ln in m.lanes)
-        got, _ = await self.cache.wait_for(list(theirs), wait)  # type: ignore[union-attr]
+        # Shared: the look-up was made before the claim, and another process may have answered since.
+        got = cache.lookup([k for k in ks if k not in theirs])
+        cache.release(list(got))
+        if theirs:
+            wait = 2 * max(ln.endpoint.timeout_s for ln in m.lanes)
+            got.update((await cache.wait_for(list(theirs), wait))[0])
         left = []
         for s in miss:
             v = got.get(keys[s])
