@@ -176,6 +176,16 @@ class Config(BaseModel):
     shared: Shared = Field(default_factory=Shared)
     source: str | None = Field(None, exclude=True)
 
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir(cls, v: str | None) -> str | None:
+        for p in (Path(v), *Path(v).parents) if v else ():
+            if p.exists():
+                if not p.is_dir():
+                    raise ValueError(f"{v}: {p} is a file, not a directory")
+                break
+        return v
+
     @model_validator(mode="after")
     def _refs(self) -> Config:
         names = [e.name for e in self.endpoints]

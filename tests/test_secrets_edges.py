@@ -114,3 +114,22 @@ def test_a_key_inside_base_url_is_kept_out_of_config_json_and_errors(tmp_path: P
                    '[[models]]\nname = "m"\nendpoint = "e"\n')
     r = cli("models", "--config", str(bad))
     assert r.returncode == 2 and "not an http(s) URL" in r.stderr and "0123456789" not in r.stderr
+
+
+def test_cache_commands_with_postgres_down_say_so_without_a_traceback(tmp_path: Path):
+    cfg = tmp_path / "c.toml"
+    url = f"postgresql://ev@/ev?host={tmp_path}/nowhere&password=hunter2hunter2"
+    cfg.write_text(f'[shared]\ncache_url = "{url}"\n')
+    for args in (["cache", "stats"], ["cache", "prune", "--all"]):
+        r = cli(*args, "--config", str(cfg), "--cache-dir", str(tmp_path / "cache"))
+        assert "Traceback" not in r.stderr and "unreachable" in r.stderr, r.stderr
+        assert "hunter2" not in r.stderr + r.stdout
+
+
+def test_a_config_cache_dir_that_is_a_file_is_a_clear_error(tmp_path: Path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'cache_dir = "{f}/sub"\n')
+    r = cli("models", "--config", str(cfg))
+    assert r.returncode == 2 and "is a file, not a directory" in r.stderr and "Traceback" not in r.stderr
