@@ -33,6 +33,9 @@ from typing import Any
 import diskcache
 import orjson
 
+from cache.claims import LOOK_S, Claims
+from core.types import answer_problem
+
 log = logging.getLogger("evalsweep")
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -73,8 +76,24 @@ class AsyncCache:
                 self._cache._con.execute("PRAGMA wal_autocheckpoint = 0")
             except (sqlite3.Error, OSError) as e:
                 self._off(e)
+        self._shared = False
+        """Other processes use this directory (claims are taken only then)."""
+        self._look_at = 0.0
+        self._looking: asyncio.Future[None] | None = None
+        self._unclaimed: set[str] = set()
+        """Keys being called while alone, claimed at once if another process turns up."""
+        self.claims: Claims | None = None
+        """In-flight claims shared with other processes on this directory (cache.claims)."""
+        if self._cache is not None:
+            try:
+                self.claims = Claims(self.directory)
+            except (sqlite3.Error, OSError) as e:
+                log.warning("cache %s: in-flight claims unavailable (%s): another process on this cache "
+                            "may pay for a call this one is making", self.directory, e)
         self.hits = 0
         self.misses = 0
+        self.set_aside = 0
+        """Entries read that were not well-typed answers (deleted, treated as misses)."""
 
     async def get(self, key: str) -> dict[str, Any] | None:
         v = self.lookup([key]).get(key)
@@ -94,19 +113,111 @@ class AsyncCache:
             else:
                 found[k] = v
         if ask and self.broken is None:
+            bad: dict[str, str] = {}
             try:
-                found.update(_select(self._cache, ask))  # type: ignore[arg-type]
+                found.update(_select(self._cache, ask, bad))  # type: ignore[arg-type]
+                if bad:
+                    self._set_aside(bad)
             except (sqlite3.Error, OSError) as e:
                 self._off(e)
         self.hits += len(found)
         self.misses += len(keys) - len(found)
         return found
 
+    async def claim(self, keys: list[str]) -> list[str]:
+        """Claim keys about to be called; returns those another process is calling (wait for them)."""
+        if self.claims is None or self.broken:
+            return []
+        try:
+            if time.monotonic() >= self._look_at and (self._looking is None or self._looking.done()):
+                self._looking = asyncio.ensure_future(self._look())
+            if self._looking is not None and not self._looking.done():
+                await asyncio.shield(self._looking)  # every claimer waits for the look in progress
+            if not self._shared:
+                self._unclaimed.update(keys)
+                return []
+            return self.claims.claim(keys)
+        except sqlite3.Error as e:
+            log.warning("cache %s: in-flight claims failed (%s); calling without them", self.directory, e)
+            self.claims = None
+            return []
+
+    @property
+    def shared_dir(self) -> bool:
+        """Another process uses this cache directory now (so claims are being taken)."""
+        return self._shared and self.claims is not None
+
+    async def _look(self) -> None:
+        """Are other processes using this directory? A newcomer waits until each has looked since it
+        arrived; finding one, claim what this process has in flight unclaimed."""
+        assert self.claims is not None
+        self._look_at = time.monotonic() + LOOK_S
+        seen = self.claims.others()
+        for _ in range(int(3 * LOOK_S / 0.1)):
+            if all(s >= self.claims.arrived for s in seen):
+                break
+            self.claims.looked()
+            await asyncio.sleep(0.1)
+            seen = self.claims.others()
+        shared = bool(seen)
+        if shared and not self._shared and self._unclaimed:
+            self.claims.claim(list(self._unclaimed))
+        self._shared = shared
+        self.claims.looked()
+
+    def release(self, keys: list[str]) -> None:
+        """Calls that ended without an answer: whoever waits for them sends their own."""
+        self._unclaimed.difference_update(keys)
+        if self.claims is not None and keys and self._shared:
+            try:
+                self.claims.release(keys)
+            except sqlite3.Error:
+                pass
+
+    async def wait_for(self, keys: list[str], timeout_s: float) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Another process is calling `keys`: their answers as they reach the cache, and the keys whose
+        call ended without one (or whose caller died, or took over `timeout_s`), now claimed by us."""
+        found: dict[str, dict[str, Any]] = {}
+        ours: list[str] = []
+        left, until = list(keys), time.monotonic() + timeout_s
+        while left:
+            await asyncio.sleep(0.1)
+            try:
+                got = _select(self._cache, left) if self.broken is None else {}  # type: ignore[arg-type]
+            except (sqlite3.Error, OSError):
+                got = {}
+            found.update(got)
+            left = [k for k in left if k not in got]
+            if not left:
+                break
+            theirs = set(await self.claim(left)) if time.monotonic() < until else set()
+            ours += [k for k in left if k not in theirs]
+            left = [k for k in left if k in theirs]
+        if self.claims is not None:
+            self.claims.waited += len(found)
+        return found, ours
+
+    def _set_aside(self, bad: dict[str, str]) -> None:
+        """Ill-typed entries: deleted (a miss, so the call is made again and its answer replaces them),
+        counted, and said once."""
+        for k in bad:
+            self._cache.delete(k)  # type: ignore[union-attr]
+        if not self.set_aside:
+            k, why = next(iter(bad.items()))
+            log.warning(
+                "the response cache in %s holds entries that are not well-typed answers (e.g. %s…: %s): "
+                "set aside and treated as misses", self.directory, k[:12], why,
+            )
+        self.set_aside += len(bad)
+
     async def from_shared(self, key: str) -> dict[str, Any] | None:
         """A local miss: the shared layer's answer, kept locally too (None without one)."""
         if self.shared is None:
             return None
         v = await self.shared.get(key)
+        if v is not None and answer_problem(v) is not None:
+            self.set_aside += 1
+            return None
         if v is not None:
             self.hits += 1
             self.misses -= 1
@@ -150,6 +261,8 @@ class AsyncCache:
             elif self.on_fault is not None:
                 self.on_fault(f"cannot write the response cache in {self.directory}: {e}")
             return
+        if self.claims is not None:  # their answers are readable now: waiters take them from here
+            self.release(list(batch))
         self._unchecked += len(batch)
         if self._unchecked >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
             self._unchecked = 0
@@ -170,6 +283,8 @@ class AsyncCache:
         if self.shared is not None:
             await self.shared.aclose()
         self._checkpointer.shutdown(wait=True)
+        if self.claims is not None:
+            self.claims.close()
         try:
             if self._cache is not None:
                 self._cache.close()  # the last connection to close checkpoints what is left
@@ -189,18 +304,22 @@ _UPSERT = (
 _ROW = "(?, 1, ?, NULL, ?, 0, NULL, 0, 1, NULL, ?)"
 
 
-def _select(c: diskcache.Cache, keys: list[str]) -> dict[str, dict[str, Any]]:
+def _select(c: diskcache.Cache, keys: list[str], bad: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """The entries for `keys`, one query per `_CHUNK` keys. Raw bytes kept in the row (mode 1: what we
     write) are decoded here; any other entry (a pickle, or a value in a file, from older versions or
-    diskcache itself) is read through `Cache.get`."""
+    diskcache itself) is read through `Cache.get`. Entries that are not well-typed answers go to `bad`
+    (key: why), not to the result."""
     out: dict[str, dict[str, Any]] = {}
     con = c._con
     for i in range(0, len(keys), _CHUNK):
         part = keys[i : i + _CHUNK]
         for k, mode, raw in con.execute(_SELECT.format(",".join("?" * len(part))), part):
             v = _decode(raw if mode == 1 else c.get(k))  # mode 1 (raw): the value is in the row
-            if isinstance(v, dict):
+            why = answer_problem(v)
+            if why is None:
                 out[k] = v
+            elif bad is not None:
+                bad[k] = why
     return out
 
 

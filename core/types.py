@@ -161,6 +161,30 @@ def row_identity(model: str, item: str, sample: int, pass_: str) -> str:
     return f"{model}\x1f{item}\x1f{sample}\x1f{pass_}"
 
 
+def answer_problem(v: Any) -> str | None:
+    """Why a value (a cached answer, a results row) cannot be a success row (None: it can). Checked on
+    every cache read, as provider bodies are, and on every row scored: a value that parses but holds the
+    wrong types (a damaged or foreign entry) is a miss, never a success."""
+    if not isinstance(v, dict):
+        return f"a {type(v).__name__}, not an object"
+    if not isinstance(v.get("text"), str):
+        return f"text is {type(v.get('text')).__name__}"
+    u = v.get("usage")
+    if u is not None:
+        if not isinstance(u, dict):
+            return f"usage is {type(u).__name__}"
+        for k, x in u.items():
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+                return f"usage.{k} is {x!r}"
+    c = v.get("cost_usd")
+    if c is not None and (isinstance(c, bool) or not isinstance(c, int | float) or c < 0):
+        return f"cost_usd is {c!r}"
+    f = v.get("finish_reason")
+    if f is not None and not isinstance(f, str):
+        return f"finish_reason is {type(f).__name__}"
+    return None
+
+
 def text_of(content: str | list[Part]) -> str:
     """The text of a message's content, images left out (for token estimates and follow-up prompts)."""
     if isinstance(content, str):

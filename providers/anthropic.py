@@ -14,7 +14,7 @@ import orjson
 
 from core.types import Request, TextPart, text_of
 from providers import http
-from providers.base import Completion, ProviderError, apply_params
+from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.parse import anthropic_message
 
 DEFAULT_BASE = "https://api.anthropic.com"
@@ -65,7 +65,7 @@ def messages_body(req: Request, model_id: str, params: dict[str, Any], shape: An
             if isinstance(p, TextPart):
                 blocks.append({"type": "text", "text": p.text})
             else:
-                head, _, data = p.data_url().partition(",")
+                head, _, data = checked_image(p.data_url(), ANTHROPIC_IMAGE_MB, "Anthropic").partition(",")
                 media = head[5:].split(";")[0]
                 blocks.append(
                     {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}

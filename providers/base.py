@@ -11,6 +11,7 @@ import re
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
+from core.secrets import REDACTED, header_secrets, scrub  # noqa: F401  (re-exported)
 from core.types import Completion, Message, Request, TextPart
 
 
@@ -71,40 +72,6 @@ def error_for_status(status: int, body: str, retry_after: float | None = None) -
     if "content_filter" in body or "content_policy" in body or "safety" in body.lower():
         return ProviderError(f"HTTP {status} content-policy refusal: {snippet}", status=status)
     return ProviderError(f"HTTP {status}: {snippet}", status=status)
-
-
-REDACTED = "[redacted]"
-
-
-def scrub(text: str, secrets: Any) -> str:
-    """Remove every secret from a server's text, whole or cut short, BEFORE anything truncates it.
-
-    A key echoed in an error body and then cut to a snippet would survive a plain replace of the
-    whole key, so runs of 8+ characters of a key's start or end are redacted too."""
-    if isinstance(secrets, str):
-        secrets = (secrets,)
-    for s in secrets or ():
-        if not s or len(s) < 8:
-            continue
-        if s in text:
-            text = text.replace(s, REDACTED)
-        if s[:8] in text:
-            text = re.sub(re.escape(s[:8]) + r"[A-Za-z0-9_\-.]*", REDACTED, text)
-        if s[-8:] in text:
-            text = re.sub(r"[A-Za-z0-9_\-.]*" + re.escape(s[-8:]), REDACTED, text)
-    return text
-
-
-def header_secrets(headers: dict[str, str]) -> list[str]:
-    """The secret values of a request's headers (bearer tokens, API-key headers)."""
-    out = []
-    for k, v in headers.items():
-        kl = k.lower()
-        if kl == "authorization":
-            out.append(v.split(" ", 1)[-1])
-        elif "key" in kl or "token" in kl or "secret" in kl:
-            out.append(v)
-    return out
 
 
 _QUOTA = re.compile(
@@ -184,6 +151,18 @@ class Provider(Protocol):
     async def close(self) -> None: ...
 
 
+OPENAI_IMAGE_MB = 20  # per image (https://platform.openai.com/docs/guides/images-vision#image-input-requirements)
+ANTHROPIC_IMAGE_MB = 5  # per image on the API (https://docs.anthropic.com/en/docs/build-with-claude/vision)
+
+
+def checked_image(data_url: str, limit_mb: float, provider: str) -> str:
+    """An image the provider refuses for its size is an error before anything is sent (and paid)."""
+    size = (len(data_url) - data_url.find(",") - 1) * 3 // 4
+    if size > limit_mb * 2**20:
+        raise ValueError(f"an image of {size / 2**20:.1f} MB is over {provider}'s {limit_mb} MB per-image limit")
+    return data_url
+
+
 def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """OpenAI chat format; images become base64 data URLs (encoded once per file, cached)."""
     out: list[dict[str, Any]] = []
@@ -196,7 +175,7 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
             if isinstance(p, TextPart):
                 parts.append({"type": "text", "text": p.text})
             else:
-                url: dict[str, Any] = {"url": p.data_url()}
+                url: dict[str, Any] = {"url": checked_image(p.data_url(), OPENAI_IMAGE_MB, "OpenAI")}
                 if p.detail:
                     url["detail"] = p.detail
                 parts.append({"type": "image_url", "image_url": url})

@@ -53,6 +53,9 @@ def cost_usd(
     return (input_tokens * price_in + output_tokens * price_out) / 1e6
 
 
+PRICE_KEYS = ("price_in", "price_out", "price_cache_read", "price_cache_write", "price_source")
+
+
 @dataclass(frozen=True)
 class Prices:
     """A model's prices in USD per million tokens, resolved once per model, and where they came from
@@ -78,8 +81,8 @@ class Prices:
         return ((max(0, ins - c - w)) * self.price_in + c * read + w * write + outs * self.price_out) / 1e6
 
     def record(self) -> dict[str, Any]:
-        return {"price_in": self.price_in, "price_out": self.price_out, "price_cache_read": self.cache_read,
-                "price_cache_write": self.cache_write, "price_source": self.source}
+        return dict(zip(PRICE_KEYS, (self.price_in, self.price_out, self.cache_read, self.cache_write,
+                                     self.source), strict=True))
 
 
 def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:

@@ -14,6 +14,10 @@ from typing import Any
 
 from providers.capabilities import SAMPLING, Profile
 
+ANSWER_FALLBACK = 4096
+"""Answer tokens on top of Claude's thinking budget when neither the suite nor the model's known
+maximum leaves room for one."""
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -70,7 +74,11 @@ class Shape:
         if self.thinking is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
             n = self.limit(answer)
-            body["max_tokens"] = n if n is not None else body["max_tokens"]
+            if n is None:  # the suite left the answer open: the model's maximum, if it holds an answer
+                n = body["max_tokens"]
+                if n <= self.thinking:
+                    n = self.thinking + ANSWER_FALLBACK
+            body["max_tokens"] = n
 
 
 def shape_for(p: Profile) -> Shape:

@@ -18,6 +18,7 @@ from report.frontier import pick_snapshots
 from report.load import ReportError, atomic_write, load_runs, read_json, suite_label
 from report.page import render
 from report.samples import partial_note, write_view
+from report.sweeps import add_sweep_tables
 from report.tables import (
     AXES,
     FRONTIER_COLUMNS,
@@ -111,6 +112,7 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
     run_dirs = [Path(d) for d in run_dirs]
     loaded = load_runs(run_dirs, Path(models_table) if models_table else None, skip=[out])
     views = views_of(loaded.entries, loaded.extras)
+    add_sweep_tables(views)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 

@@ -35,6 +35,8 @@ def _below(v: SuiteView, rows: list[dict[str, Any]]) -> str:
             detail = f"{scored} of {planned} scored" if planned is not None else f"coverage {c:.0%}"
             if r.get("n_errors"):
                 detail += f", {r['n_errors']} errors"
+            if r.get("n_reasoning_exhausted"):
+                detail += f" ({r['n_reasoning_exhausted']} reasoning exhausted: raise its thinking budget)"
             low.append(f"{r['display_name']} ({detail})")
     if not low:
         return ""

@@ -28,7 +28,7 @@ from report.costs import all_rows
 from report.load import atomic_write, read_json
 
 MAX_ITEMS = 5000
-STATUSES = ("correct", "partial", "wrong", "unextractable", "error", "unscored")
+STATUSES = ("correct", "partial", "wrong", "unextractable", "reasoning_exhausted", "error", "unscored")
 
 
 @dataclass
@@ -44,6 +44,8 @@ class ViewData:
 
 
 def status_of(score: Any, extracted: Any, error: Any) -> str:
+    if error == "reasoning_exhausted":  # its own class: the model thought until the limit, no answer
+        return "reasoning_exhausted"
     if error:
         return "error"
     if extracted is None or extracted == "":
@@ -117,6 +119,10 @@ def _record(item: str, s: dict[str, Any] | None, calls: list[dict[str, Any]]) ->
                 c["sg"] = stages[n]
     errs = [c["e"] for c in calls if c.get("e")]
     error = s.get("error") or s.get("error_kind") or (errs[0] if calls and len(errs) == len(calls) else None)
+    if s.get("error_kind") == "reasoning_exhausted" or (
+        calls and error and all(c.get("ek") == "reasoning_exhausted" for c in calls)
+    ):
+        error = "reasoning_exhausted"
     stage = s.get("stage")
     if stage is None and stages:
         stage = next((x for x in stages if x), None)

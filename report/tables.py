@@ -234,7 +234,7 @@ def deviations_of(protocol: Any) -> list[str]:
 def coverage_of(e: Entry) -> dict[str, Any]:
     """scores.json's per-model `n_planned, n_scored, n_errors, coverage` (None when absent)."""
     out: dict[str, Any] = {}
-    for k in ("n_planned", "n_scored", "n_errors"):
+    for k in ("n_planned", "n_scored", "n_errors", "n_reasoning_exhausted"):
         x = e.scores.get(k)
         out[k] = x if isinstance(x, int) and not isinstance(x, bool) else None
     c = e.scores.get("coverage")

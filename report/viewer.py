@@ -22,7 +22,7 @@ CSS = """
 #v-rows tbody tr{cursor:pointer}#v-rows tbody tr:hover{background:#f3f6ff}
 #v-rows tr.sel{background:#e3ebff}#v-rows td{max-width:14em;overflow:hidden;text-overflow:ellipsis}
 .st-correct{color:#1b7c3c}.st-wrong{color:#b3261e}.st-partial{color:#a66300}.st-error{color:#7b1fa2}
-.st-unextractable{color:#555;font-style:italic}.st-unscored{color:#999}
+.st-unextractable{color:#555;font-style:italic}.st-reasoning_exhausted{color:#a60}.st-unscored{color:#999}
 #v-detail{border:1px solid #ccd;border-radius:6px;padding:.6em 1em;margin:1em 0;background:#fcfcff}
 #v-detail pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5em;margin:.3em 0;
 max-height:28em;overflow:auto;font-size:12.5px}

@@ -4,13 +4,14 @@ scripts) and dropping entries by age, model or all."""
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from runner.config import ConfigError, load_config
+from runner.config import ConfigError, load_config, redact_url
 
 EXIT_OK = 0
 
@@ -38,7 +39,7 @@ def print_stats(out: dict[str, Any]) -> None:
     from runner.term import console
 
     layers = [("local cache " + out["directory"], out)]
-    if "shared" in out:
+    if "shared" in out and "error" not in out["shared"]:
         layers.append(("shared cache " + out["shared"]["url"], out["shared"]))
     con = console()
     for title, st in layers:
@@ -77,9 +78,7 @@ def cmd_cache(argv: list[str]) -> int:
     if a.action == "stats":
         out = stats(d)
         if url:
-            from cache import pg
-
-            out["shared"] = pg.stats(url)
+            out["shared"] = _shared(url, "stats", lambda: _pg().stats(url))
         if a.json:
             print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
         else:
@@ -90,8 +89,26 @@ def cmd_cache(argv: list[str]) -> int:
     how = {"older_than_days": a.older_than, "model": a.model, "everything": a.all}
     print(f"removed {prune(d, **how)} entries from {d}")
     if url:
-        from cache import pg
-        from runner.config import redact_url
-
-        print(f"removed {pg.prune(url, **how)} entries from the shared cache {redact_url(url)}")
+        n = _shared(url, "prune", lambda: _pg().prune(url, **how))
+        if isinstance(n, int):
+            print(f"removed {n} entries from the shared cache {redact_url(url)}")
+        else:
+            return 1
     return EXIT_OK
+
+
+def _pg() -> Any:
+    from cache import pg
+
+    return pg
+
+
+def _shared(url: str, what: str, fn: Any) -> Any:
+    """The shared layer's part, or one line saying it could not be reached (never a traceback)."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - psycopg's errors: the server is down or refuses us
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        msg = f"shared cache {redact_url(url)} unreachable: {redact_url(why, [url])}"
+        print(f"evalsweep: cache {what}: {msg}", file=sys.stderr)
+        return {"url": redact_url(url), "error": msg}

@@ -13,9 +13,10 @@ from typing import Any
 
 from runner.checks import check_common, check_run_args, check_run_values
 from runner.config import Config, ConfigError, load_config
+from runner.results import disk_full, write_error
 from suites.base import RunSpec, SuiteError, get_suite
 
-EXIT_OK, EXIT_USAGE, EXIT_ROW_ERRORS, EXIT_INTERRUPTED = 0, 2, 3, 130
+EXIT_OK, EXIT_USAGE, EXIT_ROW_ERRORS, EXIT_ABORTED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
@@ -182,7 +183,15 @@ def _finish(code: int, run_dirs: list[Path], no_score: bool, say: bool = True) -
         return code
     from runner.finish import report_dir_of, score_and_report
 
-    score_and_report(run_dirs, report_dir_of(run_dirs))
+    try:
+        score_and_report(run_dirs, report_dir_of(run_dirs))
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        print(f"evalsweep: every call is done and its row saved, but scoring stopped: "
+              f"{write_error(Path(e.filename or run_dirs[0]), e)}. Free space, then:\n  evalsweep score "
+              + " ".join(shlex.quote(str(d)) for d in run_dirs), file=sys.stderr)
+        return EXIT_ABORTED
     return code
 
 
@@ -283,43 +292,9 @@ def cmd_export(argv: list[str]) -> int:
 
 
 def cmd_models(argv: list[str]) -> int:
-    from providers.sim import PROFILES
-    from runner.term import print_table
-    from suites.base import Table
+    from runner.modelscmd import cmd_models as run
 
-    p = argparse.ArgumentParser(prog="evalsweep models", description="The models the config defines.")
-    p.add_argument("--config")
-    a = p.parse_args(argv)
-    cfg = load_config(a.config)
-    cols = ["name", "provider", "model id", "endpoints", "rpm", "tpm", "concurrency", "$/M in", "$/M out"]
-    t = Table(title=f"models ({cfg.source or 'no config file'}; sim/* built in)", columns=cols, rows=[])
-    t.key = ("provider", "$/M in", "$/M out")
-    for name in [m.name for m in cfg.models] + list(PROFILES):
-        m = cfg.resolve(name)
-        eps = [cfg.endpoint(e) for e in m.endpoint_names]
-
-        def agg(f: str, eps: list[Any] = eps) -> str:
-            return ", ".join("-" if getattr(e, f) is None else f"{getattr(e, f):g}" for e in eps) or "-"
-
-        t.rows.append(
-            [
-                m.name,
-                cfg.provider_of(m),
-                m.model_id,
-                ", ".join(m.endpoint_names) or "-",
-                agg("rpm"),
-                agg("tpm"),
-                agg("max_concurrency"),
-                _price(m.price_in),
-                _price(m.price_out),
-            ]
-        )
-    print_table(t)
-    return EXIT_OK
-
-
-def _price(x: float | None) -> str:
-    return "?" if x is None else f"{x:g}"
+    return run(argv, load_config)
 
 
 def cmd_cache(argv: list[str]) -> int:
@@ -386,6 +361,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, SuiteError) as e:
         print(f"evalsweep: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        print(f"evalsweep: stopped: {write_error(Path(e.filename or '.'), e)}. Nothing already written is "
+              f"lost. Free space, then rerun:\n  evalsweep {shlex.join(argv)}", file=sys.stderr)
+        return EXIT_ABORTED
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.secrets import header_secrets, redact_url  # noqa: F401  (re-exported)
+
 ProviderKind = Literal["openai", "anthropic", "litellm", "sim", "replay"]
 
 
@@ -64,8 +66,8 @@ class Endpoint(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"https?://[^\s/:]+(:\d+)?(/\S*)?", v):
-            raise ValueError(f"not an http(s) URL: {v!r} (e.g. https://api.openai.com/v1)")
+        if v is not None and not re.fullmatch(r"https?://([^\s/@]+@)?[^\s/:@]+(:\d+)?(/\S*)?", v):
+            raise ValueError(f"not an http(s) URL: {redact_url(v)!r} (e.g. https://api.openai.com/v1)")
         return v
 
     @model_validator(mode="after")
@@ -174,6 +176,16 @@ class Config(BaseModel):
     shared: Shared = Field(default_factory=Shared)
     source: str | None = Field(None, exclude=True)
 
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir(cls, v: str | None) -> str | None:
+        for p in (Path(v), *Path(v).parents) if v else ():
+            if p.exists():
+                if not p.is_dir():
+                    raise ValueError(f"{v}: {p} is a file, not a directory")
+                break
+        return v
+
     @model_validator(mode="after")
     def _refs(self) -> Config:
         names = [e.name for e in self.endpoints]
@@ -242,9 +254,20 @@ class Config(BaseModel):
         eps = {e for m in models for e in m.endpoint_names}
         return {
             "source": self.source,
-            "endpoints": [self.endpoint(e).model_dump(mode="json") for e in sorted(eps)],
+            "endpoints": [_redacted(self.endpoint(e).model_dump(mode="json")) for e in sorted(eps)],
             "models": [m.model_dump(mode="json") | {"provider": self.provider_of(m)} for m in models],
         }
+
+
+def _redacted(ep: dict[str, Any]) -> dict[str, Any]:
+    """An endpoint as a run directory keeps it: a key inside its URL (userinfo, `?key=`, a path segment
+    equal to the key its variables hold) or in a header value is never written."""
+    envs = ep.get("api_key_env")
+    keys = [os.environ.get(v) for v in ([envs] if isinstance(envs, str) else envs or [])]
+    if ep.get("base_url"):
+        ep["base_url"] = redact_url(ep["base_url"], keys)
+    ep["headers"] = {k: "***" if header_secrets({k: v}) else redact_url(v, keys) for k, v in ep.get("headers", {}).items()}
+    return ep
 
 
 SIM_ENDPOINT = Endpoint(name="sim", kind="sim", max_concurrency=512, max_attempts=1)
@@ -311,11 +334,6 @@ def shared_urls(cfg: Config) -> Shared:
         d = e.errors()[0]
         name = "EVALSWEEP_" + str(d["loc"][0]).upper()
         raise ConfigError(f"environment variable {name}: {d['msg'].removeprefix('Value error, ')}") from None
-
-
-def redact_url(url: str) -> str:
-    """A server URL fit for a log line: any password replaced."""
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def _explain(path: Path, text: str, data: dict[str, Any], err: ValidationError) -> str:

@@ -2,8 +2,9 @@
 
 Plans the remaining work only: rows already finished in the run directory (what a rerun resumes) and
 answers already in the cache (what a rerun replays for free) are counted, not priced. Cost comes as
-expected (output tokens at this model's mean in the run so far, else half of max_tokens) and max (every
-call writes max_tokens). A model without a price adds "+ unknown for models X" to the totals instead of
+expected (output tokens at this model's mean in the run so far, else the suite's typical answer plus
+half of a reasoning model's budget, else half of the limit) and max (every call writes its whole limit,
+reasoning budget included). A model without a price adds "+ unknown for models X" to the totals instead of
 making them disappear.
 """
 
@@ -39,11 +40,19 @@ class Plan:
     max_output_tokens: int = 0
     out_tokens_seen: list[int] = field(default_factory=lambda: [0, 0])
     """[output tokens, successful rows] of this model in the run directory: the expected-output basis."""
+    answer_tokens: int | None = None
+    """The suite's typical answer length (suites.base.Suite.answer_tokens)."""
+    reasoning_tokens: int = 0
+    """The model's reasoning budget per call (its limit adds it to the answer budget)."""
 
     def expected_output_tokens(self) -> float:
+        """The run's own mean so far (reasoning included); else the suite's typical answer plus half the
+        reasoning budget; else half of the limit."""
         tokens, n = self.out_tokens_seen
         if n:
             return min(self.max_output_tokens, self.calls * tokens / n)
+        if self.answer_tokens is not None:
+            return min(self.max_output_tokens, self.calls * (self.answer_tokens + 0.5 * self.reasoning_tokens))
         return 0.5 * self.max_output_tokens
 
 
@@ -75,7 +84,11 @@ def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callabl
         done, seen = _finished(p.out)
         if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
             name = f"{name} ({p.out.name})"
-        todo = {m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0])) for m in dict.fromkeys(p.models)}
+        todo = {
+            m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0]), answer_tokens=suite.answer_tokens,
+                    reasoning_tokens=models[m].shape.extra if models[m].shape is not None else 0)
+            for m in dict.fromkeys(p.models)
+        }
         for r in suite.build(p.spec):
             mx = r.decoding.max_tokens or DEFAULT_MAX_TOKENS
             tin = estimate_tokens(r) - mx
@@ -93,7 +106,8 @@ def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callabl
                     n = len(left)
                 plan.calls += n
                 plan.input_tokens += tin * n
-                plan.max_output_tokens += mx * n
+                shape = m.shape
+                plan.max_output_tokens += (shape.limit(mx) if shape is not None else mx) * n
         out.extend(todo.values())
     return out
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from cache.pg import RETRY_S, TIMEOUT_S, connect_kwargs, deadline
 from runner.config import ConfigError, redact_url
 
 log = logging.getLogger("evalsweep")
@@ -97,7 +98,7 @@ class Leases:
         import psycopg
 
         try:
-            self._conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=10)
+            self._conn = await psycopg.AsyncConnection.connect(self.url, **connect_kwargs())
             async with self._conn.transaction():
                 await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
                 await self._conn.execute(SCHEMA)
@@ -112,9 +113,39 @@ class Leases:
         return self
 
     async def _q(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        async with self._lock:
-            cur = await self._conn.execute(sql, args)
-            return await cur.fetchall() if cur.description else []
+        """One statement, with a deadline; a server lost or frozen is waited out, never a crash: the
+        worker keeps its place and resumes when Postgres answers again (its leases may lapse meanwhile,
+        and another worker may take a unit over: the results it re-reads make that free)."""
+        warned = False
+        while True:
+            try:
+                async with self._lock:
+                    return await deadline(self._run(sql, args), TIMEOUT_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                if not warned:
+                    log.warning("--join: the leases at %s are unreachable (%s); waiting for Postgres",
+                                redact_url(self.url), str(e).strip().splitlines()[0] if str(e).strip() else
+                                type(e).__name__)
+                    warned = True
+                await asyncio.sleep(RETRY_S)
+                await self._reopen()
+                if warned and self._conn is not None:
+                    log.warning("--join: the leases at %s answer again", redact_url(self.url))
+
+    async def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        cur = await self._conn.execute(sql, args)
+        return await cur.fetchall() if cur.description else []
+
+    async def _reopen(self) -> None:
+        import psycopg
+
+        self._conn = None  # abandoned to its pending statement (closing it could wait on the server)
+        try:
+            self._conn = await deadline(psycopg.AsyncConnection.connect(self.url, **connect_kwargs()), TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - still down: the next statement waits again
+            self._conn = None
 
     async def claim(self, model: str) -> tuple[int, bool] | None | bool:
         """(shard, taken_over) for a free or expired unit; True if units remain with live leases
@@ -154,7 +185,8 @@ class Leases:
                     (self.lease_s, self.owner),
                 )
             except Exception as e:  # noqa: BLE001 - our units will expire; others finish them
-                log.warning("--join: lease heartbeat failed (%s); other workers may take over our units", e)
+                log.warning("--join: lease heartbeat failed (%s); other workers may take over our units",
+                            redact_url(str(e), [self.url]))
 
     async def requests(
         self, model: str, build: Callable[[], Iterable[Any]], stopping: Callable[[], bool]
@@ -194,26 +226,29 @@ class Leases:
             t.add_done_callback(self._finishing.discard)
 
     async def aclose(self) -> None:
-        if self._finishing:
-            await asyncio.gather(*self._finishing, return_exceptions=True)
+        if self._finishing:  # marking units done waits out a short outage, not a permanent one
+            await asyncio.wait(self._finishing, timeout=3 * RETRY_S)
         if self._beat is not None:
             self._beat.cancel()
         if self._conn is not None:
-            try:
-                await self._q(
+            try:  # a lost server is not waited for here: our leases lapse by themselves
+                await deadline(self._run(
                     "UPDATE evalsweep_units SET owner = NULL, expires = NULL WHERE owner = %s AND NOT done",
                     (self.owner,),
-                )
+                ), TIMEOUT_S)
                 # A finished run's units are of no more use (a late worker re-creates and re-reads
                 # them, finding every row done): the table holds only runs in progress.
-                await self._q(
+                await deadline(self._run(
                     "DELETE FROM evalsweep_units WHERE run = %s AND NOT EXISTS "
                     "(SELECT 1 FROM evalsweep_units WHERE run = %s AND NOT done)",
                     (self.run, self.run),
-                )
+                ), TIMEOUT_S)
             except Exception:  # noqa: BLE001
                 pass
-            await self._conn.close()
+            try:
+                await deadline(self._conn.close(), 1.0)
+            except Exception:  # noqa: BLE001
+                pass
 
 
 async def open_leases(run: Any, shared: Any) -> Leases:

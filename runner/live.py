@@ -102,7 +102,8 @@ COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
     ("done", "done/total", lambda d: f"{d['done']}/{d['total']}"),
     ("rate", "rate", lambda d: fmt_rate(d["rps"])),
     ("cost", "cost", lambda d: fmt_cost(d["cost"])),
-    ("errors", "err", lambda d: str(d["errors"]) + (f"+{d['skipped']}s" if d["skipped"] else "")),
+    ("errors", "err", lambda d: str(d["errors"]) + (f"({d['exhausted']}x)" if d.get("exhausted") else "")
+     + (f"+{d['skipped']}s" if d["skipped"] else "")),
     ("eta", "ETA", lambda d: fmt_eta(d["eta_s"])),
     ("state", "lane", lambda d: d["state"] or "-"),
     ("retries", "retry", lambda d: str(d["retries"])),

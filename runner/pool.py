@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from core.secrets import bad_key_chars
 from core.types import Request, text_of
 from providers.capabilities import Profile, problems, resolve
 from providers.pricing import Prices, resolve_prices
@@ -40,6 +41,8 @@ class ModelEntry:
     shape: Shape | None = None
     """Its request rules, applied to every body; None when it is sent as it always was."""
     key_params: dict[str, Any] = field(default_factory=dict)
+    context_window: int | None = None
+    """Prompt + answer budget above this is an error row before any call (profile.context_window)."""
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
     _est: dict[int, int] = field(default_factory=dict)
 
@@ -119,6 +122,12 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
                             f"endpoint {ep.name!r}: environment variable {env} is not set "
                             f"(export {env}=... before running)"
                         )
+                    bad = bad_key_chars(secret)
+                    if bad:
+                        raise ConfigError(
+                            f"endpoint {ep.name!r}: the key in environment variable {env} contains {bad}, "
+                            "which no HTTP header can carry (a stray paste?); fix the variable"
+                        )
                 lanes.append(Lane(ep, env, secret, provider))
             lanes_by_endpoint[key] = lanes
         return lanes_by_endpoint[key]
@@ -164,6 +173,7 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
             profile=profile,
             shape=shape,
             key_params=key_params(m.params, shape),
+            context_window=profile.context_window if profile is not None else None,
         )
     return out
 

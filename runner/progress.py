@@ -53,6 +53,7 @@ def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None) -> l
                     "cost": st.cost_usd if st.cost_known else None,
                     "errors": st.errors,
                     "skipped": st.skipped,
+                    "exhausted": st.exhausted,
                     "retries": st.retries,
                     "cached": st.cached,
                     "resumed": st.resumed,

@@ -14,6 +14,7 @@ launching calls, holds the rows of calls still in flight in memory, and retries 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
 from array import array
@@ -104,6 +105,11 @@ class ResultsWriter:
                 pass
             os.close(self._fd)
             self._fd = -1
+
+
+def disk_full(e: BaseException) -> bool:
+    """No space (or quota, or file-size limit) left where we write."""
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def write_error(path: Path, e: OSError) -> str:

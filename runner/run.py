@@ -15,14 +15,12 @@ import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from cache.store import AsyncCache, default_cache_dir
-from core.types import Row, row_identity
+from core.types import Row
+from providers.pricing import PRICE_KEYS
 from providers.shape import departures
 from runner import __version__ as VERSION
 from runner import join_view, progress, resume
@@ -32,15 +30,15 @@ from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
+from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
 from runner.identity import identities
-from runner.leases import open_leases, results_name, worker_name
+from runner.leases import open_leases, results_name
 from runner.live import worst_state
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.resume import check_settings
-from runner.rows import error_row
 from runner.scheduler import Scheduler
 from runner.state import RunCtx, Stats
 from runner.term import plural
@@ -70,27 +68,8 @@ def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
-
-
-def write_manifest(path: Path, data: Any) -> None:
-    """Atomically; on a full disk (no room for the temp copy) overwrite in place, so the manifest still
-    says the truth: a manifest left `running` by a run that stopped would be a lie."""
-    try:
-        write_json(path, data)
-    except OSError:
-        raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
-        try:
-            with path.open("r+b") as f:
-                f.write(raw)
-                f.truncate()
-        except OSError as e:
-            log.error("cannot update %s: %s", path, e.strerror)
 
 
 def judges_of(spec: RunSpec) -> list[str]:
@@ -107,7 +86,9 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     lock = lock_run_dir(out, shared=plan.join)
     try:
         return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
-    except BaseException:
+    except BaseException as e:
+        if not plan.join:
+            not_running(out / "manifest.json", e)
         unlock(lock)
         raise
 
@@ -132,10 +113,11 @@ def _prepare(
         manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
-    for m in snap["models"]:  # record the prices actually used (config, else the cost map)
+    for m in snap["models"]:  # the prices actually used and their source (config, genai-prices, map)
         e = models.get(m["name"])
         if e is not None:
-            m["price_in"], m["price_out"] = e.price_in, e.price_out
+            m.update(e.prices.record())
+    manifest["prices"] = {m["name"]: {k: m.get(k) for k in PRICE_KEYS} for m in snap["models"]}
     write_json(out / "config.json", snap)
     manifest.update(
         {
@@ -145,8 +127,8 @@ def _prepare(
             "spec": {**fp, "limit": plan.spec.limit},
             "models": all_models,
             "command": command,
-            "created": manifest.get("created", _now()),
-            "updated": _now(),
+            "created": manifest.get("created", now()),
+            "updated": now(),
             "status": "running",
         }
     )
@@ -222,7 +204,9 @@ def execute(
             try:
                 runs.append(prepare(p, cfg, models, command))
             except OSError as e:  # a full or read-only disk before anything was sent
-                print(f"evalsweep: stopped: {write_error(Path(e.filename or '.'), e)}", file=sys.stderr)
+                where = Path(e.filename) if e.filename else (p.out or Path("runs")) / "manifest.json"
+                print(f"evalsweep: stopped before any call: {write_error(where, e)}. Free space, then "
+                      f"rerun:\n  {command}", file=sys.stderr)
                 return EXIT_ABORTED
         handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
         for r in runs:
@@ -318,13 +302,14 @@ async def _main(
             r.batcher = Batcher(sched, r.run_dir)
     loop = asyncio.get_running_loop()
     interrupted = False
+    signalled = signal.SIGINT
 
-    def on_sigint() -> None:
-        nonlocal interrupted
+    def on_sigint(sig: int = signal.SIGINT) -> None:
+        nonlocal interrupted, signalled
         if interrupted:  # second Ctrl-C: stop waiting
             sched.cancel()
             return
-        interrupted = True
+        interrupted, signalled = True, sig
         sched.stop()
         log.warning(
             "interrupted: no new calls; waiting up to %.0fs for %d in-flight items (Ctrl-C again to "
@@ -336,7 +321,7 @@ async def _main(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, on_sigint)
+            loop.add_signal_handler(sig, on_sigint, sig)
         except (NotImplementedError, RuntimeError):
             pass
     lanes = [ln for m in models.values() for ln in m.lanes if ln.endpoint.kind not in ("sim", "replay")]
@@ -398,7 +383,7 @@ async def _main(
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
-            _finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why)
+            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why)
     if sched.fault:
         kept = (
             ""
@@ -423,7 +408,7 @@ async def _main(
                 file=sys.stderr,
             )
         print(f"\ninterrupted; finished rows are saved. Resume with:\n  {command}", file=sys.stderr)
-        return 130
+        return 128 + signalled  # 130 for Ctrl-C, 143 for SIGTERM (the shell's convention)
     for r in runs:
         print(resume.summary(r), file=sys.stderr)
     if n_err:
@@ -433,68 +418,6 @@ async def _main(
         )
         return 3
     return 0
-
-
-def _finish_manifest(
-    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any
-) -> None:
-    man = orjson.loads(man_path.read_bytes())
-    mine = {
-        "status": status,
-        "updated": _now(),
-        "elapsed_s": round(elapsed, 3),
-        "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
-    }
-    man.update(mine)
-    if r.join:  # the run's counts from every worker's rows; this worker's own beside them
-        join_view.update(man, worker_name(), mine, r.run_dir, {m: st.total for m, st in r.stats.items()})
-    if fault:
-        man["abort_reason"] = fault
-        man["unsaved_rows"] = r.writer.unsaved_rows
-    else:
-        man.pop("abort_reason", None)
-        man.pop("unsaved_rows", None)
-    man["lanes"] = lanes
-    if batch_why:
-        man["batch"] = batch_why
-    write_manifest(man_path, man)
-
-
-def warn_exhausted(run: RunCtx, models: dict[str, ModelEntry]) -> None:
-    """A model whose reasoning used its whole limit on more than 5% of its calls: its scores stand on
-    the rest. Name it, and the setting that gives it more room."""
-    for name, st in run.stats.items():
-        calls = st.done
-        if not st.exhausted or st.exhausted <= 0.05 * calls:
-            continue
-        p = models[name].profile if name in models else None
-        knob = "thinking_budget" if p is not None and p.reasoning_form in ("thinking", "gemini") else (
-            "reasoning_effort (or thinking_budget)")
-        log.warning(
-            "[%s] %s: reasoning exhausted its token limit on %d of %d calls (%.0f%%), scored as errors, not "
-            "wrong answers; raise the model's %s in the config", run.name, name, st.exhausted, calls,
-            100 * st.exhausted / max(calls, 1), knob,
-        )
-
-
-def account(run: RunCtx, sched: Scheduler) -> None:
-    """The invariant, checked after a run that was neither stopped nor interrupted: every planned
-    first-pass (model, item, sample) has a final row. One that has none (a bug of ours) gets an error
-    row now, so the run says so (exit 3) and a rerun retries it, instead of it vanishing."""
-    short = [m for m in run.models if run.answered.get(m, 0) < run.stats[m].total]
-    if not short:
-        return
-    _, final = index(run.writer.path)
-    for model in short:
-        stats = run.stats[model]
-        for req in run.suite.build(run.spec):
-            for s in range(req.sample, req.sample + req.decoding.n):
-                if row_identity(model, req.item, s, req.pass_) in final:
-                    continue
-                r = req.model_copy(update={"model": model})
-                row = error_row(r, s, "", "internal error: the call ended without a row", "internal")
-                sched._emit(run, stats, [row])
-                log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)
 
 
 class _LogFile(logging.FileHandler):

@@ -310,14 +310,45 @@ class Scheduler:
                 out.append(hit_row(req, s, keys[s], v))
         if miss and m.batch and run.batcher is not None:
             out.extend(await run.batcher.send(req, m, miss, keys))
-        elif miss:
+            miss = []
+        if miss and use_cache:  # another process on this cache may be calling the same keys
+            miss = await self._wait_for_others(req, m, miss, keys, out)
+        if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
             if len(groups) == 1:
                 out.extend(await self._send(req, m, groups[0], keys))
             else:
                 for rows in await asyncio.gather(*(self._send(req, m, g, keys) for g in groups)):
                     out.extend(rows)
+            if use_cache:  # calls that ended without an answer: a process waiting for them sends its own
+                self.cache.release([r["key"] for r in out if r["error"] is not None])  # type: ignore[union-attr]
         return self._emit(run, stats, out)
+
+    async def _wait_for_others(
+        self, req: Request, m: ModelEntry, miss: list[int], keys: dict[int, str], out: list[Row]
+    ) -> list[int]:
+        """Claim the keys about to be called; those another process is calling are waited for (their
+        answers come from the cache, paid once); returns the samples still to call."""
+        cache = self.cache
+        assert cache is not None
+        ks = [keys[s] for s in miss]
+        theirs = set(await cache.claim(ks))
+        if not cache.shared_dir:
+            return miss
+        # Shared: the look-up was made before the claim, and another process may have answered since.
+        got = cache.lookup([k for k in ks if k not in theirs])
+        cache.release(list(got))
+        if theirs:
+            wait = 2 * max(ln.endpoint.timeout_s for ln in m.lanes)
+            got.update((await cache.wait_for(list(theirs), wait))[0])
+        left = []
+        for s in miss:
+            v = got.get(keys[s])
+            if v is None:
+                left.append(s)
+            else:
+                out.append(hit_row(req, s, keys[s], v))
+        return left
 
     async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
         breaker = self.breakers[m.cfg.name]
@@ -334,6 +365,12 @@ class Scheduler:
         if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
             msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
             return [error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
+        if m.context_window is not None:  # refused before it is paid for (the provider would 400)
+            need = m.estimate_tokens(req) + (m.shape.extra if m.shape is not None else 0)
+            if need > m.context_window:
+                msg = (f"prompt + answer budget need ~{need:,} tokens, over {m.cfg.name}'s context window "
+                       f"of {m.context_window:,}")
+                return [error_row(req, s, keys[s], msg, "context_exceeded", 0, lane.name) for s in group]
         provider = lane.provider
 
         async def attempt() -> Completion:

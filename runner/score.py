@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from core.types import Row
+from core.types import Row, answer_problem
 from runner.config import ConfigError
 from runner.results import RESULTS, final_rows
 from runner.run import write_json
@@ -99,6 +99,19 @@ def _model_deviations(report: Any, run_dir: Path) -> None:
         t.note = f"{t.note}\n{line}".strip()
 
 
+def well_typed(rows: Iterable[Row]) -> Iterator[Row]:
+    """Rows as the scorers may trust them: a success row whose text or usage has the wrong type (written
+    from a damaged cache by an older version) is scored as a failed call, never crashes the scorer."""
+    for r in rows:
+        if r.get("error") is None:
+            why = answer_problem(r)
+            if why is not None:
+                r = {**r, "text": None, "usage": {}, "error": f"ill-typed row ({why})", "error_kind": "malformed"}
+        elif not isinstance(r.get("usage"), dict):
+            r = {**r, "usage": {}}
+        yield r
+
+
 def planned_calls(suite: Suite, spec: RunSpec) -> int | None:
     """First-pass calls per model the run planned (samples included), or None if the plan cannot be
     rebuilt (then n_planned falls back to the rows present)."""
@@ -119,12 +132,16 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     try:
         with tmp.open("wb", buffering=1 << 20) as f:
             sink = Sink(lambda row: f.write(orjson.dumps(row, option=opt) + b"\n"))
-            report = suite.score(cov.watch(final_rows(run_dir / RESULTS)), spec, run_dir, sink)
+            report = suite.score(cov.watch(well_typed(final_rows(run_dir / RESULTS))), spec, run_dir, sink)
             for row in report.scored if sink.n == 0 else ():  # a scorer that returned its rows instead
                 f.write(orjson.dumps(row, option=opt) + b"\n")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
+    except OSError as e:
+        if e.filename is None:  # a write to the open file names nothing: say which file, where
+            raise OSError(e.errno, e.strerror, str(out)) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     planned = planned_calls(suite, spec)

@@ -126,6 +126,9 @@ class Suite:
     """Validate data/options before anything is sent; raise SuiteError with a clear message."""
     count: Callable[[RunSpec], int] | None = None
     """First-pass calls per model (samples included), for progress and ETA; default: iterate `build`."""
+    answer_tokens: int | None = None
+    """A typical answer's length in tokens (measured on published responses), for the dry run's expected
+    cost before a run has answers of its own; None: half of max_tokens."""
     deviations: Callable[[RunSpec], list[str]] | None = None
     """How this run departs from the paper's protocol (empty: the paper's protocol). Said before the run
     starts, recorded in the manifest, in scores.json (`protocol.deviations`) and under every table."""

@@ -85,3 +85,36 @@ def test_cache_commands_on_a_damaged_cache(tmp_path: Path, mock: MockServer, how
     assert list(cache.glob("cache.db.corrupt-*"))  # the damaged file is kept aside, never deleted
     pr = cli("cache", "prune", "--all", "--cache-dir", str(cache), env=env)
     assert pr.returncode == 0 and "Traceback" not in pr.stderr, pr.stderr
+
+
+def test_ill_typed_cache_values_are_misses_set_aside_never_rows(tmp_path: Path, mock: MockServer):
+    """Entries that parse but hold the wrong types (`{"text": 42, "usage": "x"}`) are misses: the calls
+    are made again, once; the entries are replaced, one warning says so; and a results file already
+    holding such a row (written by an older version) is scored, not crashed on."""
+    import diskcache
+    import orjson
+
+    cache, cfg, data, env = _first_run(tmp_path, mock)
+    with diskcache.Cache(str(cache)) as c:
+        keys = list(c.iterkeys())
+        bad = [{"text": 42, "usage": "x"}, {"text": "A", "usage": {"output_tokens": "many"}}, [1, 2]]
+        for k, v in zip(keys[:3], bad, strict=True):
+            c.set(k, orjson.dumps(v))
+    sent = mock.total
+    r = cli(*run_args(data, "ok-a", cfg, tmp_path / "run2", "--cache-dir", str(cache)), env=env)
+    assert r.returncode == 0, r.stderr
+    assert mock.total - sent == 3 and r.stderr.count("not well-typed answers") == 1
+    rows = list(final_rows(tmp_path / "run2" / "results.jsonl"))
+    assert len(rows) == N and all(isinstance(x["text"], str) and x["error"] is None for x in rows)
+    again = cli(*run_args(data, "ok-a", cfg, tmp_path / "run3", "--cache-dir", str(cache)), env=env)
+    assert mock.total - sent == 3 and "not well-typed" not in again.stderr  # replaced by good answers
+
+    res = tmp_path / "run2" / "results.jsonl"  # an old version's row, from a bad value: scored as failed
+    lines = res.read_bytes().splitlines()
+    row = orjson.loads(lines[0])
+    row.update(text=42, usage="x")
+    res.write_bytes(b"\n".join([orjson.dumps(row), *lines[1:]]) + b"\n")
+    s = cli("score", str(tmp_path / "run2"), env=env)
+    assert s.returncode == 0 and "Traceback" not in s.stderr, s.stderr
+    scores = orjson.loads((tmp_path / "run2" / "scores.json").read_bytes())
+    assert scores["models"]["ok-a"]["n_errors"] == 1

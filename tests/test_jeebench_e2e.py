@@ -41,8 +41,13 @@ def test_sim_sweep_every_variant(tmp_path: Path, variant: str, capsys: pytest.Ca
     assert main(["score", str(out)]) == 0
     scores = json.loads((out / "scores.json").read_text())
     devs = scores["protocol"]["deviations"]
-    assert manifest["protocol"]["deviations"] == devs and scores["protocol"]["protocol"] == "custom"
-    assert devs[-1] == "--limit 12: a subset of the 515 questions"
+    # the reading line gains each model's unread count when scored; the rest is said as before the run
+    assert manifest["protocol"]["deviations"][:-1] == devs[:-1] and scores["protocol"]["protocol"] == "custom"
+    assert manifest["protocol"]["deviations"][-1].endswith("(unread answers are counted when scored; they score 0)")
+    unread = {m: s["unread"] for m, s in scores["models"].items()}
+    assert devs[-1].endswith(", ".join(f"{m} {u}/{sum(scores['models'][m]['stages'].values())}"
+                                       for m, u in sorted(unread.items())))  # fmt: skip
+    assert devs[-2] == "--limit 12: a subset of the 515 questions"
     assert ("Table 6's CoT row" in devs[0]) == (variant == "cot-sc")
     assert "Deviations from the paper's protocol" in capsys.readouterr().out
     for s in scores["models"].values():

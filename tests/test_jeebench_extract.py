@@ -233,7 +233,7 @@ def test_follow_up_critique_then_judge_terminates() -> None:
     assert [r.pass_ for r in out] == ["critique", "judge"]
     crit, judge = out
     assert text_of(crit.messages[0].content).endswith(
-        hedge + "\n-----------\nFind problems(if any) with the given solutions. If there are any errors, "
+        hedge + "\n\nFind problems(if any) with the given solutions. If there are any errors, "
         "correct it and give the new answer."  # §4.4's text
     )
     assert judge.via == "sim/judge" and judge.model == "m"
@@ -392,3 +392,42 @@ def test_suite_flags_reach_spec_options() -> None:
     }
     assert SUITE.name == "jeebench" and SUITE.headline == "overall"
     assert SUITE.run_name(RunSpec("jeebench", {})) == "jeebench-cot"
+
+
+# --- #19: rules widened for unseen model families (each case hand-made) ----------------------------------
+
+Q_VALUES = r"What is $x$? (A) $2$ (B) $\frac{9}{2}$ (C) $6$ (D) $8$"
+
+
+@pytest.mark.parametrize(
+    "text,qtype,question,want",
+    [
+        (r"Thus $\boxed{\frac{1}{2}}$", "Numeric", None, 0.5),
+        (r"So the frequency is $\boxed{0.76 \mathrm{~Hz}}$", "Numeric", None, 0.76),
+        ("The answer is 3 if b = 1.\nHence, the value of X is -6.6.", "Numeric", None, -6.6),
+        ("We solve it.\nThe frequency of beats heard by the man is 2.86 Hz.", "Numeric", None, 2.86),
+        ("Steps.\nx = 6.3 m", "Numeric", None, 6.3),
+        (r"Therefore the number of elements is $14180$, which is the final answer.", "Numeric", None, 14180.0),
+        (r"The correct option is $[\mathrm{D}]$", "MCQ", None, "D"),
+        (r"Therefore the final answer is $[\mathrm{B}, \mathrm{D}]$", "MCQ(multiple)", None, "BD"),
+        ("So the answer is 4.5.", "MCQ", Q_VALUES, "B"),  # a value equal to one option's value
+        ("So the answer is 5.", "MCQ", Q_VALUES, None),  # equal to no option
+        ("This corresponds to option (A).", "MCQ", None, "A"),
+        ("The final answer is 380. (A)", "MCQ", None, "A"),
+        # answers that are nothing but the answer ("normal" prompt)
+        ("A, C, and D are correct.", "MCQ(multiple)", None, "ACD"),
+        ("(A), (C) and (D)", "MCQ(multiple)", None, "ACD"),
+        ("[B] 198", "MCQ", None, "B"),
+        ("C) 12096", "MCQ", None, "C"),
+        ("B. Cu metal and conc. $\\mathrm{HNO}_{3}$", "MCQ", None, "B"),
+        ("(A) Chemisorption gives one layer.\n(D) Lowering the temperature favours it.", "MCQ(multiple)", None, "AD"),
+        ("A and D", "MCQ", None, None),  # two letters are no single-correct answer
+        ("3.75", "Numeric", None, 3.75),
+        ("N = 8", "Integer", None, 8.0),
+        ("1.25e-2", "Numeric", None, 0.0125),
+        ("0.056 M", "Numeric", None, 0.056),
+        ("2.5", "Integer", None, None),  # not an integer
+    ],
+)
+def test_widened_rules(text: str, qtype: str, question: str | None, want: object) -> None:
+    assert extract(text, qtype, question) == want

@@ -158,11 +158,27 @@ def test_rules_only_consider_the_items_letters() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
-    [("C", "C"), (" B\n", "B"), ("Your output: A", "A"), ("Z", None), ("E", None), ("", None), (None, None)],
+    ("text", "exact", "lenient"),
+    [("C", "C", "C"), (" B\n", "B", "B"), ("Your output: A", None, "A"), ("B.", None, "B"), ("Z", None, None),
+     ("E", None, None), ("", None, None), (None, None, None)],
 )
-def test_judge_reply(text: str | None, expected: str | None) -> None:
-    assert extract.from_judge(text, L4) == expected
+def test_judge_reply(text: str | None, exact: str | None, lenient: str | None) -> None:
+    """The authors take the reply only when it is exactly a letter; ours (`--judge-parse lenient`) reads more."""
+    assert extract.from_judge(text, L4) == exact
+    assert extract.from_judge(text, L4, lenient=True) == lenient
+
+
+def test_m3gia_departures_are_named() -> None:
+    from suites.base import RunSpec
+    from suites.m3gia import deviations
+
+    assert deviations(RunSpec("m3gia", {"judge": "gpt-4-turbo"})) == []
+    assert deviations(RunSpec("m3gia", {"judge": "gpt-4o-mini"})) == [
+        "judge gpt-4o-mini (the paper: GPT-4-turbo, gpt-4-turbo-2024-04-09)"]
+    assert deviations(RunSpec("m3gia", {"judge": "gpt-4-turbo", "languages": "en"})) == [
+        "--languages en: Overall and GIA over 1 of the paper's 6 languages"]
+    assert deviations(RunSpec("m3gia", {"judge": "gpt-4-turbo", "judge_parse": "lenient"})) == [
+        "judge replies read leniently ('B.' counts; the authors take only an exact letter)"]
 
 
 def test_random_letter_is_seeded_by_model_question_iteration() -> None:

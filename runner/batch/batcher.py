@@ -39,7 +39,10 @@ T = TypeVar("T")
 
 
 def batch_lanes(m: ModelEntry) -> list[Lane]:
-    """The model's lanes that can take batches (one provider kind: a file goes to one API)."""
+    """The model's lanes that can take batches (one provider kind: a file goes to one API). A model
+    served on the Responses API goes live: batch files here carry chat-completions bodies."""
+    if m.shape is not None and m.shape.api == "responses":
+        return []
     ok = [ln for ln in m.lanes if ln.endpoint.kind in BATCH_KINDS and ln.endpoint.batch is not False]
     return [ln for ln in ok if ln.endpoint.kind == ok[0].endpoint.kind] if ok else []
 

@@ -37,6 +37,7 @@ from suites.jeebench.baselines import (
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
+    EXTRACTORS,
     Marks,
     aggregate,
     mark_totals,
@@ -81,6 +82,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--marks", default=None, metavar="KEY=V,...", help="exam marks, e.g. mcq_wrong=-1,multi_wrong=-2"
     )
+    p.add_argument(
+        "--extractor",
+        choices=EXTRACTORS,
+        default=None,
+        help="numbers and SC votes: reference (the authors' compute_metrics.py, default) or rules (ours: "
+        "0.01 tolerance with slack, votes by value; a recorded deviation)",
+    )
 
 
 def _variant(spec: RunSpec) -> str:
@@ -98,8 +106,16 @@ def _taus(spec: RunSpec) -> tuple[float, float]:
     return ts, tm
 
 
+def _extractor(spec: RunSpec) -> str:
+    ex = spec.opt("extractor", "reference")
+    if ex not in EXTRACTORS:
+        raise SuiteError(f"--extractor {ex!r} is not one of {', '.join(EXTRACTORS)}")
+    return ex
+
+
 def check(spec: RunSpec) -> None:
     _variant(spec)
+    _extractor(spec)
     _taus(spec)
     Marks.parse(spec.opt("marks"))
     if spec.samples is not None and spec.samples < 1:
@@ -221,16 +237,18 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
     }
 
 
-def _scored(model: str, it: Item, q: dict[str, Any], variant: str, ts: float, tm: float, marks: Marks) -> Row:
+def _scored(
+    model: str, it: Item, q: dict[str, Any], variant: str, ts: float, tm: float, marks: Marks, ex: str
+) -> Row:
     base = {"model": model, "item": it.id, "subject": it.subject, "type": it.type, "year": it.year,
             "gold": it.gold, "variant": variant, "errors": q["errors"]}  # fmt: skip
     if not q["answers"]:  # every sample's call failed: no answer to score
         f = q["failed"] or {}
         return {**base, "extracted": None, "score": None, "marks": None,
                 "error": f.get("error") or "judge failed", "error_kind": f.get("error_kind") or "error"}  # fmt: skip
-    final = self_consistency(q["answers"], it.type, ts, tm) if q["planned"] > 1 else q["answers"][0]
-    row: Row = {**base, "extracted": answer_str(final), "score": score_answer(it.gold, final, it.type),
-                "marks": marks_for(it.gold, final, it.type, marks)}  # fmt: skip
+    final = self_consistency(q["answers"], it.type, ts, tm, ex) if q["planned"] > 1 else q["answers"][0]
+    row: Row = {**base, "extracted": answer_str(final), "score": score_answer(it.gold, final, it.type, ex),
+                "marks": marks_for(it.gold, final, it.type, marks, it.year, ex)}  # fmt: skip
     if q["planned"] > 1:
         row["samples"] = [answer_str(a) for a in q["answers"]]
         row["stages"] = q["stages"]
@@ -244,7 +262,7 @@ def _scored(model: str, it: Item, q: dict[str, Any], variant: str, ts: float, tm
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     """One model at a time: its questions' scored rows go to `sink`, its aggregates to scores.json."""
     sink = sink if sink is not None else Sink()
-    variant, (ts, tm), marks = _variant(spec), _taus(spec), Marks.parse(spec.opt("marks"))
+    variant, (ts, tm), marks, ex = _variant(spec), _taus(spec), Marks.parse(spec.opt("marks")), _extractor(spec)
     items = items_by_id()
     trunc = Truncation()
     models: dict[str, dict[str, Any]] = {}
@@ -258,20 +276,20 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
             q = _question(grp, it)
             if not q["planned"]:
                 continue  # only follow-up rows survived (cannot happen in a complete run)
-            row = _scored(model, it, q, variant, ts, tm, marks)
+            row = _scored(model, it, q, variant, ts, tm, marks, ex)
             sink(row)
             if row["score"] is not None:
                 srows.append(row)
                 qs.append(q)
-        models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir)
-    extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm}
+        models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir, ex)
+    extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
     asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
     extra["random_baseline"] = rand = random_row(asked)
     more = [random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant)]
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
-    return with_protocol(report, deviations(spec), trunc)
+    return with_protocol(report, deviations(spec, unread(models)), trunc)
 
 
 def _model_scores(
@@ -283,6 +301,7 @@ def _model_scores(
     ts: float,
     tm: float,
     run_dir: Path,
+    ex: str = "reference",
 ) -> dict[str, Any]:
     """One model's scores.json entry over its answered questions."""
     s = aggregate(srows)
@@ -290,7 +309,13 @@ def _model_scores(
     s["marks_ci95"] = marks_ci(srows)
     s["marks_mcq"] = mcq_marks(srows)
     s["by_year"] = by_year(srows)
+    s["marks_by_year"] = {
+        str(y): {"total": float(sum(r["marks"] for r in srows if r["year"] == y)),
+                 "questions": sum(r["year"] == y for r in srows)}
+        for y in sorted({r["year"] for r in srows})
+    }  # fmt: skip  (§4.6: the 2023 paper as an exam)
     s["answered"] = sum(r["extracted"] is not None for r in srows)
+    s["unread"] = sum(st is None for q in qs for st in q["stages"])  # answers no rule (or judge) could read
     s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
     if variant == "cot-critique":
         s["critique_used"] = sum(r.get("source") == "critique" for r in srows)
@@ -301,14 +326,50 @@ def _model_scores(
             reliability_png(cal, png, f"{model} ({variant})")
             cal["png"] = png.name
             s["calibration"] = cal
-        s["thresholding"] = thresholding(qs, marks, ts, tm)
+        s["thresholding"] = thresholding(qs, marks, ts, tm, ex)
     return s
 
 
-def deviations(spec: RunSpec) -> list[str]:
-    """Departures from the paper's protocol (README.md: Protocol)."""
+def unread(models: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Each model's (unread answers, answers read): samples included, failed calls not."""
+    return {m: (s.get("unread", 0), sum((s.get("stages") or {}).values())) for m, s in models.items()}
+
+
+def reading(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> str:
+    """The reading deviation: the paper's answers were extracted by hand; ours by rules (and a judge)."""
+    judge = spec.opt("judge")
+    how = "rules (extract.py)" + (f", then the LLM judge {judge}," if judge else "")
+    line = f"answers read by {how} where the paper read them by hand"
+    if counts is None:
+        return line + " (unread answers are counted when scored; they score 0)"
+    per = ", ".join(f"{m} {u}/{n}" for m, (u, n) in sorted(counts.items()))
+    return f"{line}; unread answers (scored 0): {per or 'none scored'}"
+
+
+def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol). `counts` (at scoring time): each model's
+    unread answers, said in the reading line."""
     variant, out = _variant(spec), []
     sc = variant == "cot-sc"
+    ts, tm = _taus(spec)
+    if ts != 0.0:
+        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0)")
+    if tm != 0.5:
+        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5)")
+    changed = Marks.parse(spec.opt("marks")).changed()
+    if changed:
+        out.append("exam marks " + ", ".join(changed))
+    if _extractor(spec) == "rules":
+        out.append(
+            "--extractor rules: numbers within 0.01 + 1e-12 (the authors compare abs(g - r) <= 0.01 strictly "
+            "in floats) and SC votes on numbers by value, smallest on ties (the authors: np.unique over the "
+            "answer strings); eight unreadable MCQ samples give None (the authors' argmax gives A)"
+        )
+    if variant == "cot-critique":
+        out.append(
+            "the critique pass's framing is ours: the CoT prompt, the answer and §4.4's instruction joined by "
+            "blank lines (the authors' code has no critique mode; the paper quotes only the instruction)"
+        )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
     if spec.temperature not in (None, SC_TEMPERATURE if sc else 0.0):
@@ -320,7 +381,7 @@ def deviations(spec: RunSpec) -> list[str]:
         )
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of the 515 questions")
-    return out
+    return out + [reading(spec, counts)]
 
 
 def _count(values: Iterable[str | None]) -> dict[str, int]:
@@ -341,4 +402,5 @@ SUITE = Suite(
     run_name=lambda spec: f"jeebench-{spec.opt('variant', 'cot')}",
     check=check,
     deviations=deviations,
+    answer_tokens=738,  # mean completion_tokens of the authors' released gpt-3.5-turbo-0301 responses
 )

@@ -1,16 +1,26 @@
 """Developer tools over the authors' released responses (`dev_responses/*.json`, not bundled).
 
     python -m suites.jeebench.devtools agreement FILE [--years 2020-2023] [--show]
+    python -m suites.jeebench.devtools agreement extractor_dataset_val.csv --exclude DEV.json... [--part heldout]
     python -m suites.jeebench.devtools replay FILE OUT.jsonl
 
 `agreement` measures the rule extractor against the authors' hand extracts (both normalised to the
 question type); `replay` writes the responses as a replay-provider JSONL for an end-to-end run.
+
+A `.csv` of `response,extract` (the authors' extractor training data: GPT-3, GPT-3.5 and GPT-4 answers with
+their hand extracts, no question) is read with the type inferred from the extract (several letters:
+MCQ(multiple), one: MCQ, a number: Numeric; "None" rows are left out, their type unknown) and without the
+question text. `--exclude` leaves out responses found in the given JSON sets (those we tuned on); `--part`
+keeps the `dev` or `heldout` half by SHA-256 of the response (tune on dev, report heldout).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +45,39 @@ def load_dev(path: Path) -> list[dict[str, Any]]:
         r["id"] = item_id(r["description"], int(r["index"]))
         r["year"] = int(r["id"][:4])
     return rows
+
+
+def _type_of(extract: str) -> str | None:
+    e = extract.strip().strip(".").strip()
+    if re.fullmatch(r"[A-D]{2,4}", e):
+        return "MCQ(multiple)"
+    if re.fullmatch(r"[A-D]", e):
+        return "MCQ"
+    try:
+        float(e)
+    except ValueError:
+        return None
+    return "Numeric"
+
+
+def load_csv(path: Path) -> list[dict[str, Any]]:
+    """Rows of a `response,extract` CSV as `load_dev` rows (no question; type from the extract)."""
+    out = []
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            for i, r in enumerate(csv.DictReader(f)):
+                qtype = _type_of(r["extract"])
+                if qtype is not None:
+                    out.append({"id": f"{path.name}:{i + 2}", "year": 0, "type": qtype, "question": None,
+                                "text": r["response"], "extract": r["extract"]})  # fmt: skip
+    except (OSError, KeyError, csv.Error) as e:
+        raise SuiteError(f"{path}: cannot read a response,extract CSV ({e})") from None
+    return out
+
+
+def part_of(text: str) -> str:
+    """`dev` or `heldout`, by the first byte of SHA-256(text): a fixed split, independent of file order."""
+    return "dev" if hashlib.sha256(text.encode()).digest()[0] % 2 == 0 else "heldout"
 
 
 def same(a: Answer, b: Answer) -> bool:
@@ -72,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("files", nargs="+", type=Path)
     a.add_argument("--years", type=_years, default=None, help="e.g. 2020-2023 (default: all)")
     a.add_argument("--show", action="store_true", help="print the disagreements")
+    a.add_argument("--exclude", nargs="*", type=Path, default=[], help="JSON sets whose responses to leave out")
+    a.add_argument("--part", choices=("all", "dev", "heldout"), default="all", help="half by SHA-256 (default: all)")
     r = sub.add_parser("replay", help="write a replay JSONL")
     r.add_argument("file", type=Path)
     r.add_argument("out", type=Path)
@@ -80,8 +125,12 @@ def main(argv: list[str] | None = None) -> None:
         args.out.write_text("".join(line + "\n" for line in replay_lines(load_dev(args.file))))
         return
     tot_ok = tot = 0
+    seen = {x["text"].strip() for f in args.exclude for x in load_dev(f)}
     for f in args.files:
-        rows = [x for x in load_dev(f) if args.years is None or x["year"] in args.years]
+        rows = load_csv(f) if f.suffix == ".csv" else load_dev(f)
+        rows = [x for x in rows if args.years is None or x["year"] in args.years]
+        rows = [x for x in rows if x["text"].strip() not in seen]
+        rows = [x for x in rows if args.part == "all" or part_of(x["text"]) == args.part]
         ok, n, bad = agreement(rows)
         tot_ok, tot = tot_ok + ok, tot + n
         print(f"{f.name}: {ok}/{n} = {ok / max(n, 1):.3f}")

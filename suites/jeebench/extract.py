@@ -21,6 +21,10 @@ _WRAPPED = re.compile(r"\\(?:textbf|text|mathrm|mathbf|textrm|bf)\s*\{\s*((?:\(\
 _WRAPPED_OPEN = re.compile(r"\\(?:textbf|text|mathrm|mathbf|textrm|bf)\s*\{\s*\(\s*([A-D])\s*\)")
 _WRAPPED_BARE = re.compile(r"\\(?:textbf|text|textrm|bf)\s*\{\s*([A-D])\s*\}")
 _BRACKET = re.compile(r"(?<!\\)\[\s*([A-D](?:\s*(?:,|and|&)\s*[A-D])*)\s*\]")
+# "$[\mathrm{D}]$", "[\mathbf{B}, \mathbf{D}]": wrapped letters in brackets → "[B, D]" for _BRACKET
+_BRACKET_WRAPPED = re.compile(
+    r"(?<!\\)\[((?:\s*(?:,|and|&)?\s*\\(?:mathrm|mathbf|textbf|text|textrm)\s*\{\s*[A-D]\s*\})+)\s*\]"
+)
 _BOLD = re.compile(r"\*\*\(?([A-D])\)?\*\*")
 _GROUP = re.compile(r"\(\s*([A-D](?:\s*(?:,|and|&)\s*[A-D])+)\s*\)")
 _SEP = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*)"
@@ -41,6 +45,7 @@ def _normalise(text: str) -> str:
     t = _WRAPPED.sub(r"\1", t)
     t = _WRAPPED_BARE.sub(r"(\1)", t)
     t = _WRAPPED_OPEN.sub(r"(\1)\\text{", t)
+    t = _BRACKET_WRAPPED.sub(lambda m: "[" + ", ".join(re.findall(r"\{\s*([A-D])\s*\}", m.group(1))) + "]", t)
     t = _BRACKET.sub(lambda m: ", ".join(f"({c})" for c in re.findall(r"[A-D]", m.group(1))), t)
     t = _BOLD.sub(r"(\1)", t)
     t = re.sub(r"(?:(?<=^)|(?<=[\s,:]))([A-D])\)(?=\s)", r"(\1)", t, flags=re.M)
@@ -74,7 +79,8 @@ _VERDICT = re.compile(
 _CUE = re.compile(
     r"final\s+answers?|\banswers?\b"
     r"|\b(?:correct|true|false|incorrect|valid|possible|right|wrong)\s+(?:options?|statements?|choices?|alternatives?|responses?)"
-    r"|\b(?:options?|statements?|choices?)\s*\(s\)",
+    r"|\b(?:options?|statements?|choices?)\s*\(s\)"
+    r"|\b(?:corresponds?\s+to|(?:I|we)\s+(?:choose|select|pick))\b",
     re.I,
 )
 _CONCLUDE = re.compile(
@@ -176,11 +182,14 @@ def _letter_candidates(t: str, asks_false: bool, multiple: bool) -> list[tuple[i
         cands.append((pos, letters, False))
     for m in _ALL.finditer(t):
         cands.append((m.start(), LETTERS, False))
+    for m in _TRAILING_OPTION.finditer(t):  # "The final answer is 380. (A)"
+        cands.append((m.start(1), m.group(1), False))
     for m in _NONE.finditer(t):
         cands.append((m.start(), None, False))
     return sorted(cands, key=lambda c: c[0])
 
 
+_TRAILING_OPTION = re.compile(r"[.}$]\s*\(([A-D])\)\.?\s*\Z")
 # "The correct options are:" / "Hence the statements that hold are" followed by one option per line
 _LIST = re.compile(
     r"(?m)^(?P<head>[^\n]{0,200}?)[ \t]*\n(?:[ \t]*\n)?"
@@ -293,6 +302,10 @@ def _value_after_anchor(seg: str) -> float | None | bool:
     return False
 
 
+_VALUE_LINE = re.compile(r"(?m)^([^\n]*?(?:\bis\b|=|\\approx|≈|\bequals\b)[^\n]*?\d[^\n]*)\s*\Z")
+"""The response's last line states a value: "Hence, the value of X is -6.6.", "The frequency of beats ...
+is 2.86 Hz.", "x = 6.3 m" (nothing but whitespace after it); read when no cue comes after it."""
+_WHICH_IS = re.compile(r",?\s*which\s+is\s+(?:the|our|my)\s+(?:final\s+)?answer", re.I)
 _FINAL_NUM = re.compile(r"final\s+answer|\banswer\s*(?:is|:|=)", re.I)
 
 
@@ -308,6 +321,7 @@ def asks_absolute(question: str | None) -> bool:
 
 def extract_number(text: str, qtype: str, question: str | None = None) -> float | None:
     t = re.sub(r"\*\*|__", " ", text)  # markdown bold around a number: "**Answer: 6**"
+    t = _WHICH_IS.sub("", t)  # "the number is $14180$, which is the final answer." states it before
     cands: list[tuple[int, float | None]] = []
     for pos, content in _boxed(t):
         v = _value_after_anchor(content)
@@ -315,6 +329,11 @@ def extract_number(text: str, qtype: str, question: str | None = None) -> float 
     for m in _FINAL_NUM.finditer(t):
         v = _value_after_anchor(_tail(t, m.end()))
         cands.append((m.start(), None if v is False else v))  # type: ignore[arg-type]
+    last = _VALUE_LINE.search(t)
+    if last and not any(p >= last.start() for p, _ in cands):
+        v = _value_after_anchor(last.group(1))  # a final line "Hence, the value of X is -6.6." after the cues
+        if v is not False:
+            cands.append((last.start(), v))  # type: ignore[arg-type]
     if not cands:
         for m in _CONCLUDE.finditer(t):
             v = _value_after_anchor(t[m.end() : _sentence_end(t, m.end())])
@@ -347,8 +366,10 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
     if _REFUSAL.search(text[:300]) and len(text) < 600:
         return None
     if qtype in ("MCQ", "MCQ(multiple)"):
-        return extract_letters(text, qtype, question)
-    return extract_number(text, qtype, question)
+        ans = extract_letters(text, qtype, question) or option_of_value(text, question)
+    else:
+        ans = extract_number(text, qtype, question)
+    return ans if ans is not None else bare_answer(text, qtype)
 
 
 def parse_answer(s: str | None, qtype: str) -> Answer:
@@ -389,3 +410,6 @@ def answer_str(a: Answer) -> str | None:
     if a is None or isinstance(a, str):
         return a
     return str(int(a)) if float(a).is_integer() and abs(a) < 1e15 else repr(float(a))
+
+
+from suites.jeebench.fallbacks import bare_answer, option_of_value  # noqa: E402  (they use the rules above)

@@ -28,11 +28,13 @@ EXAM = {
 
 COT_SUFFIX = "Let's think step by step.\n"
 CRITIQUE = (
-    "\n-----------\nFind problems(if any) with the given solutions. If there are any errors, correct it and "
+    "\n\nFind problems(if any) with the given solutions. If there are any errors, correct it and "
     "give the new answer."
 )
 """§4.4's self-critique instruction as the paper quotes it ("Find problems(if any) with the given
-solutions..."), appended after the CoT prompt and the model's first solution."""
+solutions..."), after the CoT prompt and the model's first solution. The authors' inference.py has no
+critique mode and the paper gives no framing, so the parts are joined by blank lines as the authors join
+their prompts' parts ("\n\n"), with no separator of our own; the run records this as a deviation."""
 
 
 def question_text(item: Item) -> str:

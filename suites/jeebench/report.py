@@ -81,20 +81,20 @@ def reliability_png(cal: dict[str, Any], path: Path, title: str) -> None:
 
 
 def _marks_list(
-    questions: Sequence[dict[str, Any]], years: range, ts: float, tm: float, m: Marks
+    questions: Sequence[dict[str, Any]], years: range, ts: float, tm: float, m: Marks, ex: str = "reference"
 ) -> list[float]:
     vals = []
     for q in questions:
         if q["year"] in years:
-            a: Answer = self_consistency(q["answers"], q["type"], ts, tm)
-            vals.append(marks_for(q["gold"], a, q["type"], m))
+            a: Answer = self_consistency(q["answers"], q["type"], ts, tm, ex)
+            vals.append(marks_for(q["gold"], a, q["type"], m, q["year"], ex))
     return vals
 
 
 def _marks_at(
-    questions: Sequence[dict[str, Any]], years: range, ts: float, tm: float, m: Marks
+    questions: Sequence[dict[str, Any]], years: range, ts: float, tm: float, m: Marks, ex: str = "reference"
 ) -> dict[str, float]:
-    return mark_totals(_marks_list(questions, years, ts, tm, m))
+    return mark_totals(_marks_list(questions, years, ts, tm, m, ex))
 
 
 def total_ci(marks: Sequence[float]) -> list[float] | None:
@@ -104,14 +104,14 @@ def total_ci(marks: Sequence[float]) -> list[float] | None:
 
 
 def thresholding(
-    questions: Sequence[dict[str, Any]], m: Marks, tau_single: float, tau_multiple: float
+    questions: Sequence[dict[str, Any]], m: Marks, tau_single: float, tau_multiple: float, ex: str = "reference"
 ) -> dict[str, Any]:
     """Grid-search (tau_single, tau_multiple) on the validation years for total marks (ties → the smaller
     thresholds), then report marks on the test years with the default and the chosen thresholds."""
     best: tuple[float, float, float] | None = None
     for ts in GRID:
         for tm in GRID:
-            total = _marks_at(questions, VALIDATION_YEARS, float(ts), float(tm), m)["total"]
+            total = _marks_at(questions, VALIDATION_YEARS, float(ts), float(tm), m, ex)["total"]
             if best is None or total > best[0] + 1e-9:
                 best = (total, float(ts), float(tm))
     assert best is not None
@@ -119,19 +119,20 @@ def thresholding(
     single = []
     for q in questions:
         if q["year"] in TEST_YEARS:
-            single.append(marks_for(q["gold"], q["answers"][0] if q["answers"] else None, q["type"], m))
+            a0 = q["answers"][0] if q["answers"] else None
+            single.append(marks_for(q["gold"], a0, q["type"], m, q["year"], ex))
     return {
         "tau_single": ts_best,
         "tau_multiple": tm_best,
         "test_ci95": {
-            "cot_sc": total_ci(_marks_list(questions, TEST_YEARS, tau_single, tau_multiple, m)),
-            "cot_sc_thresholding": total_ci(_marks_list(questions, TEST_YEARS, ts_best, tm_best, m)),
+            "cot_sc": total_ci(_marks_list(questions, TEST_YEARS, tau_single, tau_multiple, m, ex)),
+            "cot_sc_thresholding": total_ci(_marks_list(questions, TEST_YEARS, ts_best, tm_best, m, ex)),
             "single_sample": total_ci(single),
         },
-        "validation_marks": _marks_at(questions, VALIDATION_YEARS, ts_best, tm_best, m),
+        "validation_marks": _marks_at(questions, VALIDATION_YEARS, ts_best, tm_best, m, ex),
         "test": {
-            "cot_sc": _marks_at(questions, TEST_YEARS, tau_single, tau_multiple, m),
-            "cot_sc_thresholding": _marks_at(questions, TEST_YEARS, ts_best, tm_best, m),
+            "cot_sc": _marks_at(questions, TEST_YEARS, tau_single, tau_multiple, m, ex),
+            "cot_sc_thresholding": _marks_at(questions, TEST_YEARS, ts_best, tm_best, m, ex),
             "single_sample": mark_totals(single),
         },
         "test_questions": sum(1 for q in questions if q["year"] in TEST_YEARS),

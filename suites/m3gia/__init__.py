@@ -44,6 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "from https://huggingface.co/datasets/Songweii/M3GIA",
     )
     p.add_argument("--languages", help=f"comma-separated subset of {','.join(LANGS)} (default: all)")
+    p.add_argument(
+        "--judge-parse", choices=["exact", "lenient"], default=None,
+        help="the judge's reply: exactly one letter, as the authors read it (default), or ours, which also "
+        "reads 'B.' (recorded as a deviation)",
+    )
     p.add_argument("--prompt", choices=["prefix", "suffix"], help="instruction before (default) or after")
     p.add_argument(
         "--no-images", action="store_true", default=None, help="drop every image (the paper's ablation)"
@@ -169,7 +174,20 @@ def deviations(spec: RunSpec) -> list[str]:
         out.append("images removed (the paper's text-only ablation)")
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of each language's 300 questions (no GIA)")
+    langs = _langs(spec)
+    if len(langs) < len(LANGS):
+        out.append(f"--languages {','.join(langs)}: Overall and GIA over {len(langs)} of the paper's "
+                   f"{len(LANGS)} languages")
+    judge = spec.opt("judge")
+    if judge and not any(t in str(judge).lower() for t in PAPER_JUDGE):
+        out.append(f"judge {judge} (the paper: GPT-4-turbo, gpt-4-turbo-2024-04-09)")
+    if judge and spec.opt("judge_parse") == "lenient":
+        out.append("judge replies read leniently ('B.' counts; the authors take only an exact letter)")
     return out
+
+
+PAPER_JUDGE = ("gpt-4-turbo", "gpt-4-1106", "gpt-4-0125")
+"""Configured judge names read as the paper's judge (GPT-4-turbo and its dated ids)."""
 
 
 def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
@@ -177,7 +195,8 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | No
         q for lang in _langs(spec) for q in load(spec.opt("data_dir"), lang, limit=spec.limit, images=False)
     ]
     trunc = Truncation()
-    models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec), sink)
+    lenient = spec.opt("judge_parse") == "lenient"
+    models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec), sink, lenient)
     corr = score.pearson(models)
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
     fcorr, ftable = factor_correlation(models)

@@ -33,9 +33,14 @@ def by_rules(response: str | None, letters: tuple[str, ...], options: tuple[str,
 _JUDGE_LETTER = re.compile(r"\b([A-Z])\b")
 
 
-def from_judge(text: str | None, letters: tuple[str, ...]) -> str | None:
+def from_judge(text: str | None, letters: tuple[str, ...], lenient: bool = False) -> str | None:
     """Stage 2: the judge's reply is a letter, or Z / anything else for no match (None: scored wrong, as
-    the authors score it). A failed judge call never reaches here: it is unscored (see score.py)."""
+    the authors score it). The authors take the reply only when it is exactly one of the letters;
+    `lenient` (ours, `--judge-parse lenient`) also reads "B." or "Answer: B". A failed judge call never
+    reaches here: it is unscored (see score.py)."""
+    if not lenient:
+        t = (text or "").strip()
+        return t if t in letters else None
     m = _JUDGE_LETTER.search(text or "")
     return m.group(1) if m and m.group(1) in letters else None
 

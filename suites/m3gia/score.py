@@ -28,7 +28,7 @@ STAGES = ("rule", "judge", "random", "error", "missing")
 
 
 def extract_one(
-    q: Question, model: str, iteration: int, answer: Row | None, judge: Row | None
+    q: Question, model: str, iteration: int, answer: Row | None, judge: Row | None, lenient: bool = False
 ) -> tuple[str | None, str]:
     """(extracted letter, stage) for one question and iteration."""
     if answer is None:
@@ -42,7 +42,7 @@ def extract_one(
         return None, "error"  # the judge call failed: not read, so not scored (a failed call is not wrong)
     if judge is not None:
         # a reply of Z (no option matches) or anything not a valid letter is scored wrong, as the authors do
-        return extract.from_judge(judge.get("text"), q.letters), "judge"
+        return extract.from_judge(judge.get("text"), q.letters, lenient), "judge"
     return extract.random_letter(model, q.item, iteration, q.letters), "random"
 
 
@@ -132,7 +132,7 @@ def model_scores(t: np.ndarray, qs: Sequence[Question], stages: dict[str, int]) 
 
 
 def score_rows(
-    rows: Iterable[Row], qs: Sequence[Question], iterations: int, sink: Sink | None = None
+    rows: Iterable[Row], qs: Sequence[Question], iterations: int, sink: Sink | None = None, lenient: bool = False
 ) -> tuple[dict[str, Any], list[Row], int]:
     """Per-model scores, the scored rows the sink kept, and how many rows matched no selected question.
     Reads one model's rows at a time; its scored rows go to `sink` as soon as the model is done."""
@@ -157,7 +157,7 @@ def score_rows(
                     answers[key] = r
         if not answers and not judges:
             continue
-        per_model[m] = _score_model(m, qs, n_iter, answers, judges, sink)
+        per_model[m] = _score_model(m, qs, n_iter, answers, judges, sink, lenient)
     return per_model, sink.rows, unmatched
 
 
@@ -168,13 +168,14 @@ def _score_model(
     answers: dict[tuple[str, int], Row],
     judges: dict[tuple[str, int], Row],
     sink: Sink,
+    lenient: bool = False,
 ) -> dict[str, Any]:
     t = np.zeros((len(qs), iterations))
     stages = dict.fromkeys(STAGES, 0)
     for i, q in enumerate(qs):
         for s in range(iterations):
             answer, judge = answers.get((q.item, s)), judges.get((q.item, s))
-            letter, stage = extract_one(q, m, s, answer, judge)
+            letter, stage = extract_one(q, m, s, answer, judge, lenient)
             unscored = stage in ("error", "missing")
             t[i, s] = np.nan if unscored else float(letter == q.answer)
             stages[stage] += 1

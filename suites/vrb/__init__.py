@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from core.types import Request, Row
-from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, run_deviations, with_protocol
+from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_protocol
 from suites.vrb import data, prompt, sim
 from suites.vrb.score import score as score_rows
 
@@ -71,7 +71,14 @@ def deviations(spec: RunSpec) -> list[str]:
     ]
     if spec.opt("effects_items") == "nonfatal":
         out.append("effects over all items but the fatal ones (the reference drops every item with an image error)")
-    return out + run_deviations(spec, "the items", "the reference")
+    if spec.temperature != 1.0:  # the reference sends no temperature: the providers' default, 1
+        out.append(f"temperature {spec.temperature or 0:g} (the reference sends none: the provider's default, 1)")
+    out.append("failed calls left out of accuracy, with coverage below 100% (the reference counts them wrong)")
+    if spec.samples not in (None, 1):
+        out.append(f"{spec.samples} samples (the reference: 1)")
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of the items")
+    return out
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:

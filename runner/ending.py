@@ -1,0 +1,116 @@
+"""How a run ends: the invariant checked (`account`: every planned first-pass row exists), the warning a
+morning reader needs (reasoning that exhausted its budget), and the manifest's last word (status,
+counts, lanes; a joined run's merged counts), written even on a full disk."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.types import row_identity
+from runner import join_view
+from runner.atomic import write_json
+from runner.leases import worker_name
+from runner.pool import ModelEntry
+from runner.results import index
+from runner.rows import error_row
+from runner.scheduler import Scheduler
+from runner.state import RunCtx
+
+log = logging.getLogger("evalsweep")
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_manifest(path: Path, data: Any) -> None:
+    """Atomically; on a full disk (no room for the temp copy) overwrite in place, so the manifest still
+    says the truth: a manifest left `running` by a run that stopped would be a lie."""
+    try:
+        write_json(path, data)
+    except OSError:
+        raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        try:
+            with path.open("r+b") as f:
+                f.write(raw)
+                f.truncate()
+        except OSError as e:
+            log.error("cannot update %s: %s", path, e.strerror)
+
+
+def not_running(man_path: Path, e: BaseException) -> None:
+    """A run that stopped while being prepared (a full disk...) must not be left saying `running`."""
+    try:
+        man = orjson.loads(man_path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if man.get("status") == "running":
+        man.update(status="aborted", abort_reason=f"while preparing the run: {type(e).__name__}: {e}")
+        write_manifest(man_path, man)
+
+
+def finish_manifest(
+    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any
+) -> None:
+    man = orjson.loads(man_path.read_bytes())
+    mine = {
+        "status": status,
+        "updated": now(),
+        "elapsed_s": round(elapsed, 3),
+        "counts": {m: vars(st) | {"started": None} for m, st in r.stats.items()},
+    }
+    man.update(mine)
+    if r.join:  # the run's counts from every worker's rows; this worker's own beside them
+        join_view.update(man, worker_name(), mine, r.run_dir, {m: st.total for m, st in r.stats.items()})
+    if fault:
+        man["abort_reason"] = fault
+        man["unsaved_rows"] = r.writer.unsaved_rows
+    else:
+        man.pop("abort_reason", None)
+        man.pop("unsaved_rows", None)
+    man["lanes"] = lanes
+    if batch_why:
+        man["batch"] = batch_why
+    write_manifest(man_path, man)
+
+
+def warn_exhausted(run: RunCtx, models: dict[str, ModelEntry]) -> None:
+    """A model whose reasoning used its whole limit on more than 5% of its calls: its scores stand on
+    the rest. Name it, and the setting that gives it more room."""
+    for name, st in run.stats.items():
+        calls = st.done
+        if not st.exhausted or st.exhausted <= 0.05 * calls:
+            continue
+        p = models[name].profile if name in models else None
+        knob = "thinking_budget" if p is not None and p.reasoning_form in ("thinking", "gemini") else (
+            "reasoning_effort (or thinking_budget)")
+        log.warning(
+            "[%s] %s: reasoning exhausted its token limit on %d of %d calls (%.0f%%), scored as errors, not "
+            "wrong answers; raise the model's %s in the config", run.name, name, st.exhausted, calls,
+            100 * st.exhausted / max(calls, 1), knob,
+        )
+
+
+def account(run: RunCtx, sched: Scheduler) -> None:
+    """The invariant, checked after a run that was neither stopped nor interrupted: every planned
+    first-pass (model, item, sample) has a final row. One that has none (a bug of ours) gets an error
+    row now, so the run says so (exit 3) and a rerun retries it, instead of it vanishing."""
+    short = [m for m in run.models if run.answered.get(m, 0) < run.stats[m].total]
+    if not short:
+        return
+    _, final = index(run.writer.path)
+    for model in short:
+        stats = run.stats[model]
+        for req in run.suite.build(run.spec):
+            for s in range(req.sample, req.sample + req.decoding.n):
+                if row_identity(model, req.item, s, req.pass_) in final:
+                    continue
+                r = req.model_copy(update={"model": model})
+                row = error_row(r, s, "", "internal error: the call ended without a row", "internal")
+                sched._emit(run, stats, [row])
+                log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)

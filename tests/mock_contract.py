@@ -1,0 +1,215 @@
+"""A provider-contract mock on 127.0.0.1: each family's documented request rules, refused with the
+provider's own error bodies, and each family's usage shapes in its answers.
+
+The rules (each cited where it is applied):
+- OpenAI reasoning models (o1/o3/o4-mini, gpt-5 family but gpt-5-chat): `max_tokens` refused, any
+  `temperature` or `top_p` but the default refused, `reasoning_effort` taken (minimal only on gpt-5);
+  codex models refused on chat completions (Responses API only).
+- Anthropic Messages: `max_tokens` required and within the model's maximum; with `thinking`,
+  `budget_tokens` >= 1024 and < `max_tokens`, and no `temperature` (other than 1) or `top_k`;
+  Claude 4.5+: `temperature` and `top_p` not both.
+- Gemini (OpenAI-compatible endpoint): `reasoning_effort` and a thinking budget not both.
+- DeepSeek reasoner: sampling fields accepted and ignored (its docs); other chat models take all.
+Answers are deterministic and their usage is a function of the request (`usage_for`), so a test can
+compute every cost by hand. A prompt containing `[[exhaust]]` sent to a reasoning model gets the
+reasoning-exhausted answer: no text, cut by the limit, every output token spent reasoning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from tests.mock_openai import MockServer, answer_text
+
+REASONING = re.compile(r"^(o1|o3|o4)(-|$)|^gpt-5(?!-chat)")
+CODEX = re.compile(r"codex")
+CLAUDE_45 = re.compile(r"claude-(opus|sonnet|haiku)-4-5")
+CLAUDE_MAX = {"claude-sonnet-4-5": 64000, "claude-opus-4-5": 64000, "claude-haiku-4-5": 64000,
+              "claude-opus-4-1": 32000, "claude-sonnet-4": 64000, "claude-3-5-haiku": 8192}
+REASONING_TOKENS = 120
+
+
+def _openai_error(message: str, param: str | None, code: str) -> web.Response:
+    """OpenAI's 400 body (https://platform.openai.com/docs/guides/error-codes)."""
+    return web.json_response(
+        {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}, status=400
+    )
+
+
+def _anthropic_error(message: str) -> web.Response:
+    """Anthropic's 400 body (https://docs.anthropic.com/en/api/errors)."""
+    return web.json_response(
+        {"type": "error", "error": {"type": "invalid_request_error", "message": message}}, status=400
+    )
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content or [] if isinstance(p, dict))
+
+
+def usage_for(prompt: str, answer: str, reasoning: bool) -> dict[str, int]:
+    """The usage the mock bills: every prompt's first half "cached" (a shared few-shot prefix), 8
+    tokens written to the cache, a fixed thinking spend for reasoning models."""
+    ins = len(prompt) // 4 + 10
+    out = len(answer) // 4 + 1 + (REASONING_TOKENS if reasoning else 0)
+    return {"input": ins, "cached": ins // 2, "written": 8, "output": out,
+            "reasoning": REASONING_TOKENS if reasoning else 0}
+
+
+class ContractServer(MockServer):
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.status: Counter[int] = Counter()
+        self.refusals: list[tuple[str, str]] = []
+        self.bodies: dict[str, dict[str, Any]] = {}
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/responses", self.responses)
+        app.router.add_post("/v1/messages", self.messages)
+        app.router.add_get("/v1/models", self.handle_models)
+        app.router.add_get("/stats", self.handle_stats)
+        return app
+
+    def _answer(self, resp: web.Response, model: str, why: str = "") -> web.Response:
+        with self._lock:
+            self.status[resp.status] += 1
+            if resp.status != 200:
+                self.refusals.append((model, why))
+        return resp
+
+    async def chat(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        model = body.get("model", "")
+        self.bodies[model] = body
+        bare = model.rsplit("/", 1)[-1]
+        if CODEX.search(bare):  # Responses-only models (litellm map: supported_endpoints)
+            msg = "This model is only supported in v1/responses and not in v1/chat/completions."
+            return self._answer(_openai_error(msg, "model", "unsupported_api"), model, "chat for codex")
+        reasoning = bool(REASONING.search(bare)) or "reasoner" in bare or "gemini-2.5" in bare
+        if REASONING.search(bare):
+            # https://platform.openai.com/docs/guides/reasoning#limitations
+            if "max_tokens" in body:
+                msg = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                       "Use 'max_completion_tokens' instead.")
+                return self._answer(_openai_error(msg, "max_tokens", "unsupported_parameter"), model, "max_tokens")
+            for f in ("temperature", "top_p"):
+                if f in body and body[f] != 1:
+                    msg = (f"Unsupported value: '{f}' does not support {body[f]!r} with this model. "
+                           "Only the default (1) value is supported.")
+                    return self._answer(_openai_error(msg, f, "unsupported_value"), model, f)
+            if body.get("reasoning_effort") == "minimal" and not bare.startswith("gpt-5"):
+                msg = "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model."
+                return self._answer(_openai_error(msg, "reasoning_effort", "unsupported_value"), model, "effort")
+        if "gemini" in bare and "reasoning_effort" in body and "extra_body" in body:
+            # https://ai.google.dev/gemini-api/docs/openai#thinking: the two overlap
+            msg = "reasoning_effort and thinking_budget cannot both be set"
+            return self._answer(_openai_error(msg, "reasoning_effort", "invalid_argument"), model, "gemini both")
+        prompt = _text_of((body.get("messages") or [{}])[-1].get("content"))
+        n = int(body.get("n", 1))
+        exhaust = reasoning and "[[exhaust]]" in prompt
+        choices, out_total, reas_total = [], 0, 0
+        u = usage_for(prompt, "", False)
+        for i in range(n):
+            text = "" if exhaust else answer_text(model, prompt, i)
+            ui = usage_for(prompt, text, reasoning)
+            out_total += ui["output"]
+            reas_total += ui["reasoning"]
+            choices.append({"index": i, "message": {"role": "assistant", "content": text},
+                            "finish_reason": "length" if exhaust else "stop"})
+        usage = {
+            "prompt_tokens": u["input"], "completion_tokens": out_total, "total_tokens": u["input"] + out_total,
+            "prompt_tokens_details": {"cached_tokens": u["cached"]},
+            "completion_tokens_details": {"reasoning_tokens": reas_total},
+        }
+        return self._answer(web.json_response({
+            "id": "chatcmpl-contract", "object": "chat.completion", "model": model, "choices": choices,
+            "usage": usage}), model)
+
+    async def responses(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        model = body.get("model", "")
+        self.bodies[model] = body
+        # https://platform.openai.com/docs/api-reference/responses/create
+        for f in ("max_tokens", "max_completion_tokens", "messages", "n"):
+            if f in body:
+                msg = f"Unsupported parameter: '{f}'."
+                return self._answer(_openai_error(msg, f, "unsupported_parameter"), model, f)
+        if "temperature" in body and body["temperature"] != 1:
+            msg = "Unsupported parameter: 'temperature' is not supported with this model."
+            return self._answer(_openai_error(msg, "temperature", "unsupported_parameter"), model, "temperature")
+        items = body.get("input") or [{}]
+        prompt = _text_of(items[-1].get("content"))
+        exhaust = "[[exhaust]]" in prompt
+        text = "" if exhaust else answer_text(model, prompt, 0)
+        u = usage_for(prompt, text, True)
+        output: list[dict[str, Any]] = [{"type": "reasoning", "id": "rs_1", "summary": []}]
+        if not exhaust:
+            output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        return self._answer(web.json_response({
+            "id": "resp_contract", "object": "response", "model": model,
+            "status": "incomplete" if exhaust else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if exhaust else None,
+            "output": output,
+            "usage": {"input_tokens": u["input"], "input_tokens_details": {"cached_tokens": u["cached"]},
+                      "output_tokens": u["output"], "output_tokens_details": {"reasoning_tokens": u["reasoning"]},
+                      "total_tokens": u["input"] + u["output"]},
+        }), model)
+
+    async def messages(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        model = body.get("model", "")
+        self.bodies[model] = body
+        bare = model.rsplit("/", 1)[-1]
+        top = next((v for k, v in CLAUDE_MAX.items() if bare.startswith(k)), 8192)
+        mt = body.get("max_tokens")
+        if not isinstance(mt, int):
+            return self._answer(_anthropic_error("max_tokens: Field required"), model, "no max_tokens")
+        if mt > top:
+            msg = f"max_tokens: {mt} > {top}, which is the maximum allowed number of output tokens for {bare}"
+            return self._answer(_anthropic_error(msg), model, "max_tokens over")
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+            b = thinking.get("budget_tokens")
+            if not isinstance(b, int) or b < 1024:
+                return self._answer(_anthropic_error("thinking.enabled.budget_tokens: Input should be "
+                                                     "greater than or equal to 1024"), model, "budget<1024")
+            if b >= mt:
+                return self._answer(_anthropic_error("`max_tokens` must be greater than "
+                                                     "`thinking.budget_tokens`"), model, "budget>=max")
+            if body.get("temperature", 1) != 1 or "top_k" in body:
+                msg = ("`temperature` may only be set to 1 when thinking is enabled. Please consult our "
+                       "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+                return self._answer(_anthropic_error(msg), model, "temperature with thinking")
+        if CLAUDE_45.search(bare) and "temperature" in body and "top_p" in body:
+            # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
+            msg = "`temperature` and `top_p` cannot both be specified for this model. Please use only one."
+            return self._answer(_anthropic_error(msg), model, "temperature+top_p")
+        prompt = _text_of((body.get("messages") or [{}])[-1].get("content"))
+        thinks = isinstance(thinking, dict)
+        exhaust = thinks and "[[exhaust]]" in prompt
+        text = "" if exhaust else answer_text(model, prompt, 0)
+        u = usage_for(prompt, text, thinks)
+        content: list[dict[str, Any]] = []
+        if thinks:
+            content.append({"type": "thinking", "thinking": "Let me think.", "signature": "sig"})
+        if not exhaust:
+            content.append({"type": "text", "text": text})
+        return self._answer(web.json_response({
+            "id": "msg_contract", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "max_tokens" if exhaust else "end_turn", "stop_sequence": None,
+            # input_tokens excludes the cache: https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching
+            "usage": {"input_tokens": u["input"] - u["cached"] - u["written"],
+                      "cache_read_input_tokens": u["cached"], "cache_creation_input_tokens": u["written"],
+                      "output_tokens": u["output"]},
+        }), model)

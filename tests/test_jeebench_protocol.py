@@ -1,0 +1,123 @@
+"""JEEBench: every suite option, and which values record which deviation from the paper's protocol; the
+authors' metric (`--extractor reference`) against ours (`rules`); per-year marks; the critique framing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from suites.base import RunSpec, Sink
+from suites.jeebench import SUITE, deviations, score
+from suites.jeebench.data import load_items
+from suites.jeebench.metrics import Marks, marks_for, reference_aggregate, score_answer, self_consistency
+from suites.jeebench.prompts import critique_prompt
+
+READ = "answers read by rules (extract.py)"
+
+# option dest -> [(value, substring of the deviation it records, or None for the paper's setting)]
+CASES: dict[str, list[tuple[object, str | None]]] = {
+    "variant": [("normal", None), ("cot", None), ("cot-1shot", None), ("cot-exam", None),
+                ("cot-sc", "Table 6's CoT row is sample 0"), ("cot-critique", "the critique pass's framing is ours")],
+    "judge": [(None, None), ("sim/judge", "then the LLM judge sim/judge,")],
+    "tau_single": [(None, None), (0.0, None), (0.5, "--tau-single 0.5")],
+    "tau_multiple": [(None, None), (0.5, None), (0.75, "--tau-multiple 0.75")],
+    "marks": [(None, None), ("mcq_wrong=-1", None), ("integer_correct_2023=4", None),
+              ("mcq_wrong=0", "exam marks mcq_wrong=0 (the paper: -1)"),
+              ("integer_correct_2023=3", "integer_correct_2023=3 (the paper: 4)")],
+    "extractor": [(None, None), ("reference", None), ("rules", "--extractor rules: numbers within 0.01 + 1e-12")],
+}  # fmt: skip
+
+
+def _options() -> set[str]:
+    p = argparse.ArgumentParser()
+    SUITE.add_arguments(p)
+    return {a.dest for a in p._actions if a.dest != "help"}
+
+
+def test_every_option_is_enumerated() -> None:
+    assert _options() == set(CASES), "a new jeebench flag needs its deviation cases here"
+
+
+@pytest.mark.parametrize("dest,value,want", [(d, v, w) for d, cs in CASES.items() for v, w in cs])
+def test_option_value_records_its_deviation(dest: str, value: object, want: str | None) -> None:
+    devs = deviations(RunSpec("jeebench", {dest: value}))
+    assert devs[-1].startswith(READ) and "where the paper read them by hand" in devs[-1]  # always
+    others = devs[:-1] if dest != "judge" else devs
+    if want is None:
+        assert others == ([] if dest != "judge" else [devs[-1]])
+    else:
+        assert any(want in d for d in devs), devs
+
+
+def test_samples_temperature_limit() -> None:
+    assert deviations(RunSpec("jeebench", {"variant": "cot-sc"}, samples=8, temperature=0.5))[1:] == deviations(
+        RunSpec("jeebench", {"variant": "cot-sc"})
+    )[1:]
+    d = deviations(RunSpec("jeebench", {}, samples=3, temperature=0.7, limit=5))
+    assert d[:3] == ["3 samples (the paper: 1)", "temperature 0.7 (the paper: 0)", "--limit 5: a subset of the 515 questions"]
+
+
+# --- the authors' metric, exactly --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "gold,ans,reference,rules",
+    [("0.5", 0.51, 0.0, 1.0), ("0.5", 0.49, 0.0, 1.0), ("0.5", 0.505, 1.0, 1.0), ("1.25", 1.26, 0.0, 1.0), ("0.75", 0.76, 0.0, 1.0), ("-14.6", -14.61, 1.0, 1.0),
+     ("2", 2.0, 1.0, 1.0), ("2", 2.02, 0.0, 0.0)],
+)  # fmt: skip
+def test_numeric_tolerance_reference_is_strict(gold: str, ans: float, reference: float, rules: float) -> None:
+    # compute_metrics.py: int(abs(g - r) <= 0.01) in floats: 0.51 - 0.5 = 0.010000000000000009
+    assert score_answer(gold, ans, "Numeric") == reference
+    assert score_answer(gold, ans, "Numeric", "rules") == rules
+
+
+def test_reference_sc_is_np_unique_on_strings() -> None:
+    # a tie between 10 and 9: np.unique sorts strings, "10" < "9"; ours takes the smaller value
+    assert reference_aggregate([9.0, 10.0, None, 9.0, 10.0], "Integer") == 10.0
+    assert self_consistency([9.0, 10.0, 9.0, 10.0], "Integer", extractor="rules") == 9.0
+    assert reference_aggregate([None, None], "Numeric") is None
+    assert reference_aggregate([2.5, 2.5, 3.0], "Numeric") == 2.5
+    # MCQ: argmax over the A-D counts, first on ties; every sample unreadable gives "A"
+    assert reference_aggregate(["C", "A", "A", "C"], "MCQ") == "A"
+    assert reference_aggregate([None] * 8, "MCQ") == "A"
+    assert reference_aggregate(["A", "A", None, None, "B"], "MCQ", tau_single=0.5) is None
+    assert reference_aggregate(["AB", "A", "ABD", None], "MCQ(multiple)") == "AB"  # count >= n/2
+    assert reference_aggregate(["AB", "A", "ABD", None], "MCQ(multiple)", tau_multiple=0.8) is None
+
+
+def test_integer_marks_2023_and_the_papers_229() -> None:
+    m = Marks()
+    assert marks_for("4", 4.0, "Integer", m, 2023) == 4 and marks_for("4", 4.0, "Integer", m, 2022) == 3
+    assert marks_for("4", 5.0, "Integer", m, 2023) == 0
+    best = sum(marks_for(it.gold, _gold_answer(it), it.type, m, it.year) for it in load_items() if it.year == 2023)
+    assert best == 229  # the paper's 2023 maximum
+    m3 = Marks.parse("integer_correct_2023=3")
+    assert sum(marks_for(it.gold, _gold_answer(it), it.type, m3, it.year) for it in load_items() if it.year == 2023) == 205
+
+
+def _gold_answer(it):  # type: ignore[no-untyped-def]
+    return it.gold if it.type.startswith("MCQ") else float(it.gold)
+
+
+def test_critique_framing_has_no_separator() -> None:
+    p = critique_prompt("PROMPT", "ANSWER")
+    assert p == "PROMPT\n\nANSWER\n\nFind problems(if any) with the given solutions. If there are any errors, " \
+        "correct it and give the new answer."  # fmt: skip
+    assert "-----" not in p
+
+
+def test_unread_count_recorded_at_scoring(tmp_path: Path) -> None:
+    items = load_items()[:3]
+    rows = [
+        {"model": "m", "item": items[0].id, "sample": 0, "pass": "answer", "text": "The answer is (B)."},
+        {"model": "m", "item": items[1].id, "sample": 0, "pass": "answer", "text": "I have no idea."},
+        {"model": "m", "item": items[2].id, "sample": 0, "pass": "answer", "text": None, "error": "HTTP 500"},
+    ]
+    rep = score(rows, RunSpec("jeebench", {"variant": "cot"}, limit=3), tmp_path, Sink())
+    devs = rep.extra["protocol"]["deviations"]
+    assert devs[-1].endswith("unread answers (scored 0): m 1/2")  # the failed call is neither
+    assert rep.models["m"]["unread"] == 1
+    json.dumps(rep.extra)

@@ -1,0 +1,62 @@
+"""JEEBench tables across a sweep's runs (Table 2 across variants, Table 5 side by side, §4.6's 2023 exam
+view), from real sim runs through the CLI, in the terminal and in the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from suites.jeebench.sweep import MAX_2023, sweep_tables
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sweep")
+    for v in ("cot", "cot-exam"):
+        args = ["run", "jeebench", "--models", "sim/strong,sim/weak", "--variant", v, "--out", str(root / v)]
+        assert main(args) == 0
+    return root
+
+
+def _scores(d: Path) -> dict:
+    return json.loads((d / "scores.json").read_text())
+
+
+def test_tables_from_the_runs(sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cot, exam = _scores(sweep / "cot"), _scores(sweep / "cot-exam")
+    # §4.6's marks are the 2023 rows' marks in scored.jsonl
+    rows = [json.loads(ln) for ln in (sweep / "cot" / "scored.jsonl").read_text().splitlines()]
+    for m, s in cot["models"].items():
+        mine = [r for r in rows if r["model"] == m and r["year"] == 2023]
+        assert s["marks_by_year"]["2023"] == {"total": sum(r["marks"] for r in mine), "questions": 65}
+    capsys.readouterr()
+    assert main(["report", str(sweep), "--out", str(sweep / "report")]) == 0
+    said = capsys.readouterr().err
+    page = (sweep / "report" / "index.html").read_text()
+    for title in ("Table 2 across variants", "Table 5 side by side", "§4.6"):  # the terminal wraps long titles
+        assert title in said and title in page
+    assert "§4.6: marks out of 229, scaled x360/229" in page
+    runs = [
+        {"label": "a", "variant": "cot", "models": cot["models"], "deviations": cot["protocol"]["deviations"]},
+        {"label": "b", "variant": "cot-exam", "models": exam["models"], "deviations": []},
+    ]
+    t2, t5, human = sweep_tables(runs)
+    assert [(r[0], r[1], r[-2]) for r in t2.rows] == [
+        (m, v, round(s["models"][m]["overall"], 3)) for m in sorted(cot["models"]) for v, s in
+        (("cot", cot), ("cot-exam", exam))
+    ]  # fmt: skip
+    for r in t5.rows:
+        a, b = cot["models"][r[0]]["marks_mcq"], exam["models"][r[0]]["marks_mcq"]
+        assert r[1:] == [a["positive"], a["negative"], a["total"], b["positive"], b["negative"], b["total"],
+                         b["total"] - a["total"]]  # fmt: skip
+    for r in human.rows:  # only the cot run answered the whole 2023 paper
+        assert r[1] == "cot" and r[3] == MAX_2023 and r[4] == round(r[2] * 360 / 229, 1)
+    assert "a: answers read by rules" in t2.note and "b:" not in t2.note
+
+
+def test_single_run_has_no_cross_variant_tables() -> None:
+    one = [{"label": "a", "variant": "cot", "models": {"m": {"overall": 0.5, "n": 3}}, "deviations": []}]
+    assert sweep_tables(one) == []
