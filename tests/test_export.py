@@ -13,10 +13,13 @@ from tests.helpers import rows, run_args, write_dataset
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("export")
-    data = write_dataset(d / "data.jsonl", 12)
-    out = d / "run"
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("data") / "data.jsonl", 12)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory, data: Path) -> Path:
+    out = tmp_path_factory.mktemp("export") / "run"
     assert main(run_args(data, "sim/strong,sim/weak", None, out)) == 0
     assert main(["score", str(out)]) == 0
     return out
@@ -72,3 +75,121 @@ def test_export_needs_a_scored_run(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(run_args(data, "sim/strong", None, out)) == 0
     assert main(["export", str(out), "--format", "inspect"]) == 2
     assert "evalsweep score" in capsys.readouterr().err
+
+
+def replay_run(tmp_path: Path, data: Path, path: Path, name: str = "replayed") -> dict:
+    cfg = tmp_path / "replay.toml"
+    cfg.write_text(f'[[models]]\nname = "{name}"\nprovider = "replay"\npath = "{path}"\n')
+    out = tmp_path / f"run-{name}"
+    code = main(run_args(data, name, cfg, out))
+    assert main(["score", str(out)]) in (0, 3)
+    return {"code": code, "scores": json.loads((out / "scores.json").read_text())["models"][name], "dir": out}
+
+
+def test_replay_of_an_exported_inspect_log_rescores_the_same(
+    run_dir: Path, data: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("inspect_ai")
+    out = tmp_path / "logs"
+    assert main(["export", str(run_dir), "--format", "inspect", "--out", str(out)]) == 0
+    scores = json.loads((run_dir / "scores.json").read_text())["models"]
+    for model, f in (
+        ("sim/strong", next(out.glob("*sim-strong.eval"))),
+        ("sim/weak", next(out.glob("*sim-weak.eval"))),
+    ):
+        got = replay_run(tmp_path, data, f, name=model.replace("/", "-"))
+        assert got["code"] == 0
+        for k in ("accuracy", "n", "n_scored", "ci95"):
+            assert got["scores"][k] == scores[model][k], k
+        want = {(s["item"], s["extracted"]) for s in scored(run_dir).values() if s["model"] == model}
+        assert {(s["item"], s["extracted"]) for s in scored(got["dir"]).values()} == want
+
+
+def test_replay_of_a_foreign_inspect_log(data: Path, tmp_path: Path) -> None:
+    """A log inspect itself wrote (no evalsweep metadata): id = item, output's completion = the answer."""
+    log_mod = pytest.importorskip("inspect_ai.log")
+    from inspect_ai.model import ModelOutput
+
+    samples = [
+        log_mod.EvalSample(id=f"q{i}", epoch=1, input="x", target="", output=ModelOutput.from_content("m", t))
+        for i, t in enumerate(["The answer is A.", "B", "nothing", "(D)"] * 3)
+    ]
+    log = log_mod.EvalLog(
+        eval=log_mod.EvalSpec(
+            created="2026-01-01T00:00:00+00:00",
+            task="t",
+            dataset=log_mod.EvalDataset(),
+            model="m",
+            config=log_mod.EvalConfig(),
+        ),
+        samples=samples,
+    )
+    path = tmp_path / "foreign.json"  # inspect's JSON format, told apart by content
+    log_mod.write_eval_log(log, str(path))
+    got = replay_run(tmp_path, data, path)
+    assert got["code"] == 0
+    assert got["scores"]["accuracy"] == pytest.approx(9 / 12)  # the gold cycles A-D: "nothing" is the miss
+
+
+def test_replay_of_openai_evals_recorder_log(data: Path, tmp_path: Path) -> None:
+    path = tmp_path / "oaieval.jsonl"
+    lines = [{"spec": {"completion_fns": ["gpt-4"], "eval_name": "x.dev.v0", "run_id": "r1"}}]
+    for i in range(12):
+        lines.append(
+            {
+                "run_id": "r1",
+                "event_id": 2 * i,
+                "sample_id": f"q{i}",
+                "type": "sampling",
+                "data": {"prompt": "...", "sampled": ["The answer is " + "ABCD"[i % 4]]},
+                "created_by": "",
+                "created_at": "2026-01-01 00:00:00",
+            }
+        )
+        lines.append(
+            {
+                "run_id": "r1",
+                "event_id": 2 * i + 1,
+                "sample_id": f"q{i}",
+                "type": "match",
+                "data": {"correct": True},
+                "created_by": "",
+                "created_at": "2026-01-01 00:00:00",
+            }
+        )
+    lines.append({"final_report": {"accuracy": 1.0}})
+    path.write_bytes(b"\n".join(map(orjson.dumps, lines)) + b"\n")
+    got = replay_run(tmp_path, data, path)
+    assert got["code"] == 0 and got["scores"]["accuracy"] == 1.0
+
+
+def test_replay_of_openai_evals_api_output_items(data: Path, tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    items = [
+        {
+            "object": "eval.run.output_item",
+            "datasource_item_id": i,
+            "datasource_item": {"id": f"q{i}"},
+            "sample": {"output": [{"role": "assistant", "content": "ABCD"[i % 4] if i < 6 else "Z"}]},
+        }
+        for i in range(12)
+    ]
+    path.write_bytes(orjson.dumps({"object": "list", "data": items}) + b"\n")
+    got = replay_run(tmp_path, data, path)
+    assert got["scores"]["accuracy"] == pytest.approx(0.5)
+
+
+def test_replay_errors_name_file_and_line(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(
+        orjson.dumps({"spec": {}})
+        + b"\n"
+        + orjson.dumps({"sample_id": "q0", "type": "sampling", "data": {"sampled": [3]}})
+        + b"\n"
+    )
+    cfg = tmp_path / "replay.toml"
+    cfg.write_text(f'[[models]]\nname = "r"\nprovider = "replay"\npath = "{path}"\n')
+    assert main(run_args(data, "r", cfg, tmp_path / "out")) == 2
+    assert f"{path}:2: field data.sampled" in capsys.readouterr().err
