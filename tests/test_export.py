@@ -193,3 +193,40 @@ def test_replay_errors_name_file_and_line(
     cfg.write_text(f'[[models]]\nname = "r"\nprovider = "replay"\npath = "{path}"\n')
     assert main(run_args(data, "r", cfg, tmp_path / "out")) == 2
     assert f"{path}:2: field data.sampled" in capsys.readouterr().err
+
+
+def test_every_eval_ever_validates_against_the_published_schema(run_dir: Path, tmp_path: Path) -> None:
+    import jsonschema
+
+    schemas = Path(__file__).resolve().parents[1] / "report" / "export" / "schemas"
+    agg_v = jsonschema.Draft7Validator(json.loads((schemas / "eval.schema.json").read_text()))
+    inst_v = jsonschema.Draft7Validator(json.loads((schemas / "instance_level_eval.schema.json").read_text()))
+    out = tmp_path / "eee"
+    assert main(["export", str(run_dir), "--format", "every-eval-ever", "--out", str(out)]) == 0
+    aggs = sorted(out.glob("data/*/*/*/*.json"))
+    assert len(aggs) == 2
+    scores = json.loads((run_dir / "scores.json").read_text())["models"]
+    want = scored(run_dir)
+    for agg_path in aggs:
+        agg = json.loads(agg_path.read_text())
+        agg_v.validate(agg)
+        model = agg["model_info"]["name"]
+        head = agg["evaluation_results"][0]
+        assert head["metric_config"]["metric_id"] == "accuracy"
+        assert head["score_details"]["score"] == scores[model]["accuracy"]
+        ci = head["score_details"]["uncertainty"]["confidence_interval"]
+        assert [ci["lower"], ci["upper"]] == scores[model]["ci95"]
+        rel = agg["detailed_evaluation_results"]["file_path"]
+        assert agg_path.with_name(agg_path.stem + "_samples.jsonl") == out / rel
+        lines = [json.loads(x) for x in (out / rel).read_text().splitlines()]
+        assert len(lines) == agg["detailed_evaluation_results"]["total_rows"] == 12
+        for x in lines:
+            inst_v.validate(x)
+            ref = want[(model, x["sample_id"])]
+            assert x["evaluation_id"] == agg["evaluation_id"]
+            assert x["evaluation"]["score"] == ref["score"]
+            assert x["answer_attribution"][0]["extracted_value"] == ref["extracted"]
+            assert x["input"]["reference"] == [ref["gold"]] and "which letter?" in x["input"]["raw"]
+    # a record that breaks the schema is caught (the validator is not vacuous)
+    agg["evaluation_results"][0]["score_details"].pop("score")
+    assert not agg_v.is_valid(agg)
