@@ -230,3 +230,33 @@ def test_every_eval_ever_validates_against_the_published_schema(run_dir: Path, t
     # a record that breaks the schema is caught (the validator is not vacuous)
     agg["evaluation_results"][0]["score_details"].pop("score")
     assert not agg_v.is_valid(agg)
+
+
+def test_hf_eval_results_and_samples_parquet(run_dir: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    import yaml
+
+    out = tmp_path / "hf"
+    args = ["export", str(run_dir), "--format", "hf", "--out", str(out), "--dataset-id", "me/bench"]
+    assert main(args) == 0
+    scores = json.loads((run_dir / "scores.json").read_text())["models"]
+    for model, folder in (("sim/strong", "sim-strong"), ("sim/weak", "sim-weak")):
+        (f,) = (out / folder / ".eval_results").glob("*.yaml")
+        items = yaml.safe_load(f.read_text())
+        assert isinstance(items, list) and len(items) == 1
+        assert (
+            items[0]["dataset"]["id"] == "me/bench" and items[0]["dataset"]["task_id"] == "jsonl:data.jsonl"
+        )
+        assert items[0]["value"] == scores[model]["accuracy"]
+        assert str(items[0]["date"]) == json.loads((run_dir / "manifest.json").read_text())["created"][:10]
+    (pq_file,) = (out / "samples").glob("*.parquet")
+    t = pq.read_table(pq_file).to_pylist()
+    want = scored(run_dir)
+    results = {(r["model"], r["item"]): r for r in rows(run_dir)}
+    assert {(r["model"], r["item"]) for r in t} == set(want)
+    for r in t:
+        ref = want[(r["model"], r["item"])]
+        assert (r["score"], r["extracted"], r["gold"]) == (ref["score"], ref["extracted"], ref["gold"])
+        assert r["responses"] == [results[(r["model"], r["item"])]["text"]]
+        assert r["cost_usd"] == pytest.approx(results[(r["model"], r["item"])]["cost_usd"])
+        assert "which letter?" in r["prompt"]

@@ -143,7 +143,7 @@ def slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in text).strip("-") or "run"
 
 
-def writer(fmt: str) -> Callable[[ExportRun, Path], list[Path]]:
+def writer(fmt: str) -> Callable[..., list[Path]]:
     if fmt == "inspect":
         from report.export.inspect import write_inspect
 
@@ -159,12 +159,12 @@ def writer(fmt: str) -> Callable[[ExportRun, Path], list[Path]]:
     raise ReportError(f"--format {fmt!r}: one of {', '.join(FORMATS)}")
 
 
-def export(run_dir: Path, fmt: str, out: Path) -> list[Path]:
+def export(run_dir: Path, fmt: str, out: Path, dataset_id: str | None = None) -> list[Path]:
     """Write `run_dir` in format `fmt` under `out`; returns the files written."""
     write = writer(fmt)
     run = load_export(run_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return write(run, out)
+    return write(run, out, dataset_id) if fmt == "hf" else write(run, out)
 
 
 def cli_main(argv: list[str]) -> int:
@@ -178,8 +178,9 @@ def cli_main(argv: list[str]) -> int:
     p.add_argument("run_dir", type=Path)
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("--out", type=Path, help="default: RUN_DIR/export/FORMAT")
+    p.add_argument("--dataset-id", help="hf: the benchmark's Hub dataset id (dataset.id in the YAML)")
     a = p.parse_args(argv)
     out = a.out or a.run_dir / "export" / a.format
-    for path in export(a.run_dir, a.format, out):
+    for path in export(a.run_dir, a.format, out, a.dataset_id):
         print(f"wrote {path}")
     return 0
