@@ -84,12 +84,15 @@ def _inspect(path: Path) -> Answers:
         ours = (s.metadata or {}).get("evalsweep")
         if isinstance(ours, dict) and isinstance(ours.get("calls"), list):
             for c in ours["calls"]:
+                if c.get("error"):  # a failed call stays failed: no line, so an error row on replay
+                    continue
                 answers[(str(s.id), int(c.get("sample") or 0), str(c.get("pass") or "answer"))] = c.get(
                     "text"
                 )
             continue
         text = s.output.completion if s.output is not None and s.output.choices else None
-        answers[(str(s.id), s.epoch - 1, "answer")] = None if s.error is not None else text
+        if s.error is None:
+            answers[(str(s.id), s.epoch - 1, "answer")] = text
     return answers
 
 

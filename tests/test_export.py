@@ -260,3 +260,38 @@ def test_hf_eval_results_and_samples_parquet(run_dir: Path, tmp_path: Path) -> N
         assert r["responses"] == [results[(r["model"], r["item"])]["text"]]
         assert r["cost_usd"] == pytest.approx(results[(r["model"], r["item"])]["cost_usd"])
         assert "which letter?" in r["prompt"]
+
+
+def test_failed_calls_are_exported_as_errors_never_as_wrong(data: Path, tmp_path: Path) -> None:
+    """Replay lines for 10 of 12 items: two error rows, which every format keeps apart from scores."""
+    import jsonschema
+
+    src = tmp_path / "partial.jsonl"
+    src.write_bytes(
+        b"".join(orjson.dumps({"item": f"q{i}", "text": "The answer is A"}) + b"\n" for i in range(10))
+    )
+    got = replay_run(tmp_path, data, src, name="partial")
+    assert got["code"] == 3 and got["scores"]["n_errors"] == 2
+    run = got["dir"]
+    out = tmp_path / "eee"
+    assert main(["export", str(run), "--format", "every-eval-ever", "--out", str(out)]) == 0
+    (agg_path,) = out.glob("data/*/*/*/*.json")
+    agg = json.loads(agg_path.read_text())
+    assert agg["detailed_evaluation_results"]["total_rows"] == 10
+    assert agg["detailed_evaluation_results"]["additional_details"]["n_errors"] == "2"
+    schema = Path(__file__).resolve().parents[1] / "report" / "export" / "schemas" / "eval.schema.json"
+    jsonschema.validate(agg, json.loads(schema.read_text()))
+    log_mod = pytest.importorskip("inspect_ai.log")
+    logs = tmp_path / "logs"
+    assert main(["export", str(run), "--format", "inspect", "--out", str(logs)]) == 0
+    (f,) = logs.glob("*.eval")
+    samples = {s.id: s for s in log_mod.read_eval_log(str(f)).samples}
+    assert len(samples) == 12
+    for i in (10, 11):
+        s = samples[f"q{i}"]
+        assert s.scores == {} and s.error is not None and "no line" in s.error.message
+    assert samples["q0"].scores["evalsweep"].value == 1.0
+    # replaying the export keeps the failures failures (error rows), not wrong answers
+    again = replay_run(tmp_path, data, f, name="again")
+    assert again["code"] == 3 and again["scores"]["n_errors"] == 2
+    assert again["scores"]["accuracy"] == got["scores"]["accuracy"]
