@@ -18,6 +18,8 @@ import orjson
 from report.load import Entry, ReportError, load_run, read_json
 
 FORMATS = ("inspect", "every-eval-ever", "hf")
+COUNTS = ("n", "n_planned", "n_scored", "n_errors", "n_reasoning_exhausted")
+"""scores.json keys that count rows rather than measure: kept as counts, not offered as metrics."""
 
 
 @dataclass

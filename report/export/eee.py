@@ -18,12 +18,11 @@ from typing import Any
 
 import orjson
 
-from report.export import ExportRun, ExportSample, slug
+from report.export import COUNTS, ExportRun, ExportSample, slug
 from report.load import Entry, atomic_write, suite_label
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMAS = Path(__file__).parent / "schemas"
-COUNTS = ("n", "n_planned", "n_scored", "n_errors", "n_reasoning_exhausted")
 
 
 def _stamp(iso: str) -> str:

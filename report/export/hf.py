@@ -2,8 +2,8 @@
 repos carry, https://huggingface.co/docs/hub/eval-results) holding the headline score, plus one parquet
 of every scored sample of the run (`samples/<suite>.parquet`), ready to upload as the result's traces.
 
-Layout: `OUT/<model>/.eval_results/<suite>.yaml` (copy the folder into the model's repo, or open a PR
-with it) and `OUT/samples/<suite>.parquet`. `dataset.id` must be the benchmark's Hub dataset id: give it
+Layout: `OUT/<model>/.eval_results/<run>.yaml` (copy the folder into the model's repo, or open a PR
+with it; a run's name tells a suite's variants apart) and `OUT/samples/<run>.parquet`. `dataset.id` must be the benchmark's Hub dataset id: give it
 with `--dataset-id`; without it the suite's name stands in, and the export says so.
 """
 
@@ -106,7 +106,7 @@ def write_hf(run: ExportRun, out: Path, dataset_id: str | None = None) -> list[P
 
     yaml = _yaml()
     written = []
-    task = slug(suite_label(run.suite))
+    task = slug(run.run_dir.name)  # one file per run: a suite's variants are separate results
     for model, items in entries(run, dataset_id).items():
         path = out / slug(model) / ".eval_results" / f"{task}.yaml"
         atomic_write(path, yaml.safe_dump(items, sort_keys=False, allow_unicode=True))

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from report.export import ExportRun, ExportSample, slug
+from report.export import COUNTS, ExportRun, ExportSample, slug
 from report.load import ReportError
 
 SCORER = "evalsweep"
@@ -116,7 +116,7 @@ def _metrics(scores: dict[str, Any], headline: str) -> dict[str, Any]:
     from inspect_ai.log import EvalMetric
 
     out = {}
-    keys = [headline] + [k for k in scores if k != headline]
+    keys = [headline] + [k for k in scores if k != headline and k not in COUNTS]
     for k in keys:
         v = scores.get(k)
         if isinstance(v, int | float) and not isinstance(v, bool):
@@ -146,7 +146,8 @@ def write_inspect(run: ExportRun, out: Path) -> list[Path]:
             created=created,
             task=e.suite,
             task_id=slug(f"{e.suite}-{e.experiment}")[:64],
-            task_display_name=e.suite,
+            task_display_name=f"{e.suite} ({run.run_dir.name})",
+            task_args=e.spec,
             dataset=log.EvalDataset(name=e.suite, samples=len(items), sample_ids=items),
             model=e.model,
             config=log.EvalConfig(epochs=max((x.epoch for x in samples), default=1)),
@@ -194,7 +195,7 @@ def write_inspect(run: ExportRun, out: Path) -> list[Path]:
             stats=stats,
             samples=samples,
         )
-        path = out / f"{stamp}_{slug(e.suite)}_{slug(e.model)}.eval"
+        path = out / f"{stamp}_{slug(run.run_dir.name)}_{slug(e.model)}.eval"
         log.write_eval_log(ev, str(path))
         written.append(path)
     return written
