@@ -145,7 +145,7 @@ def write_inspect(run: ExportRun, out: Path) -> list[Path]:
         spec = log.EvalSpec(
             created=created,
             task=e.suite,
-            task_id=slug(f"{e.suite}-{e.experiment}")[:64],
+            task_id=slug(run.run_dir.name),
             task_display_name=f"{e.suite} ({run.run_dir.name})",
             task_args=e.spec,
             dataset=log.EvalDataset(name=e.suite, samples=len(items), sample_ids=items),
