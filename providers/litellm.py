@@ -63,7 +63,12 @@ class LiteLLMProvider:
         kw = wire_body(req, model_id, n, {}, shape)
         extra = kw.pop("extra_body", None)  # litellm passes it through as the body's extension
         if extra:
-            kw["extra_body"] = extra
+            tc = extra.get("google", {}).get("thinking_config") if not model_id.startswith("openai/") else None
+            if tc is not None:  # a Gemini budget in litellm's own form (-> thinkingConfig.thinkingBudget);
+                # litellm would put `google` at the top of a native generateContent body, which Gemini refuses
+                kw["thinking"] = {"type": "enabled", "budget_tokens": tc["thinking_budget"]}
+            else:
+                kw["extra_body"] = extra
         kw.update(timeout=self.timeout_s, num_retries=0)
         if api_key:
             kw["api_key"] = api_key

@@ -1,0 +1,56 @@
+"""Profile-shaped bodies on the litellm path, checked on the wire at a real local server: a Gemini
+thinking budget reaches Gemini's native API as generationConfig.thinkingConfig.thinkingBudget (not a
+top-level `google` field, which generateContent refuses)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from core.types import Request, user
+from runner.config import load_config
+from runner.pool import build_models, close_models
+
+
+def test_gemini_thinking_budget_through_litellm(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def generate(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        return web.json_response({
+            "candidates": [{"content": {"parts": [{"text": "B"}], "role": "model"}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1, "totalTokenCount": 4},
+        })
+
+    async def go() -> str | None:
+        app = web.Application()
+        app.router.add_route("POST", "/{tail:.*}", generate)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(
+            f'[[endpoints]]\nname = "g"\nkind = "litellm"\nbase_url = "http://127.0.0.1:{port}"\n'
+            '[[models]]\nname = "gem"\nendpoint = "g"\nmodel = "gemini/gemini-2.5-pro"\nthinking_budget = 2048\n'
+        )
+        models = build_models(load_config(cfg), ["gem"])
+        m = models["gem"]
+        req = Request(suite="s", item="i", messages=[user("2+2?")], decoding={"max_tokens": 100})
+        try:
+            comp = await m.lanes[0].provider.complete(req, m.model_id, 1, 0, "k", m.cfg.params, m.shape)
+        finally:
+            await close_models(models)
+            await runner.cleanup()
+        return comp.texts[0]
+
+    assert asyncio.run(go()) == "B"
+    body = seen[0]
+    assert "google" not in body and "extra_body" not in body
+    gen = body["generationConfig"]
+    assert gen["thinkingConfig"]["thinkingBudget"] == 2048
+    assert gen["max_output_tokens"] == 100 + 2048  # the answer budget plus the thinking budget
