@@ -136,7 +136,9 @@ class AnthropicProvider:
                 connector=conn, timeout=self._timeout, request_class=http.SentRequest
             )
         data = orjson.dumps(messages_body(req, model_id, params, shape))
-        raw, limits = await http.exchange(self._session, self.url, data, anthropic_headers(api_key, self._extra))
+        raw, limits = await http.exchange(
+            self._session, self.url, data, anthropic_headers(api_key, self._extra)
+        )
         try:
             comp = parse_message(orjson.loads(raw))
         except orjson.JSONDecodeError:

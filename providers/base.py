@@ -59,7 +59,9 @@ def error_for_status(status: int, body: str, retry_after: float | None = None) -
             f"HTTP 429 rate limited: {snippet}", status=status, rate_limited=True, retry_after=retry_after
         )
     if status >= 500 and _INVALID.search(body):  # llama-cpp-python: a pydantic error on OUR body as a 500
-        return ProviderError(f"HTTP {status} invalid request (the server's validation): {snippet}", status=status)
+        return ProviderError(
+            f"HTTP {status} invalid request (the server's validation): {snippet}", status=status
+        )
     if status in (408, 409) or status >= 500 or "overloaded_error" in body:
         return ProviderError(
             f"HTTP {status}: {snippet}", status=status, retryable=True, retry_after=retry_after
@@ -110,8 +112,11 @@ def retry_after_of(headers: Any, limits: dict[str, float] | None) -> float | Non
             pass
     if not limits:
         return None
-    resets = [(limits.get(f"remaining_{d}"), limits[f"reset_{d}"]) for d in ("requests", "tokens")
-              if f"reset_{d}" in limits]
+    resets = [
+        (limits.get(f"remaining_{d}"), limits[f"reset_{d}"])
+        for d in ("requests", "tokens")
+        if f"reset_{d}" in limits
+    ]
     empty = [r for rem, r in resets if rem == 0]
     return max(empty) if empty else min((r for _, r in resets), default=None)
 
@@ -131,7 +136,6 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-
 class Provider(Protocol):
     supports_n: bool
     cacheable: bool
@@ -146,12 +150,15 @@ class Provider(Protocol):
         params: dict[str, Any],
         shape: Any = None,
     ) -> Completion: ...
+
     """`shape` (providers.shape.Shape): the model's request rules, resolved once per model."""
 
     async def close(self) -> None: ...
 
 
-OPENAI_IMAGE_MB = 20  # per image (https://platform.openai.com/docs/guides/images-vision#image-input-requirements)
+OPENAI_IMAGE_MB = (
+    20  # per image (https://platform.openai.com/docs/guides/images-vision#image-input-requirements)
+)
 ANTHROPIC_IMAGE_MB = 5  # per image on the API (https://docs.anthropic.com/en/docs/build-with-claude/vision)
 
 
@@ -159,7 +166,9 @@ def checked_image(data_url: str, limit_mb: float, provider: str) -> str:
     """An image the provider refuses for its size is an error before anything is sent (and paid)."""
     size = (len(data_url) - data_url.find(",") - 1) * 3 // 4
     if size > limit_mb * 2**20:
-        raise ValueError(f"an image of {size / 2**20:.1f} MB is over {provider}'s {limit_mb} MB per-image limit")
+        raise ValueError(
+            f"an image of {size / 2**20:.1f} MB is over {provider}'s {limit_mb} MB per-image limit"
+        )
     return data_url
 
 
@@ -183,7 +192,9 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def wire_body(req: Request, model_id: str, n: int, params: dict[str, Any], shape: Any = None) -> dict[str, Any]:
+def wire_body(
+    req: Request, model_id: str, n: int, params: dict[str, Any], shape: Any = None
+) -> dict[str, Any]:
     d = req.decoding
     body: dict[str, Any] = {
         "model": model_id,

@@ -142,12 +142,24 @@ def resolve(cfg: Any, kind: str) -> Profile:
     endpoints = entry.get("supported_endpoints")
     mapped_api = None
     if kind == "openai" and isinstance(endpoints, list) and endpoints:
-        mapped_api = "chat" if "/v1/chat/completions" in endpoints else "responses" if "/v1/responses" in endpoints else None
+        mapped_api = (
+            "chat"
+            if "/v1/chat/completions" in endpoints
+            else "responses"
+            if "/v1/responses" in endpoints
+            else None
+        )
     rule_api = "responses" if fam == "openai-reasoning" and _CODEX.search(b) else None
-    api = "messages" if kind == "anthropic" else pick("api", getattr(cfg, "api", None), mapped_api, rule_api, "chat")
+    api = (
+        "messages"
+        if kind == "anthropic"
+        else pick("api", getattr(cfg, "api", None), mapped_api, rule_api, "chat")
+    )
     if kind == "anthropic":
         src["api"] = "endpoint kind"
-    form = {"openai-reasoning": "effort", "anthropic": "thinking", "gemini": "gemini", "xai": "effort"}.get(fam)
+    form = {"openai-reasoning": "effort", "anthropic": "thinking", "gemini": "gemini", "xai": "effort"}.get(
+        fam
+    )
     if not reasoning or (fam == "xai" and "grok-4" in b):  # grok-4 reasons but takes no effort
         form = None
     effort = cfg.reasoning_effort
@@ -177,8 +189,12 @@ def resolve(cfg: Any, kind: str) -> Profile:
         reasoning_form=form,
         effort=effort if form in ("effort", "gemini") else None,
         thinking_budget=budget,
-        max_output_tokens=pick("max_output_tokens", cfg.max_output_tokens, entry.get("max_output_tokens"), None),
-        context_window=pick("context_window", getattr(cfg, "context_window", None), entry.get("max_input_tokens"), None),
+        max_output_tokens=pick(
+            "max_output_tokens", cfg.max_output_tokens, entry.get("max_output_tokens"), None
+        ),
+        context_window=pick(
+            "context_window", getattr(cfg, "context_window", None), entry.get("max_input_tokens"), None
+        ),
         vision=pick("vision", getattr(cfg, "vision", None), entry.get("supports_vision"), None),
         exclusive_sampling=fam == "anthropic" and bool(_CLAUDE_45.search(b)),
         sources=src,

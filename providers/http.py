@@ -49,7 +49,11 @@ def parse_limits(headers: Any) -> dict[str, float] | None:
     for dim in ("requests", "tokens"):
         for what in ("limit", "remaining", "reset"):
             v = headers.get(f"x-ratelimit-{what}-{dim}")
-            if v is None and (v := headers.get(f"anthropic-ratelimit-{dim}-{what}")) is not None and what == "reset":
+            if (
+                v is None
+                and (v := headers.get(f"anthropic-ratelimit-{dim}-{what}")) is not None
+                and what == "reset"
+            ):
                 x = _until(v)
             elif v is None:
                 continue
@@ -98,7 +102,9 @@ async def exchange(
     except TimeoutError:
         raise ProviderError(f"request timed out: {host_port(url)}", retryable=True) from None
     except (aiohttp.ClientError, ConnectionResetError) as e:
-        raise ProviderError(f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True) from None
+        raise ProviderError(
+            f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True
+        ) from None
 
 
 def host_port(url: str) -> str:
@@ -121,7 +127,9 @@ _ERRNO = {
 def connection_cause(e: BaseException) -> str:
     """Why a connection failed, in words a person acts on: `connection refused`, `DNS lookup failed`,
     `TLS: certificate verify failed`, `server disconnected`..."""
-    if isinstance(e, aiohttp.ClientConnectorDNSError) or isinstance(getattr(e, "os_error", None), socket.gaierror):
+    if isinstance(e, aiohttp.ClientConnectorDNSError) or isinstance(
+        getattr(e, "os_error", None), socket.gaierror
+    ):
         return "DNS lookup failed (no such host?)"
     if isinstance(e, aiohttp.ClientConnectorCertificateError):
         return f"TLS: certificate verify failed ({getattr(e.certificate_error, 'verify_message', '') or e})"

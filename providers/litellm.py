@@ -94,12 +94,16 @@ def _map_error(lib: Any, e: Exception, api_key: str | None) -> ProviderError:
     ex = lib.exceptions
     status = getattr(e, "status_code", None)
     text = scrub(f"{type(e).__name__}: {e}", api_key)
-    if isinstance(e, ex.Timeout | asyncio.TimeoutError | ex.APIConnectionError) or not isinstance(status, int):
+    if isinstance(e, ex.Timeout | asyncio.TimeoutError | ex.APIConnectionError) or not isinstance(
+        status, int
+    ):
         return ProviderError(text[:300], retryable=True)
     body = getattr(e, "body", None)  # the provider's error object: its `code`/`type` name a quota
     if body:
         text += " " + scrub(str(body), api_key)
-    headers = getattr(e, "litellm_response_headers", None) or getattr(getattr(e, "response", None), "headers", None)
+    headers = getattr(e, "litellm_response_headers", None) or getattr(
+        getattr(e, "response", None), "headers", None
+    )
     limits = parse_limits(headers) if headers else None
     err = error_for_status(status, text, retry_after_of(headers, limits) if headers else None)
     err.limits = limits

@@ -82,7 +82,9 @@ def checked(
         cached_input_tokens=tokens(cached),
         cache_write_tokens=tokens(writes),
         reasoning_tokens=tokens(reasoning),
-        reported_cost=cost if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None,
+        reported_cost=cost
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        else None,
     )
 
 
@@ -160,11 +162,17 @@ def anthropic_message(body: Any) -> Completion:
     # Anthropic's input_tokens leaves out the cached prefix read and the one written
     # (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance):
     # our input_tokens counts all input, as OpenAI's prompt_tokens does, with the two parts named.
-    read, write = tokens(usage.get("cache_read_input_tokens")), tokens(usage.get("cache_creation_input_tokens"))
+    read, write = (
+        tokens(usage.get("cache_read_input_tokens")),
+        tokens(usage.get("cache_creation_input_tokens")),
+    )
     ins = tokens(usage.get("input_tokens"))
     if ins is not None:
         ins += (read or 0) + (write or 0)
     return checked(
-        ["".join(texts) if texts else None], [reason], ins, usage.get("output_tokens"),
+        ["".join(texts) if texts else None],
+        [reason],
+        ins,
+        usage.get("output_tokens"),
         details=(read, write, None, None),
     )

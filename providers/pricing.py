@@ -81,8 +81,13 @@ class Prices:
         return ((max(0, ins - c - w)) * self.price_in + c * read + w * write + outs * self.price_out) / 1e6
 
     def record(self) -> dict[str, Any]:
-        return dict(zip(PRICE_KEYS, (self.price_in, self.price_out, self.cache_read, self.cache_write,
-                                     self.source), strict=True))
+        return dict(
+            zip(
+                PRICE_KEYS,
+                (self.price_in, self.price_out, self.cache_read, self.cache_write, self.source),
+                strict=True,
+            )
+        )
 
 
 def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:
@@ -92,8 +97,13 @@ def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:
         return Prices(cfg.price_in, cfg.price_out, cfg.price_cache_read, cfg.price_cache_write, "config")
     found = _genai_prices(cfg.model_id, when) or _map_prices(cfg.model_id)
     if found is None:
-        return Prices(cfg.price_in, cfg.price_out, cfg.price_cache_read, cfg.price_cache_write,
-                      "config" if cfg.price_in is not None or cfg.price_out is not None else "unknown")
+        return Prices(
+            cfg.price_in,
+            cfg.price_out,
+            cfg.price_cache_read,
+            cfg.price_cache_write,
+            "config" if cfg.price_in is not None or cfg.price_out is not None else "unknown",
+        )
     pin, pout, read, write, src = found
     return Prices(
         cfg.price_in if cfg.price_in is not None else pin,
@@ -117,13 +127,21 @@ def _genai_prices(model_id: str, when: datetime | None) -> tuple[Any, ...] | Non
     except ImportError:
         return None
     try:
-        r = calc_price(Usage(input_tokens=1, output_tokens=1), model_ref=model_id.rsplit("/", 1)[-1],
-                       genai_request_timestamp=when)
+        r = calc_price(
+            Usage(input_tokens=1, output_tokens=1),
+            model_ref=model_id.rsplit("/", 1)[-1],
+            genai_request_timestamp=when,
+        )
     except Exception:  # noqa: BLE001 - unknown to it (LookupError) or a bad entry: next source
         return None
     mp = r.model_price
-    return (_num(mp.input_mtok), _num(mp.output_mtok), _num(mp.cache_read_mtok), _num(mp.cache_write_mtok),
-            f"genai-prices ({r.provider.id}/{r.model.id})")
+    return (
+        _num(mp.input_mtok),
+        _num(mp.output_mtok),
+        _num(mp.cache_read_mtok),
+        _num(mp.cache_write_mtok),
+        f"genai-prices ({r.provider.id}/{r.model.id})",
+    )
 
 
 def _map_prices(model_id: str) -> tuple[Any, ...] | None:
@@ -135,5 +153,10 @@ def _map_prices(model_id: str) -> tuple[Any, ...] | None:
         v = entry.get(k)
         return v * 1e6 if isinstance(v, int | float) else None
 
-    return (per_m("input_cost_per_token"), per_m("output_cost_per_token"),
-            per_m("cache_read_input_token_cost"), per_m("cache_creation_input_token_cost"), "litellm map")
+    return (
+        per_m("input_cost_per_token"),
+        per_m("output_cost_per_token"),
+        per_m("cache_read_input_token_cost"),
+        per_m("cache_creation_input_token_cost"),
+        "litellm map",
+    )

@@ -80,8 +80,11 @@ def responses_completion(body: Any) -> Completion:
     status = body.get("status")
     details = body.get("incomplete_details") if isinstance(body.get("incomplete_details"), dict) else {}
     reason = {"completed": "stop"}.get(status) or (
-        "length" if details.get("reason") == "max_output_tokens" else
-        "content_filter" if details.get("reason") == "content_filter" else status
+        "length"
+        if details.get("reason") == "max_output_tokens"
+        else "content_filter"
+        if details.get("reason") == "content_filter"
+        else status
     )
     text = "".join(texts) if texts else None
     if text is None and reason == "stop":
@@ -92,8 +95,14 @@ def responses_completion(body: Any) -> Completion:
 def _usage(body: dict[str, Any]) -> tuple[Any, Any, None, tuple[Any, Any, Any, Any]]:
     """input/output tokens and their details (https://platform.openai.com/docs/api-reference/responses/object)."""
     u = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-    cached = (u.get("input_tokens_details") or {}).get("cached_tokens") if isinstance(u.get("input_tokens_details"), dict) else None
+    cached = (
+        (u.get("input_tokens_details") or {}).get("cached_tokens")
+        if isinstance(u.get("input_tokens_details"), dict)
+        else None
+    )
     reasoning = (
-        u["output_tokens_details"].get("reasoning_tokens") if isinstance(u.get("output_tokens_details"), dict) else None
+        u["output_tokens_details"].get("reasoning_tokens")
+        if isinstance(u.get("output_tokens_details"), dict)
+        else None
     )
     return u.get("input_tokens"), u.get("output_tokens"), None, (cached, None, reasoning, None)

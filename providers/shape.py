@@ -37,13 +37,25 @@ class Shape:
     @property
     def ident(self) -> dict[str, Any]:
         """What the cache key adds for a shaped model: the request on the wire depends on it."""
-        return {"limit": self.limit_field, "extra": self.extra, "cap": self.cap, "fields": self.fields,
-                "drop": list(self.drop), "api": self.api}
+        return {
+            "limit": self.limit_field,
+            "extra": self.extra,
+            "cap": self.cap,
+            "fields": self.fields,
+            "drop": list(self.drop),
+            "api": self.api,
+        }
 
     @property
     def trivial(self) -> bool:
-        return (not self.drop and self.limit_field == "max_tokens" and not self.extra and not self.fields
-                and not self.exclusive and self.api != "responses")
+        return (
+            not self.drop
+            and self.limit_field == "max_tokens"
+            and not self.extra
+            and not self.fields
+            and not self.exclusive
+            and self.api != "responses"
+        )
 
     def limit(self, answer: int | None) -> int | None:
         if answer is None:
@@ -87,12 +99,18 @@ def shape_for(p: Profile) -> Shape:
     thinking = None
     if p.thinks:
         if p.reasoning_form == "effort" and p.effort:
-            fields = {"reasoning": {"effort": p.effort}} if p.api == "responses" else {"reasoning_effort": p.effort}
+            fields = (
+                {"reasoning": {"effort": p.effort}}
+                if p.api == "responses"
+                else {"reasoning_effort": p.effort}
+            )
         elif p.reasoning_form == "gemini":
             if p.effort:
                 fields = {"reasoning_effort": p.effort}
             else:  # a token budget: Google's OpenAI-compatible extension (ai.google.dev/gemini-api/docs/openai)
-                fields = {"extra_body": {"google": {"thinking_config": {"thinking_budget": p.thinking_budget}}}}
+                fields = {
+                    "extra_body": {"google": {"thinking_config": {"thinking_budget": p.thinking_budget}}}
+                }
         elif p.reasoning_form == "thinking":
             thinking = p.thinking_budget
             fields = {"thinking": {"type": "enabled", "budget_tokens": thinking}}
@@ -129,7 +147,9 @@ def departures(name: str, shape: Shape | None) -> list[str]:
         how = f"extended thinking, budget_tokens {shape.thinking:,}; " if shape.thinking is not None else ""
         out.append(
             f"{name}: reasons ({how}{shape.fields.get('reasoning_effort') or ''}); its token limit is the "
-            f"suite's answer budget + {shape.extra:,} reasoning tokens ({shape.limit_field}{cap})".replace(" ()", "")
+            f"suite's answer budget + {shape.extra:,} reasoning tokens ({shape.limit_field}{cap})".replace(
+                " ()", ""
+            )
         )
     if shape.exclusive:
         out.append(f"{name}: top_p not sent with temperature (Claude 4.5+ takes one of them)")

@@ -285,6 +285,12 @@ def cmd_view(argv: list[str]) -> int:
     return cli_main(argv)
 
 
+def cmd_export(argv: list[str]) -> int:
+    from report.export import cli_main
+
+    return cli_main(argv)
+
+
 def cmd_models(argv: list[str]) -> int:
     from runner.modelscmd import cmd_models as run
 
@@ -318,6 +324,7 @@ COMMANDS = {
     "score": cmd_score,
     "report": cmd_report,
     "view": cmd_view,
+    "export": cmd_export,
     "models": cmd_models,
     "cache": cmd_cache,
     "demo": cmd_demo,
@@ -336,13 +343,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(
-            "usage: evalsweep {demo,run,sweep,score,report,view,models,cache} ... | --version\n"
+            "usage: evalsweep {demo,run,sweep,score,report,view,export,models,cache} ... | --version\n"
             "  demo                     offline demo: sim/ models on bundled JEEBench, scored, reported\n"
             "  run SUITE --models a,b   run a suite (jeebench, marvel, m3gia, vrb, jsonl:PATH)\n"
             "  sweep SWEEP.toml         many runs in one scheduler\n"
             "  score RUN_DIR            score a run: scored.jsonl, scores.json, tables\n"
             "  report RUN_DIR... --out  leaderboards, cost/accuracy frontier, HTML, sample viewer\n"
             "  view RUN_DIR...          the report served on 127.0.0.1\n"
+            "  export RUN_DIR --format  inspect | every-eval-ever | hf\n"
             "  models                   models the config defines\n"
             "  cache stats|prune        the response cache",
             file=sys.stderr,

@@ -468,7 +468,7 @@ class Scheduler:
         n = len(group)
         texts = (comp.texts + [None] * n)[:n]
         usages = billed(comp, texts)
-        reasons = m.profile is not None and m.profile.reasoning
+        reasons = m.profile is not None and m.profile.thinks  # Claude reasons only with thinking on
         rows = []
         for i, s in enumerate(group):
             text = texts[i]

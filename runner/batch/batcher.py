@@ -136,7 +136,7 @@ class Batcher:
                 cost = m.cost(r.input_tokens, r.output_tokens, usage.get("cached_input_tokens"),
                               usage.get("cache_write_tokens"))
                 cost = None if cost is None else cost * (1.0 - r.discount)
-            if m.profile is not None and exhausted(r.text, r.finish, m.profile.reasoning):
+            if m.profile is not None and exhausted(r.text, r.finish, m.profile.thinks):
                 rows.append(exhausted_row(req, s, keys[s], usage, cost, 1, r.lane, r.finish))
                 continue
             if r.text is None:  # as on the live path: a response without text is an error row
