@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
+import uuid
 from typing import Any
 
 import orjson
@@ -29,6 +32,17 @@ SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     t double precision,
     value bytea NOT NULL
 )"""
+CLAIMS = """CREATE TABLE IF NOT EXISTS evalsweep_claims (
+    key text PRIMARY KEY,
+    owner text NOT NULL,
+    expires timestamptz NOT NULL
+)"""
+OWNERS = """CREATE TABLE IF NOT EXISTS evalsweep_claim_owners (owner text PRIMARY KEY, seen timestamptz NOT NULL)"""
+CLAIM_S = 3600.0  # a claim's longest life (a call's timeout times its attempts stays well under)
+ALIVE_S = 20.0
+"""A claimant says it is alive every ALIVE_S/4; its claims lapse ALIVE_S after it stops (killed, or its
+host gone), so a waiter elsewhere takes the key over."""
+_ALIVE = "INSERT INTO evalsweep_claim_owners VALUES (%s, now()) ON CONFLICT (owner) DO UPDATE SET seen = now()"
 _LOCK_ID = 0x65766C73  # pg_advisory_xact_lock: concurrent first runs create the table once
 TIMEOUT_S = 3.0  # a statement (or connect) not answered by then: the server is treated as lost
 RETRY_S = 5.0  # while lost, a reconnect is tried this often
@@ -72,6 +86,8 @@ class PgCache:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.down = False
         self._retry: asyncio.Task[None] | None = None
+        self.owner = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._alive: asyncio.Task[None] | None = None
         self._abandoned: list[Any] = []
         self.hits = 0
         self.written = 0
@@ -91,6 +107,8 @@ class PgCache:
         async with self._write.transaction():
             await self._write.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
             await self._write.execute(SCHEMA)
+            await self._write.execute(CLAIMS)
+            await self._write.execute(OWNERS)
 
     async def _lost(self, e: BaseException) -> None:
         if not self.down:
@@ -185,6 +203,54 @@ class PgCache:
         cur = await self._read.execute(f"SELECT key, value FROM {TABLE} WHERE key = ANY(%s)", (keys,))
         return {k: v for k, v in await cur.fetchall()}
 
+    # --- in-flight claims: hosts sharing only Postgres pay once per key too -------------------------
+
+    async def claim(self, keys: list[str]) -> list[str]:
+        """Claim keys about to be called; returns those another process (on any host) is calling."""
+        if self.down or not keys:
+            return []
+        try:
+            mine = await deadline(self._claim(keys), TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001
+            await self._lost(e)
+            return []
+        return [k for k in keys if k not in mine]
+
+    async def _claim(self, keys: list[str]) -> set[str]:
+        if self._alive is None:  # the owner row first: a claim whose owner is not seen alive is free
+            await self._write.execute(_ALIVE, (self.owner,))
+        cur = await self._write.execute(
+            "INSERT INTO evalsweep_claims (key, owner, expires) "
+            "SELECT unnest(%s::text[]), %s, now() + make_interval(secs => %s) "
+            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+            "WHERE evalsweep_claims.expires < now() OR evalsweep_claims.owner = excluded.owner OR NOT EXISTS "
+            "(SELECT 1 FROM evalsweep_claim_owners o WHERE o.owner = evalsweep_claims.owner "
+            "AND o.seen > now() - make_interval(secs => %s)) RETURNING key",
+            (keys, self.owner, CLAIM_S, ALIVE_S),
+        )
+        if self._alive is None or self._alive.done():
+            self._alive = asyncio.get_running_loop().create_task(self._say_alive())
+        return {r[0] for r in await cur.fetchall()}
+
+    async def _say_alive(self) -> None:
+        """While this process holds claims: the owners' table says it lives."""
+        while not self.down:
+            await asyncio.sleep(ALIVE_S / 4)
+            try:
+                await deadline(self._write.execute(_ALIVE, (self.owner,)), TIMEOUT_S)
+            except Exception as e:  # noqa: BLE001
+                await self._lost(e)
+                return
+
+    async def release(self, keys: list[str]) -> None:
+        if self.down or not keys:
+            return
+        try:
+            await deadline(self._write.execute(
+                "DELETE FROM evalsweep_claims WHERE owner = %s AND key = ANY(%s)", (self.owner, keys)), TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001
+            await self._lost(e)
+
     # --- writes ----------------------------------------------------------------------------------
 
     def put(self, key: str, value: dict[str, Any]) -> None:
@@ -207,6 +273,7 @@ class PgCache:
         try:
             await deadline(self._insert(batch), TIMEOUT_S)
             self.written += len(batch)
+            await self.release([k for k, _ in batch])  # readable now: a waiter on another host takes it
         except Exception as e:  # noqa: BLE001
             await self._lost(e)
 
@@ -224,8 +291,9 @@ class PgCache:
         )
 
     async def aclose(self) -> None:
-        if self._retry is not None:
-            self._retry.cancel()
+        for t in (self._retry, self._alive):
+            if t is not None:
+                t.cancel()
         if self._flusher is not None:
             await self._flusher
         if self._tasks:

@@ -81,6 +81,7 @@ class AsyncCache:
         self._look_at = 0.0
         self._looking: asyncio.Future[None] | None = None
         self._unclaimed: set[str] = set()
+        self._releasing: set[asyncio.Task[None]] = set()
         """Keys being called while alone, claimed at once if another process turns up."""
         self.claims: Claims | None = None
         """In-flight claims shared with other processes on this directory (cache.claims)."""
@@ -125,7 +126,15 @@ class AsyncCache:
         return found
 
     async def claim(self, keys: list[str]) -> list[str]:
-        """Claim keys about to be called; returns those another process is calling (wait for them)."""
+        """Claim keys about to be called; returns those another process is calling (wait for them):
+        on this directory (SQLite), or on another host through the shared layer (Postgres)."""
+        theirs = await self._claim_local(keys)
+        if self.shared is not None and not self.shared.down:
+            mine = [k for k in keys if k not in set(theirs)]
+            theirs += await self.shared.claim(mine)
+        return theirs
+
+    async def _claim_local(self, keys: list[str]) -> list[str]:
         if self.claims is None or self.broken:
             return []
         try:
@@ -144,8 +153,9 @@ class AsyncCache:
 
     @property
     def shared_dir(self) -> bool:
-        """Another process uses this cache directory now (so claims are being taken)."""
-        return self._shared and self.claims is not None
+        """Another process may be calling the same keys (this directory has another user, or a shared
+        layer is up): claims are being taken."""
+        return (self._shared and self.claims is not None) or (self.shared is not None and not self.shared.down)
 
     async def _look(self) -> None:
         """Are other processes using this directory? A newcomer waits until each has looked since it
@@ -166,7 +176,15 @@ class AsyncCache:
         self.claims.looked()
 
     def release(self, keys: list[str]) -> None:
-        """Calls that ended without an answer: whoever waits for them sends their own."""
+        """Calls that ended without an answer: whoever waits for them (here or on another host) sends
+        their own."""
+        self._release_local(keys)
+        if self.shared is not None and keys and not self.shared.down:
+            t = asyncio.get_running_loop().create_task(self.shared.release(keys))
+            self._releasing.add(t)
+            t.add_done_callback(self._releasing.discard)
+
+    def _release_local(self, keys: list[str]) -> None:
         self._unclaimed.difference_update(keys)
         if self.claims is not None and keys and self._shared:
             try:
@@ -186,12 +204,24 @@ class AsyncCache:
                 got = _select(self._cache, left) if self.broken is None else {}  # type: ignore[arg-type]
             except (sqlite3.Error, OSError):
                 got = {}
+            if self.shared is not None and not self.shared.down:  # answered on another host
+                for k in [k for k in left if k not in got]:
+                    v = await self.shared.get(k)
+                    if v is not None and answer_problem(v) is None:
+                        got[k] = v
+                        self.put(k, v, share=False)
             found.update(got)
             left = [k for k in left if k not in got]
             if not left:
                 break
             theirs = set(await self.claim(left)) if time.monotonic() < until else set()
-            ours += [k for k in left if k not in theirs]
+            for k in [k for k in left if k not in theirs]:  # freed: answered just now, or the call failed
+                v = await self.from_shared(k) if self.shared is not None else None
+                if v is None:
+                    ours.append(k)
+                else:
+                    found[k] = v
+                    self.release([k])
             left = [k for k in left if k in theirs]
         if self.claims is not None:
             self.claims.waited += len(found)
@@ -262,7 +292,7 @@ class AsyncCache:
                 self.on_fault(f"cannot write the response cache in {self.directory}: {e}")
             return
         if self.claims is not None:  # their answers are readable now: waiters take them from here
-            self.release(list(batch))
+            self._release_local(list(batch))
         self._unchecked += len(batch)
         if self._unchecked >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
             self._unchecked = 0

@@ -337,6 +337,10 @@ class Scheduler:
             return miss
         # Shared: the look-up was made before the claim, and another process may have answered since.
         got = cache.lookup([k for k in ks if k not in theirs])
+        for k in [k for k in ks if k not in theirs and k not in got]:
+            v = await cache.from_shared(k)  # answered on another host since our first look
+            if v is not None:
+                got[k] = v
         cache.release(list(got))
         if theirs:
             wait = 2 * max(ln.endpoint.timeout_s for ln in m.lanes)

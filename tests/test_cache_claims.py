@@ -59,3 +59,23 @@ def test_a_killed_claimant_frees_its_keys(tmp_path: Path):
         assert len(rows(tmp_path / "rb")) == 40
     finally:
         srv.stop()
+
+
+def test_two_hosts_sharing_only_postgres_pay_once(tmp_path: Path, pg_url: str):
+    """Two "hosts" (each its own local cache) share only the Postgres cache: a key one is calling is
+    claimed there, and the other waits for its answer instead of paying again."""
+    srv = MockServer(latency_s=0.3).start()
+    try:
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], extra_endpoint="max_concurrency = 16\n")
+        cfg.write_text(cfg.read_text() + f'\n[shared]\ncache_url = "{pg_url}"\n')
+        data = write_dataset(tmp_path / "d.jsonl", N)
+        procs = [spawn(run_args(data, "ok-a", cfg, tmp_path / f"r{h}"),
+                       {**os.environ, "PYTHONPATH": str(REPO), "EVALSWEEP_CACHE_DIR": str(tmp_path / f"cache-{h}")})
+                 for h in "ab"]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+        assert len(rows(tmp_path / "ra")) == N and len(rows(tmp_path / "rb")) == N
+        assert srv.total == N, f"{srv.total} requests for {N} calls"
+    finally:
+        srv.stop()

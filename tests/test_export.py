@@ -94,8 +94,8 @@ def test_replay_of_an_exported_inspect_log_rescores_the_same(
     assert main(["export", str(run_dir), "--format", "inspect", "--out", str(out)]) == 0
     scores = json.loads((run_dir / "scores.json").read_text())["models"]
     for model, f in (
-        ("sim/strong", next(out.glob("*sim-strong.eval"))),
-        ("sim/weak", next(out.glob("*sim-weak.eval"))),
+        ("sim/strong", next(out.glob("*sim-strong_*.eval"))),
+        ("sim/weak", next(out.glob("*sim-weak_*.eval"))),
     ):
         got = replay_run(tmp_path, data, f, name=model.replace("/", "-"))
         assert got["code"] == 0

@@ -195,7 +195,9 @@ def write_inspect(run: ExportRun, out: Path) -> list[Path]:
             stats=stats,
             samples=samples,
         )
-        path = out / f"{stamp}_{slug(run.run_dir.name)}_{slug(e.model)}.eval"
+        # inspect's own naming, {time}_{task}_{id}: its log list reads the task from the name
+        name = slug(f"{run.run_dir.name}-{e.model}").replace("_", "-")
+        path = out / f"{stamp}_{name}_{spec.eval_id}.eval"
         log.write_eval_log(ev, str(path))
         written.append(path)
     return written
