@@ -104,6 +104,7 @@ def _prepare(
     lock: int,
 ) -> RunCtx:
     man_path = out / "manifest.json"
+    (out / "scored.jsonl.tmp").unlink(missing_ok=True)  # a `score` killed mid-write left it
     fp = spec_fingerprint(plan.spec)
     manifest: dict[str, Any] = {}
     if man_path.exists():

@@ -28,3 +28,15 @@ def test_sigterm_exits_143_with_rows_saved(tmp_path: Path):
     _, err = p.communicate(timeout=60)
     assert p.returncode == 143, err
     assert "interrupted; finished rows are saved" in err
+
+
+def test_a_killed_scores_leftover_is_removed_by_the_next_run(tmp_path: Path):
+    from runner.cli import main
+    from tests.helpers import run_args
+
+    data = write_dataset(tmp_path / "d.jsonl", 5)
+    out = tmp_path / "run"
+    assert main(run_args(data, "sim/strong", None, out)) == 0
+    (out / "scored.jsonl.tmp").write_bytes(b'{"half": ')  # what a SIGKILLed `evalsweep score` leaves
+    assert main(run_args(data, "sim/strong,sim/weak", None, out)) == 0
+    assert not (out / "scored.jsonl.tmp").exists()
