@@ -164,6 +164,9 @@ def resolve(cfg: Any, kind: str) -> Profile:
         form = None
     effort = cfg.reasoning_effort
     budget = cfg.thinking_budget
+    if fam == "xai" and form == "effort":  # grok-3-mini: reasoning_effort "low" (its default) or "high"
+        # only (https://docs.x.ai/docs/guides/reasoning): the nearest of the two, never a refused "medium"
+        effort = {"minimal": "low", "medium": "high"}.get(effort or "low", effort or "low")
     if form is not None and fam != "anthropic":
         effort = effort or (DEFAULT_EFFORT if budget is None else None)
     if reasoning and budget is None and (effort or (fam != "anthropic" and form is None)):

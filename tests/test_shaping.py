@@ -54,3 +54,37 @@ def test_gemini_thinking_budget_through_litellm(tmp_path: Path) -> None:
     gen = body["generationConfig"]
     assert gen["thinkingConfig"]["thinkingBudget"] == 2048
     assert gen["max_output_tokens"] == 100 + 2048  # the answer budget plus the thinking budget
+
+
+def test_grok_3_mini_effort_is_one_xai_takes(tmp_path: Path) -> None:
+    """grok-3-mini takes reasoning_effort "low" or "high" only (docs.x.ai reasoning guide): never the
+    "medium" default of OpenAI's models; grok-4 reasons but is sent no effort at all. On the wire."""
+    from tests.mock_openai import MockServer
+
+    srv = MockServer().start()
+    try:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(
+            f'[[endpoints]]\nname = "x"\nkind = "openai"\nbase_url = "{srv.base_url}"\n'
+            '[[models]]\nname = "mini"\nendpoint = "x"\nmodel = "grok-3-mini"\n'
+            '[[models]]\nname = "mini-med"\nendpoint = "x"\nmodel = "grok-3-mini-fast"\nreasoning_effort = "medium"\n'
+            '[[models]]\nname = "g4"\nendpoint = "x"\nmodel = "grok-4"\n'
+        )
+        models = build_models(load_config(cfg), ["mini", "mini-med", "g4"])
+        req = Request(suite="s", item="i", messages=[user("2+2?")], decoding={"max_tokens": 100})
+
+        async def go() -> None:
+            try:
+                for m in models.values():
+                    await m.lanes[0].provider.complete(req, m.model_id, 1, 0, None, m.cfg.params, m.shape)
+            finally:
+                await close_models(models)
+
+        asyncio.run(go())
+        sent = srv.last_body
+    finally:
+        srv.stop()
+    assert sent["grok-3-mini"]["reasoning_effort"] == "low"
+    assert sent["grok-3-mini-fast"]["reasoning_effort"] == "high"
+    assert "reasoning_effort" not in sent["grok-4"]
+    assert sent["grok-3-mini"]["max_tokens"] > 100  # the answer budget plus the reasoning budget
