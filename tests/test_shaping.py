@@ -88,3 +88,19 @@ def test_grok_3_mini_effort_is_one_xai_takes(tmp_path: Path) -> None:
     assert sent["grok-3-mini-fast"]["reasoning_effort"] == "high"
     assert "reasoning_effort" not in sent["grok-4"]
     assert sent["grok-3-mini"]["max_tokens"] > 100  # the answer budget plus the reasoning budget
+
+
+def test_minimal_effort_on_an_o_series_model_exits_2_before_sending(tmp_path: Path, capsys) -> None:
+    from runner.cli import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[endpoints]]\nname = "o"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                   '[[models]]\nname = "o3m"\nendpoint = "o"\nmodel = "o3-mini"\nreasoning_effort = "minimal"\n'
+                   '[[models]]\nname = "g5"\nendpoint = "o"\nmodel = "gpt-5-mini"\nreasoning_effort = "minimal"\n')
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "1", "prompt": "hi", "choices": ["a", "b"], "answer": "A"}\n')
+    args = ["run", f"jsonl:{data}", "--config", str(cfg), "--dry-run", "--keep-going"]
+    assert main([*args, "--models", "o3m", "--out", str(tmp_path / "r1")]) == 2
+    assert "model 'o3m': reasoning_effort = 'minimal'" in capsys.readouterr().err
+    main([*args, "--models", "g5", "--out", str(tmp_path / "r2")])
+    assert "reasoning_effort = 'minimal'" not in capsys.readouterr().err
