@@ -104,3 +104,23 @@ def test_minimal_effort_on_an_o_series_model_exits_2_before_sending(tmp_path: Pa
     assert "model 'o3m': reasoning_effort = 'minimal'" in capsys.readouterr().err
     main([*args, "--models", "g5", "--out", str(tmp_path / "r2")])
     assert "reasoning_effort = 'minimal'" not in capsys.readouterr().err
+
+
+def test_claude_thinking_keeps_top_p_only_in_anthropics_range() -> None:
+    from core.types import Decoding
+    from providers.anthropic import messages_body
+    from providers.base import wire_body
+    from providers.capabilities import resolve
+    from providers.shape import shape_for
+    from runner.config import ModelCfg
+
+    s = shape_for(resolve(ModelCfg(name="c", model="claude-3-7-sonnet-20250219", thinking_budget=2048), "anthropic"))
+
+    def req(tp: float) -> Request:
+        return Request(suite="s", item="i", messages=[user("hi")], decoding=Decoding(temperature=0.0, max_tokens=500, top_p=tp))
+
+    low, high = messages_body(req(0.9), "claude-3-7-sonnet-20250219", {}, s), messages_body(req(0.97), "m", {}, s)
+    assert "top_p" not in low and "temperature" not in low and low["max_tokens"] == 2548
+    assert high["top_p"] == 0.97
+    via_litellm = wire_body(req(0.5), "anthropic/claude-3-7-sonnet-20250219", 1, {}, s)
+    assert "top_p" not in via_litellm and via_litellm["thinking"]["budget_tokens"] == 2048
