@@ -164,6 +164,9 @@ def resolve(cfg: Any, kind: str) -> Profile:
         form = None
     effort = cfg.reasoning_effort
     budget = cfg.thinking_budget
+    if fam == "xai" and form == "effort":  # grok-3-mini: reasoning_effort "low" (its default) or "high"
+        # only (https://docs.x.ai/docs/guides/reasoning): the nearest of the two, never a refused "medium"
+        effort = {"minimal": "low", "medium": "high"}.get(effort or "low", effort or "low")
     if form is not None and fam != "anthropic":
         effort = effort or (DEFAULT_EFFORT if budget is None else None)
     if reasoning and budget is None and (effort or (fam != "anthropic" and form is None)):
@@ -201,9 +204,13 @@ def resolve(cfg: Any, kind: str) -> Profile:
     )
 
 
-def problems(p: Profile, name: str) -> list[str]:
+def problems(p: Profile, name: str, model_id: str = "") -> list[str]:
     """Requests this profile would make that the provider refuses: said before anything is sent."""
     out = []
+    if p.family == "openai-reasoning" and p.effort == "minimal" and "gpt-5" not in _bare(model_id):
+        # "minimal" came with gpt-5; o1/o3/o4 take low|medium|high (platform.openai.com/docs/guides/reasoning)
+        out.append(f"model {name!r}: reasoning_effort = 'minimal' is taken by gpt-5 models only; "
+                   f"{_bare(model_id) or 'this model'} takes low, medium or high")
     if p.family == "anthropic" and p.thinks and p.thinking_budget is not None:
         if p.thinking_budget < MIN_THINKING:
             out.append(

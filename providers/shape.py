@@ -71,8 +71,10 @@ class Shape:
             del body["top_p"]
         body.pop("max_tokens", None)
         n = self.limit(answer)
-        if self.thinking is not None and n is None:
-            n = self.cap  # Anthropic (through litellm) needs a limit above the thinking budget
+        if self.thinking is not None:
+            _thinking_top_p(body)
+            if n is None:
+                n = self.cap  # Anthropic (through litellm) needs a limit above the thinking budget
         if n is not None:
             body[self.limit_field] = n
         body.update(self.fields)
@@ -84,6 +86,7 @@ class Shape:
         if self.exclusive and "temperature" in body and "top_p" in body:
             del body["top_p"]
         if self.thinking is not None:
+            _thinking_top_p(body)
             body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
             n = self.limit(answer)
             if n is None:  # the suite left the answer open: the model's maximum, if it holds an answer
@@ -91,6 +94,14 @@ class Shape:
                 if n <= self.thinking:
                     n = self.thinking + ANSWER_FALLBACK
             body["max_tokens"] = n
+
+
+def _thinking_top_p(body: dict[str, Any]) -> None:
+    """With extended thinking Anthropic takes top_p only in [0.95, 1]
+    (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking): a lower one is not sent."""
+    tp = body.get("top_p")
+    if tp is not None and tp < 0.95:
+        del body["top_p"]
 
 
 def shape_for(p: Profile) -> Shape:

@@ -156,7 +156,7 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
         profile = shape = None
         if kind in ("openai", "anthropic", "litellm"):
             profile = resolve(m, kind)
-            bad = problems(profile, m.name)
+            bad = problems(profile, m.name, m.model_id)
             if bad:
                 raise ConfigError("; ".join(bad))
             shape = shape_for(profile)
