@@ -1,0 +1,57 @@
+"""M3GIA: every suite option, and which values record which deviation from the paper's protocol."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from suites.base import RunSpec
+from suites.m3gia import SUITE, deviations
+
+NO_JUDGE = "no --judge: stage 2 (the authors' choice_extraction LLM judge) is skipped"
+JUDGE = {"judge": "gpt-4-turbo-2024-04-09"}
+"""The paper's judge, so that only the option under test can record anything."""
+
+# option dest -> [(value, substring of the deviation it records, or None for the paper's setting)]
+CASES: dict[str, list[tuple[object, str | None]]] = {
+    "data_dir": [(None, None), ("/somewhere/m3gia", None)],
+    "languages": [(None, None), ("en,zh,fr,es,pt,ko", None), ("en", "--languages en: Overall and GIA over 1 of the paper's 6"),
+                  ("en,zh", "--languages en,zh: Overall and GIA over 2")],
+    "judge_parse": [(None, None), ("exact", None), ("lenient", "judge replies read leniently ('B.' counts")],
+    "prompt": [(None, None), ("prefix", None), ("suffix", "suffix prompt (the paper's ablation")],
+    "no_images": [(None, None), (False, None), (True, "images removed (the paper's text-only ablation)")],
+    "judge": [(None, NO_JUDGE), ("gpt-4-turbo", None), ("gpt-4-turbo-2024-04-09", None), ("gpt-4-0125-preview", None),
+              ("gpt-4o-mini", "judge gpt-4o-mini (the paper: GPT-4-turbo"), ("sim/judge", "judge sim/judge (the paper")],
+}  # fmt: skip
+
+
+def options() -> set[str]:
+    p = argparse.ArgumentParser()
+    SUITE.add_arguments(p)
+    return {a.dest for a in p._actions if a.dest != "help"}
+
+
+def test_every_option_is_enumerated() -> None:
+    assert options() == set(CASES), "a new m3gia flag needs its deviation cases here"
+
+
+@pytest.mark.parametrize("dest,value,want", [(d, v, w) for d, cs in CASES.items() for v, w in cs])
+def test_option_value_records_its_deviation(dest: str, value: object, want: str | None) -> None:
+    opts = {**JUDGE, dest: value} if dest != "judge" else {dest: value}
+    devs = deviations(RunSpec("m3gia", opts))
+    if want is None:
+        assert devs == []
+    else:
+        assert len(devs) == 1 and want in devs[0], devs
+
+
+def test_lenient_parse_without_judge_reads_nothing() -> None:
+    assert deviations(RunSpec("m3gia", {"judge_parse": "lenient"})) == [deviations(RunSpec("m3gia", {}))[0]]
+
+
+def test_iterations_temperature_limit() -> None:
+    assert deviations(RunSpec("m3gia", JUDGE, samples=5, temperature=0.0)) == []
+    d = deviations(RunSpec("m3gia", JUDGE, samples=2, temperature=0.7, limit=10))
+    assert d == ["2 iteration(s) instead of the paper's 5 (App. F)", "temperature 0.7 instead of greedy decoding",
+                 "--limit 10: a subset of each language's 300 questions (no GIA)"]  # fmt: skip
