@@ -116,7 +116,8 @@ class Decoding(BaseModel):
     """Decoding parameters. `n` is the number of samples this request stands for (self-consistency)."""
 
     model_config = ConfigDict(frozen=True)
-    temperature: float = 0.0
+    temperature: float | None = 0.0
+    """None: no temperature is sent, the provider's default (as VRB's reference code does)."""
     max_tokens: int | None = None
     top_p: float | None = None
     seed: int | None = None

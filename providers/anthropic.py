@@ -40,7 +40,34 @@ def max_output_tokens(model_id: str) -> int:
 
     entry = map_entry(model_id) or map_entry(f"anthropic/{model_id}")
     n = entry.get("max_output_tokens") or entry.get("max_tokens")
-    return int(n) if isinstance(n, int) and n > 0 else FALLBACK_MAX_TOKENS
+    if isinstance(n, int) and n > 0:
+        return int(n)
+    return documented_max_output(model_id) or FALLBACK_MAX_TOKENS
+
+
+CLAUDE_MAX_OUTPUT: tuple[tuple[str, int], ...] = (
+    ("claude-3-7-sonnet", 64000),
+    ("claude-3-5-sonnet-20240620", 4096),  # 8,192 only with a beta header
+    ("claude-3-5-sonnet", 8192),
+    ("claude-3-5-haiku", 8192),
+    ("claude-3-opus", 4096),
+    ("claude-3-sonnet", 4096),
+    ("claude-3-haiku", 4096),
+    ("claude-opus-4-1", 32000),
+    ("claude-opus-4-5", 64000),
+    ("claude-opus-4", 32000),
+    ("claude-sonnet-4-5", 64000),
+    ("claude-sonnet-4", 64000),
+    ("claude-haiku-4-5", 64000),
+)
+"""Max output per Claude family, from Anthropic's model tables ("Max output": docs.anthropic.com/en/docs/
+about-claude/models/overview and .../model-deprecations for retired ones; 3.7 Sonnet without its 128k beta
+header). litellm's current map has dropped the retired models, which VRB's paper ran; first prefix wins."""
+
+
+def documented_max_output(model_id: str) -> int | None:
+    bare = model_id.rsplit("/", 1)[-1].lower()
+    return next((n for prefix, n in CLAUDE_MAX_OUTPUT if bare.startswith(prefix)), None)
 
 
 def anthropic_headers(api_key: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -78,6 +105,8 @@ def messages_body(req: Request, model_id: str, params: dict[str, Any], shape: An
         "messages": msgs,
         "temperature": d.temperature,
     }
+    if d.temperature is None:
+        del body["temperature"]
     if system:
         body["system"] = "\n\n".join(system)
     if d.top_p is not None:

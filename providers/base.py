@@ -201,6 +201,8 @@ def wire_body(
         "messages": wire_messages(req.messages),
         "temperature": d.temperature,
     }
+    if d.temperature is None:
+        del body["temperature"]
     if d.max_tokens is not None:
         body["max_tokens"] = d.max_tokens
     if d.top_p is not None:

@@ -193,7 +193,7 @@ def resolve(cfg: Any, kind: str) -> Profile:
         effort=effort if form in ("effort", "gemini") else None,
         thinking_budget=budget,
         max_output_tokens=pick(
-            "max_output_tokens", cfg.max_output_tokens, entry.get("max_output_tokens"), None
+            "max_output_tokens", cfg.max_output_tokens, entry.get("max_output_tokens"), _documented(fam, mid)
         ),
         context_window=pick(
             "context_window", getattr(cfg, "context_window", None), entry.get("max_input_tokens"), None
@@ -223,3 +223,12 @@ def problems(p: Profile, name: str, model_id: str = "") -> list[str]:
                 f"max_output_tokens ({p.max_output_tokens}), which also holds the answer"
             )
     return out
+
+
+def _documented(family: str, model_id: str) -> int | None:
+    """Anthropic's documented max output for Claude models the litellm map no longer lists."""
+    if family != "anthropic":
+        return None
+    from providers.anthropic import documented_max_output
+
+    return documented_max_output(model_id)

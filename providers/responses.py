@@ -35,6 +35,8 @@ def responses_body(req: Request, model_id: str, params: dict[str, Any], shape: A
         items.append({"role": role, "content": parts})
     d = req.decoding
     body: dict[str, Any] = {"model": model_id, "input": items, "temperature": d.temperature, "store": False}
+    if d.temperature is None:
+        del body["temperature"]
     if d.top_p is not None:
         body["top_p"] = d.top_p
     for f in shape.drop:

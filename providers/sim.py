@@ -81,9 +81,10 @@ class SimProvider:
         ability = float(params.get("ability", 0.5))
         hints = req.sim or {}
         texts = []
+        greedy = req.decoding.temperature == 0  # None: the provider's default, which samples
         for s in range(sample, sample + n):
             # At temperature 0 every sample is the same answer, as with a real greedy decoder.
-            seed = (model_id, req.item, req.pass_, s if req.decoding.temperature > 0 else 0)
+            seed = (model_id, req.item, req.pass_, 0 if greedy else s)
             texts.append(_answer(ability, hints, req.item, seed))
         if self.latency_s > 0:
             lat = self.latency_s * math.exp(0.5 * _normal(_u("lat", *seed), _u("lat2", *seed)))

@@ -19,6 +19,7 @@ from report.tables import (
     is_fraction,
     leaderboard_rows,
     level_means,
+    levels,
 )
 from runner.term import plural
 
@@ -161,9 +162,9 @@ def _named(v: SuiteView, rows: list[dict[str, Any]], key: str) -> list[dict[str,
 
 
 def _pivot(
-    per: dict[str, dict[str, Any]], v: SuiteView, fmt: Fmt, extra: dict[str, float] | None = None
+    per: dict[str, dict[str, Any]], v: SuiteView, fmt: Fmt, extra: dict[str, float] | None = None, kind: str = ""
 ) -> str:
-    keys = list(dict.fromkeys(k for d in per.values() for k in d))
+    keys = levels(per, kind)
     rows = [{"model": v.name(m), **{k: d[k].value for k in d}} for m, d in per.items()]
     if extra:
         rows.append({"model": "mean over models", **extra})
@@ -336,7 +337,7 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
         out += [
             "<h3>Image-quality severity</h3>",
             img(images[f"severity_{v.slug}"], "severity"),
-            _pivot(v.breakdowns["by_severity"], v, p, level_means(v, "by_severity")),
+            _pivot(v.breakdowns["by_severity"], v, p, level_means(v, "by_severity"), "by_severity"),
         ]
     if "by_dataset" in v.breakdowns:
         out += ["<h3>By dataset</h3>", _pivot(v.breakdowns["by_dataset"], v, p)]

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from report.load import Entry, atomic_write
-from report.tables import AXES, POOLED, SuiteView, is_fraction, level_means
+from report.tables import AXES, POOLED, SuiteView, is_fraction, level_means, levels
 
 COLORS = {True: "#1b9e77", False: "#d95f02", None: "#7f7f7f"}  # open weights / proprietary / unknown
 MARKERS = {True: "^", False: "o", None: "s"}  # reasoning / non-reasoning / unknown
@@ -364,15 +364,15 @@ def severity(v: SuiteView, path: Path) -> Path:
     """Accuracy by image-quality severity: one line per model; the mean over models in black."""
     k, label = _scale(v)
     per = v.breakdowns["by_severity"]
-    levels = list(dict.fromkeys(s for d in per.values() for s in d))
+    order = levels(per, "by_severity")
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
     few = len(per) <= 12
     for j, (m, d) in enumerate(per.items()):
-        xs = [i for i, lv in enumerate(levels) if lv in d]
+        xs = [i for i, lv in enumerate(order) if lv in d]
         ax.plot(
             xs,
-            [d[levels[i]].value * k for i in xs],
+            [d[order[i]].value * k for i in xs],
             "-o",
             ms=3,
             lw=1,
@@ -381,8 +381,8 @@ def severity(v: SuiteView, path: Path) -> Path:
             label=v.name(m) if few else ("each model" if j == 0 else None),
         )
     mean = [x * k for x in level_means(v, "by_severity").values()]
-    ax.plot(range(len(levels)), mean, "-s", color="k", lw=2.2, label="mean over models")
-    ax.set_xticks(range(len(levels)), levels)
+    ax.plot(range(len(order)), mean, "-s", color="k", lw=2.2, label="mean over models")
+    ax.set_xticks(range(len(order)), order)
     ax.set_ylabel(label)
     _title(ax, f"{v.label}: accuracy by image-quality severity", 10)
     ax.grid(True, axis="y", alpha=0.3)

@@ -368,13 +368,25 @@ def snapshot_rows(v: SuiteView) -> list[dict[str, Any]]:
     ]
 
 
+LEVEL_ORDER = {"by_severity": ("no_error", "minor", "medium")}
+"""Levels in the paper's order (VRB's error_by_model_analysis.py `severity_order`); scores.json sorts its
+keys, which would put "medium" first."""
+
+
+def levels(per: dict[str, dict[str, Any]], kind: str) -> list[str]:
+    """A breakdown's levels as the paper orders them, then any others as found."""
+    found = list(dict.fromkeys(k for d in per.values() for k in d))
+    known = LEVEL_ORDER.get(kind, ())
+    return [k for k in known if k in found] + [k for k in found if k not in known]
+
+
 def level_means(v: SuiteView, kind: str) -> dict[str, float]:
     """Mean over the models that have each level (the black line of the severity plot)."""
     per = v.breakdowns.get(kind, {})
-    levels = list(dict.fromkeys(k for d in per.values() for k in d))
+    levels_ = levels(per, kind)
     return {
         lv: sum(d[lv].value for d in per.values() if lv in d) / sum(lv in d for d in per.values())
-        for lv in levels
+        for lv in levels_
     }
 
 

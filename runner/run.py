@@ -20,6 +20,7 @@ from typing import Any
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row
+from providers.anthropic import FALLBACK_MAX_TOKENS
 from providers.pricing import PRICE_KEYS
 from providers.shape import departures
 from runner import __version__ as VERSION
@@ -138,6 +139,13 @@ def _prepare(
         d for n in dict.fromkeys(all_models + judges_of(plan.spec)) if n in models
         for d in departures(n, models[n].shape)
     ]
+    if suite.open_max_tokens:
+        manifest["model_deviations"] += [
+            f"{n}: max_tokens {FALLBACK_MAX_TOKENS:,} (its maximum output is unknown: set max_output_tokens in "
+            f"the config; the paper's code: {suite.open_max_tokens:,})"
+            for n in dict.fromkeys(all_models) if n in models and models[n].provider_kind == "anthropic"
+            and models[n].profile is not None and models[n].profile.max_output_tokens is None
+        ]  # fmt: skip
     deviations = deviations + manifest["model_deviations"]
     manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
     for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise

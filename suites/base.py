@@ -129,6 +129,9 @@ class Suite:
     answer_tokens: int | None = None
     """A typical answer's length in tokens (measured on published responses), for the dry run's expected
     cost before a run has answers of its own; None: half of max_tokens."""
+    open_max_tokens: int | None = None
+    """The max_tokens the paper's code sends when the suite leaves it to each model's maximum (VRB: 33,000);
+    a model whose maximum is unknown gets its provider's fallback, recorded as a deviation."""
     deviations: Callable[[RunSpec], list[str]] | None = None
     """How this run departs from the paper's protocol (empty: the paper's protocol). Said before the run
     starts, recorded in the manifest, in scores.json (`protocol.deviations`) and under every table."""

@@ -66,3 +66,30 @@ def test_max_output_tokens_must_be_positive(tmp_path: Path) -> None:
     cfg.write_text('[[models]]\nname = "m"\nprovider = "sim"\nmax_output_tokens = 0\n')
     with pytest.raises(ConfigError, match="max_output_tokens"):
         load_config(cfg)
+
+
+def test_vrb_sends_retired_claude_maximum_and_records_the_fallback(tmp_path: Path, mock: MockBatchServer) -> None:
+    """VRB leaves max_tokens to each model's maximum (the reference sends 33,000): a retired Claude gets its
+    documented maximum, not 4,096; a model whose maximum is unknown gets the fallback, recorded as a deviation."""
+    import json
+
+    from runner.cli import main
+    from suites.vrb.synthetic import write_dataset
+
+    data = tmp_path / "vrb"
+    write_dataset(data, {"zambia": 3})
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        f'[[endpoints]]\nname = "claude"\nkind = "anthropic"\nbase_url = "{mock.base_url.removesuffix("/v1")}"\n'
+        '[[models]]\nname = "sonnet35"\nendpoint = "claude"\nmodel = "claude-3-5-sonnet-20241022"\n'
+        '[[models]]\nname = "unknown"\nendpoint = "claude"\nmodel = "claude-x"\n'
+    )
+    out = tmp_path / "run"
+    args = ["run", "vrb", "--models", "sonnet35,unknown", "--data-dir", str(data), "--out", str(out)]
+    assert main([*args, "--config", str(cfg), "--no-live"]) == 0
+    assert mock.max_tokens == {"claude-3-5-sonnet-20241022": 8192, "claude-x": FALLBACK_MAX_TOKENS}
+    devs = json.loads((out / "manifest.json").read_text())["model_deviations"]
+    assert devs == [
+        "unknown: max_tokens 4,096 (its maximum output is unknown: set max_output_tokens in the config; the "
+        "paper's code: 33,000)"
+    ]

@@ -92,3 +92,23 @@ def test_vrb_category_effects_standardise_over_models() -> None:
     assert category_effects(ub, n_resamples=20)["categories"]["count"]["accuracy"] < raw - 0.05
     t = category_table(eff)
     assert t is not None and t.columns[2] == "predicted accuracy" and "C(category)" in t.note
+
+
+def test_vrb_category_effects_hold_skills_fixed() -> None:
+    """The reference's Fig. 11 model has the skill indicators beside category: a category that is hard only
+    because its items need a hard skill looks hard without them and like the others with them."""
+    rng = np.random.default_rng(5)
+    rows, skills = [], []
+    for m in ("a", "b", "c"):
+        for i in range(240):
+            cat = ("count", "shape")[i % 2]
+            hard = i % 8 < (3 if cat == "count" else 1)  # "count" items need the hard skill 3x as often
+            rows.append((float(rng.random() < (0.25 if hard else 0.8)), f"q{i}", m, ("zambia", "india")[i % 3 % 2], cat))
+            skills.append(("spatial",) if hard else ())
+    a = Answers(*zip(*rows, strict=True), skills=skills)  # type: ignore[call-arg]
+    with_skills = category_effects(a, n_resamples=20)
+    without = category_effects(a, n_resamples=20, covariates="none")
+    assert "has_spatial" in with_skills["formula"] and "has_" not in without["formula"]
+    gap = lambda e: e["categories"]["shape"]["accuracy"] - e["categories"]["count"]["accuracy"]  # noqa: E731
+    assert gap(without) > 0.1  # the raw confound: count looks ~0.14 harder
+    assert abs(gap(with_skills)) < 0.05  # the skill explains it

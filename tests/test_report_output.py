@@ -37,7 +37,7 @@ def _vrb_scores(acc: float) -> dict[str, Any]:
         },
         "by_category": {c: round(acc + 0.03 * (i - 2.5), 4) for i, c in enumerate(CATS)},
         "by_skill": {"Counting": acc - 0.1, "Rotation": acc + 0.05},
-        "by_severity": {"no error": acc, "minor": acc - 0.02, "medium": acc - 0.08},
+        "by_severity": {"no_error": acc, "minor": acc - 0.02, "medium": acc - 0.08},
         "skill_effects": {
             "Counting": {"ame_pp": -10.0 + acc, "ci95": [-15.0, -5.0]},
             "Rotation": {"ame_pp": 2.0, "ci95": [-1.0, 5.0]},
@@ -287,3 +287,20 @@ def test_table_sorter_sorts_numbers_numerically_and_unknowns_last(tmp_path: Path
         ["c", "a", "b", "d"],
         ["a", "b", "c", "d"],  # text column
     ]
+
+
+def test_severity_in_the_papers_order(sweep: list[Path], tmp_path: Path) -> None:
+    """scores.json sorts its keys (medium, minor, no_error); the page shows the reference's order."""
+    from report.tables import levels
+
+    assert levels({"m": {"medium": 0, "minor": 0, "no_error": 0, "x": 0}}, "by_severity") == [
+        "no_error", "minor", "medium", "x"]  # fmt: skip
+    for run in sweep:  # as runner.atomic writes it
+        for f in Path(run).rglob("scores.json"):
+            f.write_text(json.dumps(json.loads(f.read_text()), sort_keys=True, indent=2))
+    out = tmp_path / "report"
+    report.main(sweep, out, None)
+    page = (out / "index.html").read_text()
+    sev = page[page.index("<h3>Image-quality severity</h3>"):]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", sev[: sev.index("</tr>")])
+    assert heads[1:4] == ["no_error", "minor", "medium"]

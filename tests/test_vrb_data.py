@@ -205,7 +205,7 @@ def test_build_requests(vrb_dir: Path) -> None:
     assert [r.item for r in reqs] == [it.key for it in items]
     r = reqs[0]
     assert r.suite == "vrb" and r.model == "" and r.pass_ == "answer"
-    assert (r.decoding.n, r.decoding.temperature, r.decoding.max_tokens) == (1, 0.0, prompt.MAX_TOKENS)
+    assert (r.decoding.n, r.decoding.temperature, r.decoding.max_tokens) == (1, None, prompt.MAX_TOKENS)  # none sent
     assert len(r.messages) == 1 and r.messages[0].role == "user"  # no system prompt
     image = r.messages[0].content[0]
     assert isinstance(image, ImagePart) and image.data is None and image.detail == "high"  # a path, not bytes

@@ -15,6 +15,9 @@ from pathlib import Path
 from core.types import Request, Row
 from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_protocol
 from suites.vrb import data, prompt, sim
+from suites.vrb.categories import COVARIATES
+from suites.vrb.extract import EXTRACTORS
+from suites.vrb.score import REFERENCE_EXCLUDED, excluded_models, extractor
 from suites.vrb.score import score as score_rows
 
 
@@ -36,6 +39,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "but those with a fatal image error",
     )
     parser.add_argument(
+        "--extractor",
+        choices=tuple(EXTRACTORS),
+        default=None,
+        help="answer extraction: the reference's eight steps exactly (default) or our rules with four fixes "
+        "(extract.py; recorded as a deviation)",
+    )
+    parser.add_argument(
+        "--exclude-models",
+        dest="exclude_models",
+        default=None,
+        metavar="M1,M2|none",
+        help="models left out of the pooled skill and category effects (default: the reference's list, "
+        "scores.py REFERENCE_EXCLUDED, where those models are in the run; 'none' pools every model)",
+    )
+    parser.add_argument(
+        "--category-covariates",
+        dest="category_covariates",
+        choices=COVARIATES,
+        default=None,
+        help="Fig. 11's category effects with the skill indicators as covariates, as the reference (default), "
+        "or without",
+    )
+    parser.add_argument(
         "--datasets",
         default=None,
         help=f"comma-separated datasets, e.g. zambia,india (default: every *{data.QUESTIONS_SUFFIX} found)",
@@ -49,7 +75,7 @@ def check(spec: RunSpec) -> None:
 
 def build(spec: RunSpec) -> Iterator[Request]:
     n = spec.samples or 1
-    temperature = spec.temperature if spec.temperature is not None else 0.0
+    temperature = spec.temperature  # None: none sent, the provider's default, as the reference
     for k, item in enumerate(data.load(spec)):
         if spec.limit is not None and k >= spec.limit:
             return
@@ -64,16 +90,30 @@ def build(spec: RunSpec) -> Iterator[Request]:
 
 
 def deviations(spec: RunSpec) -> list[str]:
-    """Departures from the reference protocol (README.md: Protocol)."""
+    """Departures from the reference protocol (README.md: Protocol); the first two always hold."""
     out = [
         "skill and category effects: a fixed-effects logit (model, dataset, category dummies; the reference: "
-        "Bayesian, random model and dataset effects)"
+        "Bayesian, random model and dataset effects)",
+        "failed calls left out of accuracy, with coverage below 100% (the reference counts them wrong: "
+        "`accuracy_failures_wrong`)",
     ]
+    if spec.temperature is not None:
+        out.append(f"temperature {spec.temperature:g} sent (the reference sends none: each provider's default)")
     if spec.opt("effects_items") == "nonfatal":
         out.append("effects over all items but the fatal ones (the reference drops every item with an image error)")
-    if spec.temperature != 1.0:  # the reference sends no temperature: the providers' default, 1
-        out.append(f"temperature {spec.temperature or 0:g} (the reference sends none: the provider's default, 1)")
-    out.append("failed calls left out of accuracy, with coverage below 100% (the reference counts them wrong)")
+    if extractor(spec) != "reference":
+        out.append(
+            "--extractor rules: answers read with our four fixes to the reference's eight steps (word-bounded "
+            "labels, 'answer is: X', markdown emphasis, the article 'a')"
+        )
+    excluded = excluded_models(spec)
+    if excluded != REFERENCE_EXCLUDED:
+        which = "every model in the run" if not excluded else "the run's models but " + ", ".join(sorted(excluded))
+        out.append(f"pooled skill and category effects over {which} (the reference excludes its own list of "
+                   f"{len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
+    if spec.opt("category_covariates") == "none":
+        out.append("task-category effects (Fig. 11) without the skill covariates (the reference: category + "
+                   "skill indicators)")  # fmt: skip
     if spec.samples not in (None, 1):
         out.append(f"{spec.samples} samples (the reference: 1)")
     if spec.limit is not None:
@@ -101,4 +141,5 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     deviations=deviations,
+    open_max_tokens=33000,  # the reference's DEFAULT_MAX_TOKENS (run.py)
 )

@@ -1,8 +1,10 @@
 """Task-category effects (the reference's Fig. 11): how hard each kind of task is, models and datasets held
 as observed.
 
-The reference fits `correct ~ category + (1|model) + (1|dataset)` (Bayesian, bambi) and plots each
-category's predicted accuracy. Here the same predictors enter a fixed-effects logit (statsmodels binomial
+The reference fits `correct ~ category + has_<skill>... + (1|model) + (1|dataset)` (Bayesian, bambi;
+`category_analysis.py`, the skill indicators as covariates) and plots each category's predicted accuracy.
+Here the same predictors (`covariates="skills"`, the default; `"none"` drops the skill indicators) enter
+a fixed-effects logit (statsmodels binomial
 GLM on answers grouped by model x dataset x category, the per-answer likelihood) and a category's predicted
 accuracy is the mean over every answer of P(correct | category = c, its model and dataset): marginal
 standardisation. 95% CIs: percentile bootstrap over items (200 resamples, refitted). Same item set as the
@@ -22,17 +24,20 @@ from suites.vrb.effects import Answers
 N_RESAMPLES = 200
 
 
-def _design(codes: dict[str, np.ndarray], sizes: dict[str, int]) -> np.ndarray:
-    """Intercept + treatment dummies (level 0 the reference) of each factor, from integer codes."""
+def _design(codes: dict[str, np.ndarray], sizes: dict[str, int], extra: np.ndarray) -> np.ndarray:
+    """Intercept + treatment dummies (level 0 the reference) of each factor, from integer codes, + `extra`
+    columns (the skill indicators, as observed)."""
     cols = [np.ones(len(next(iter(codes.values()))))]
     for f, c in codes.items():
         cols += [(c == k).astype(float) for k in range(1, sizes[f])]
-    return np.column_stack(cols)
+    return np.column_stack(cols + list(extra.T))
 
 
-def _predicted(codes: dict[str, np.ndarray], sizes: dict[str, int], w: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+def _predicted(
+    codes: dict[str, np.ndarray], sizes: dict[str, int], extra: np.ndarray, w: np.ndarray, y: np.ndarray
+) -> np.ndarray | None:
     """Fit on cells (weights w = answers per cell, y = share right); each category's standardised accuracy."""
-    X = _design(codes, sizes)
+    X = _design(codes, sizes, extra)
     keep = w > 0
     out = np.empty(sizes["category"])
     with warnings.catch_warnings():
@@ -43,15 +48,25 @@ def _predicted(codes: dict[str, np.ndarray], sizes: dict[str, int], w: np.ndarra
             return None
         for c in range(sizes["category"]):
             alt = {**codes, "category": np.full_like(codes["category"], c)}
-            p = fit.predict(_design(alt, sizes))
+            p = fit.predict(_design(alt, sizes, extra))
             out[c] = float(np.sum(p * w) / np.sum(w))
     return out
 
 
-def category_effects(a: Answers, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict:
+COVARIATES = ("skills", "none")
+"""`--category-covariates`: the skill indicators beside category (the reference's Fig. 11 model) or none."""
+
+
+def category_effects(
+    a: Answers, seed: int = 0, n_resamples: int = N_RESAMPLES, covariates: str = "skills"
+) -> dict:
     """{"formula", "estimator", "categories": {name: {"accuracy", "ci95", "n_items"}}} or a note."""
+    skill_names = sorted({s for sk in a.skills for s in sk}) if covariates == "skills" else []
     out: dict = {
-        "formula": "correct ~ C(category) + C(model) + C(dataset)",
+        "formula": "correct ~ C(category) + "
+        + "".join(f"has_{s} + " for s in skill_names)
+        + "C(model) + C(dataset)",
+        "covariates": covariates,
         "estimator": "logit (statsmodels GLM binomial); predicted accuracy by marginal standardisation; "
         f"percentile item bootstrap ({n_resamples})",
     }
@@ -59,18 +74,31 @@ def category_effects(a: Answers, seed: int = 0, n_resamples: int = N_RESAMPLES) 
         out["categories"] = {}
         out["note"] = "needs answers to at least two categories"
         return out
-    names = {f: np.unique(np.asarray(getattr(a, f), dtype=object), return_inverse=True) for f in ("category", "model", "dataset")}
+    patterns = ["|".join(sorted(set(sk) & set(skill_names))) for sk in a.skills]
+    names = {
+        f: np.unique(np.asarray(getattr(a, f), dtype=object), return_inverse=True)
+        for f in ("category", "model", "dataset")
+    }
+    names["pattern"] = np.unique(np.asarray(patterns, dtype=object), return_inverse=True)
     levels = {f: list(v[0]) for f, v in names.items()}
     codes = {f: v[1].ravel() for f, v in names.items()}
     sizes = {f: len(levels[f]) for f in levels}
-    # cells: one row per (category, model, dataset) present
-    key = (codes["category"] * sizes["model"] + codes["model"]) * sizes["dataset"] + codes["dataset"]
+    # cells: one row per (category, model, dataset, skill pattern) present
+    order = ("category", "model", "dataset", "pattern")
+    key = np.zeros(len(a.correct), dtype=np.int64)
+    for f in order:
+        key = key * sizes[f] + codes[f]
     cells, cell_of = np.unique(key, return_inverse=True)
-    cell_codes = {
-        "category": cells // (sizes["model"] * sizes["dataset"]),
-        "model": (cells // sizes["dataset"]) % sizes["model"],
-        "dataset": cells % sizes["dataset"],
-    }
+    cell_codes, rest = {}, cells.copy()
+    for f in reversed(order):
+        cell_codes[f], rest = rest % sizes[f], rest // sizes[f]
+    pattern_skills = np.array(
+        [[float(s in str(p).split("|")) for s in skill_names] for p in levels["pattern"]]
+    ).reshape(sizes["pattern"], len(skill_names))
+    extra = pattern_skills[cell_codes.pop("pattern")]
+    extra = extra[:, (extra.min(axis=0) < extra.max(axis=0))] if len(extra) else extra  # constant: no column
+    cell_codes = {f: cell_codes[f] for f in ("category", "model", "dataset")}
+    sizes.pop("pattern")
     y = np.asarray(a.correct, dtype=float)
     item_codes, item_idx = np.unique(np.asarray(a.item, dtype=object), return_inverse=True)
 
@@ -78,7 +106,7 @@ def category_effects(a: Answers, seed: int = 0, n_resamples: int = N_RESAMPLES) 
         w = np.bincount(cell_of, weights=weights, minlength=len(cells))
         s = np.bincount(cell_of, weights=weights * y, minlength=len(cells))
         share = np.divide(s, w, out=np.zeros_like(s), where=w > 0)
-        return _predicted(cell_codes, sizes, w, share)
+        return _predicted(cell_codes, sizes, extra, w, share)
 
     point = fit(np.ones(len(y)))
     if point is None:

@@ -31,9 +31,18 @@ from suites.vrb import data
 from suites.vrb.categories import category_effects, category_table
 from suites.vrb.data import CATEGORIES, SKILLS, Item
 from suites.vrb.effects import Answers, skill_effects
-from suites.vrb.extract import extract_step
+from suites.vrb.extract import EXTRACTORS
 
 SEVERITY_LEVELS = ("no_error", "minor", "medium")
+"""The reference's order (error_by_model_analysis.py `severity_order`); fatal items are left out."""
+REFERENCE_EXCLUDED = frozenset({
+    "gpt-5-mini-2025-08-07-high", "gpt-5-2025-08-07-high", "gpt-5-nano-2025-08-07-high",
+    "gpt-5-nano-2025-08-07-low", "gpt-5-mini-2025-08-07-low", "gpt-5-2025-08-07-low",
+    "gemini-2.0-flash-thinking-exp-01-21", "gemini-2.0-flash-thinking-exp-1219", "lfm2-vl-1.6b",
+    "claude-3-7-sonnet-20250219-thinking-low", "gpt-5.1-2025-11-13-high", "claude-opus-4-5-20251101-thinking-high",
+})  # fmt: skip
+"""`EXCLUDE_MODELS` of the reference's category_analysis.py, skill_difficulty_analysis.py and
+error_by_model_analysis.py: left out of the pooled effects (a model matches by the last `/` part of its name)."""
 N_RESAMPLES = 1000
 SEED = 0
 
@@ -97,9 +106,17 @@ def _answers(rows: list[Row], items: dict[str, Item], which: str = "reference") 
     )
 
 
-def _scored(r: Row, it: Item) -> Row:
+def extractor(spec: RunSpec) -> str:
+    """`--extractor`: the reference's eight steps (default) or our rules (extract.py)."""
+    name = spec.opt("extractor") or "reference"
+    if name not in EXTRACTORS:
+        raise SuiteError(f"--extractor {name!r}: use {' or '.join(EXTRACTORS)}")
+    return name
+
+
+def _scored(r: Row, it: Item, how: str) -> Row:
     text = None if r.get("error") else r.get("text")
-    ext, step = extract_step(text, it.labels)
+    ext, step = EXTRACTORS[how](text, it.labels)
     return scored_row(r, extracted=ext, gold=it.solution, score=float(ext == it.solution), extract_step=step,
                       dataset=it.dataset, category=it.category, skills=list(it.skills), severity=it.severity)  # fmt: skip
 
@@ -108,7 +125,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     """One model at a time: its scored rows go to `sink`; kept are its item scores and, for the pooled
     skill-effect fit, one small record per answer to an annotated item."""
     sink = sink if sink is not None else Sink()
-    which = effect_items(spec)
+    which, how, leave_out = effect_items(spec), extractor(spec), excluded_models(spec)
+    covariates = spec.opt("category_covariates") or "skills"
     root = data.data_dir(spec)
     items = {it.key: it for it in data.load(spec)}
     annotated = any(it.category for it in items.values())
@@ -125,7 +143,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 )
             for r in grp:
                 if r.get("pass", "answer") == "answer":
-                    row = _scored(r, it)
+                    row = _scored(r, it, how)
                     sink(row)
                     mine.append({k: row[k] for k in ("model", "item", "score", "extracted", "error")})
         per_item: dict[str, list[float]] = {}
@@ -136,22 +154,31 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         models[m] = breakdowns(item_scores, items)
         models[m]["no_answer"] = sum(x["extracted"] is None and x["error"] is None for x in mine)
         models[m]["errors"] = sum(x["error"] is not None for x in mine)
+        answered = [x["score"] for x in mine if x["score"] is not None]  # the reference: a failure is wrong
+        models[m]["accuracy_failures_wrong"] = sum(answered) / len(mine) if mine else None
         if annotated:
             fit = skill_effects(_answers(mine, items, which), SKILLS, fixed=("dataset", "category"))
             models[m]["skill_effects"] = fit["effects"]
-            pooled += mine
+            if not _excluded(m, leave_out):
+                pooled += mine
         else:
             models[m]["skill_effects"] = {}
     models = {m: models[m] for m in sorted(models)}
 
     extra: dict[str, Any] = {"chance": float(np.mean([1 / len(it.labels) for it in items.values()]))}
+    excluded = sorted(m for m in models if _excluded(m, leave_out))
     if annotated and pooled:
         extra["skill_effects"] = {
-            "models": sorted(models),
+            "models": sorted(set(models) - set(excluded)),
+            "excluded_models": excluded,
             "items": which,
             **skill_effects(_answers(pooled, items, which), SKILLS),
         }
-        extra["category_effects"] = {"items": which, **category_effects(_answers(pooled, items, which))}
+        extra["category_effects"] = {
+            "items": which,
+            "excluded_models": excluded,
+            **category_effects(_answers(pooled, items, which), covariates=covariates),
+        }
     else:
         extra["skill_effects"] = {
             "note": f"no <dataset>{data.CATEGORIES_SUFFIX} in {root}: no skill annotations"
@@ -165,6 +192,20 @@ ITEMS_NOTE = {
 }
 
 
+def excluded_models(spec: RunSpec) -> frozenset[str]:
+    """`--exclude-models`: names (lower case) left out of the pooled effects; default the reference's."""
+    raw = spec.opt("exclude_models")
+    if raw is None:
+        return REFERENCE_EXCLUDED
+    names = raw.split(",") if isinstance(raw, str) else list(raw)
+    names = [str(n).strip().lower() for n in names if str(n).strip()]
+    return frozenset() if names in ([], ["none"]) else frozenset(names)
+
+
+def _excluded(model: str, names: frozenset[str]) -> bool:
+    return model.lower() in names or model.rsplit("/", 1)[-1].lower() in names
+
+
 def effect_items(spec: RunSpec) -> str:
     which = spec.opt("effects_items", "reference")
     if which not in EFFECT_ITEMS:
@@ -174,6 +215,13 @@ def effect_items(spec: RunSpec) -> str:
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _pool_note(effects: dict[str, Any]) -> str:
+    out = ITEMS_NOTE[effects["items"]]
+    if effects.get("excluded_models"):
+        out += "; models left out (--exclude-models): " + ", ".join(effects["excluded_models"])
+    return out
 
 
 def _ci(ci: list[float] | None) -> str:
@@ -186,7 +234,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
     out = [
         Table(
             title=f"vrb: accuracy % (chance {100 * extra['chance']:.0f}%)",
-            columns=["model", "n", "accuracy", "95% CI", *dsets, "no answer", "errors"],
+            columns=["model", "n", "accuracy", "95% CI", *dsets, "no answer", "errors", "failures wrong"],
             rows=[
                 [
                     m,
@@ -196,11 +244,12 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     *(_pct(v["by_dataset"].get(d, {}).get("accuracy")) for d in dsets),
                     v["no_answer"],
                     v["errors"],
+                    _pct(v.get("accuracy_failures_wrong")),
                 ]
                 for m, v in ((m, models[m]) for m in order)
             ],
             note=ci_method(max((v["n"] for v in models.values()), default=0), N_RESAMPLES, SEED)
-            + "; over answered items",
+            + "; over answered items; 'failures wrong': the reference's count, failed calls as wrong answers",
             key=("accuracy", "95% CI"),
         )
     ]
@@ -236,9 +285,9 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     ]
                     for s, e in eff.items()
                 ],
-                note=extra["skill_effects"]["formula"] + "; " + ITEMS_NOTE[extra["skill_effects"]["items"]],
+                note=extra["skill_effects"]["formula"] + "; " + _pool_note(extra["skill_effects"]),
             )
         )
     cat = extra.get("category_effects")
-    t = category_table(cat, ITEMS_NOTE[cat["items"]]) if cat else None
+    t = category_table(cat, _pool_note(cat)) if cat else None
     return out + ([t] if t else [])

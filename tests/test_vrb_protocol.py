@@ -1,0 +1,107 @@
+"""VRB: every suite option and the deviation each value records; the reference's extraction exactly
+(`--extractor reference`, every step and quirk) against ours (`rules`); the reference's count of failed
+calls; the reference's model exclusions in the pooled effects."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from suites.base import RunSpec
+from suites.vrb import SUITE, deviations
+from suites.vrb.extract import extract_step
+from suites.vrb.reference import reference_step
+from suites.vrb.score import REFERENCE_EXCLUDED
+from tests.test_vrb_score import make_data, row
+
+FIXED = "skill and category effects: a fixed-effects logit"
+FAILED = "failed calls left out of accuracy"
+
+# option dest -> [(value, substring of the deviation it records, or None for the reference's setting)]
+CASES: dict[str, list[tuple[object, str | None]]] = {
+    "data_dir": [(None, None), ("/data/vrb", None)],
+    "effects_items": [(None, None), ("reference", None), ("nonfatal", "effects over all items but the fatal ones")],
+    "extractor": [(None, None), ("reference", None), ("rules", "--extractor rules: answers read with our four fixes")],
+    "exclude_models": [(None, None), (",".join(sorted(REFERENCE_EXCLUDED)), None),
+                       ("none", "pooled skill and category effects over every model in the run"),
+                       ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12")],
+    "category_covariates": [(None, None), ("skills", None), ("none", "(Fig. 11) without the skill covariates")],
+    "datasets": [(None, None), ("zambia,india", None)],
+}  # fmt: skip
+
+
+def test_every_option_is_enumerated() -> None:
+    p = argparse.ArgumentParser()
+    SUITE.add_arguments(p)
+    assert {a.dest for a in p._actions if a.dest != "help"} == set(CASES), "a new vrb flag needs cases here"
+
+
+@pytest.mark.parametrize("dest,value,want", [(d, v, w) for d, cs in CASES.items() for v, w in cs])
+def test_option_value_records_its_deviation(dest: str, value: object, want: str | None) -> None:
+    devs = deviations(RunSpec("vrb", {dest: value}))
+    assert devs[0].startswith(FIXED) and devs[1].startswith(FAILED)  # always: see suites/vrb/README.md
+    if want is None:
+        assert devs[2:] == []
+    else:
+        assert len(devs) == 3 and want in devs[2], devs
+
+
+def test_temperature_samples_limit() -> None:
+    assert deviations(RunSpec("vrb", {}, temperature=0.0))[2] == (
+        "temperature 0 sent (the reference sends none: each provider's default)"
+    )
+    assert deviations(RunSpec("vrb", {}, samples=3, limit=5))[2:] == ["3 samples (the reference: 1)", "--limit 5: a subset of the items"]
+
+
+UP, LOW, NUM = ("A", "B", "C", "D"), ("a", "b", "c", "d"), ("1", "2", "3", "4")
+
+# text, labels, the reference's (answer, step), ours (answer, step)
+STEPS = [
+    ("Reasoning...\n**B**", UP, ("B", 1), ("B", 1)),  # 1: bare last line, * _ $ stripped
+    ("<|begin_of_box|>b<|end_of_box|> shown", UP, ("B", 2), ("B", 2)),  # 2: GLM box, cased per option set
+    ("so \\boxed{C}.", UP, ("C", 3), ("C", 3)),  # 3
+    ("\\boxed{\\text{C}} is it", UP, ("C", 7), ("C", 3)),  # 3: ours reads \text{}; the reference's last resort
+    ("<answer>d</answer> then more", LOW, ("d", 4), ("d", 4)),  # 4
+    ("Long reasoning. The final answer: c", UP, ("C", 5), ("C", 5)),  # 5a at the end, upper-cased
+    ("I think the answer is B because", UP, ("B", 5), ("B", 5)),  # 5b
+    ("the answer is a circle, so 4", NUM, ("4", 7), ("4", 7)),
+    ("It is round, the answer is a circle so I pick D", UP, ("A", 5), ("D", 7)),  # quirk: the article 'a'
+    ("Clearly the answer is: C and nothing else", UP, ("C", 7), ("C", 5)),  # 'answer is: C': ours step 5
+    ("The answer is Clearly option 2.", NUM, ("2", 6), ("2", 6)),
+    ("Hmm. The answer is Clearly wrong; choose D", UP, ("C", 5), ("D", 6)),  # quirk: C out of "Clearly"
+    ("Option B is correct, I think.", UP, ("B", 6), ("B", 6)),  # 6
+    ("I select **C** here", UP, ("C", 7), ("C", 6)),  # markdown: ours step 6, ref last resort
+    ("Definitely the larger one", UP, ("D", 7), (None, 8)),  # quirk: any capital A-D anywhere
+    ("| shape | count |\n| x | y |\nno idea", UP, ("|", 7), (None, 8)),  # quirk: '|' is in the class
+    ("$A$ is not it; I am unsure", UP, (None, 8), (None, 8)),  # $...$ removed first
+    ("", UP, (None, 8), (None, 8)),  # 8
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text,labels,ref,ours", STEPS)
+def test_reference_steps_and_our_fixes(text: str, labels: tuple, ref: tuple, ours: tuple) -> None:
+    assert reference_step(text, labels) == ref
+    assert extract_step(text, labels) == ours
+
+
+def test_failures_counted_wrong_as_the_reference(tmp_path: Path) -> None:
+    root = make_data(tmp_path / "vrb")
+    rows = [row("m", "x/Q1", "A"), row("m", "x/Q2", "B"), row("m", "y/Q1", "1"),
+            row("m", "y/Q2", None, error="HTTP 500 after 6 attempts")]  # fmt: skip
+    m = SUITE.score(rows, RunSpec("vrb", {"data_dir": str(root)}), tmp_path).models["m"]
+    assert m["accuracy"] == pytest.approx(2 / 3) and m["accuracy_failures_wrong"] == pytest.approx(2 / 4)
+
+
+def test_reference_exclusions_leave_the_pool(tmp_path: Path) -> None:
+    root = make_data(tmp_path / "vrb")
+    models = ["openai/gpt-5-2025-08-07-high", "a", "b"]
+    rows = [row(m, k, t) for m in models for k, t in (("x/Q1", "A"), ("x/Q2", "C"), ("y/Q1", "4"), ("y/Q2", "D"))]
+    ext = SUITE.score(rows, RunSpec("vrb", {"data_dir": str(root)}), tmp_path).extra
+    assert ext["skill_effects"]["excluded_models"] == ["openai/gpt-5-2025-08-07-high"]
+    assert ext["skill_effects"]["models"] == ["a", "b"]
+    assert ext["category_effects"]["excluded_models"] == ["openai/gpt-5-2025-08-07-high"]
+    assert "has_" in ext["category_effects"]["formula"]  # the skill covariates, as the reference
+    every = SUITE.score(rows, RunSpec("vrb", {"data_dir": str(root), "exclude_models": "none"}), tmp_path).extra
+    assert every["skill_effects"]["models"] == sorted(models) and every["skill_effects"]["excluded_models"] == []
