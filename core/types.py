@@ -162,6 +162,19 @@ def row_identity(model: str, item: str, sample: int, pass_: str) -> str:
     return f"{model}\x1f{item}\x1f{sample}\x1f{pass_}"
 
 
+BLOCK_FINISH = frozenset({"content_filter", "refusal"})
+"""Finish reasons of a provider's own block (OpenAI/Azure content filter, Gemini safety through litellm,
+Anthropic's `refusal` stop reason): the provider answered by declining, no transport failure."""
+
+
+def blocked(row: dict[str, Any]) -> bool:
+    """An error row that is a provider's block of the request (a finish reason above, or an HTTP
+    content-policy refusal, providers.base.http_error): a refusal at the API level."""
+    if not row.get("error"):
+        return False
+    return row.get("finish_reason") in BLOCK_FINISH or "content-policy refusal" in str(row["error"])
+
+
 def answer_problem(v: Any) -> str | None:
     """Why a value (a cached answer, a results row) cannot be a success row (None: it can). Checked on
     every cache read, as provider bodies are, and on every row scored: a value that parses but holds the

@@ -485,9 +485,9 @@ class Scheduler:
                 continue
             if text is None:
                 msg = f"no text in the response (finish_reason={finish})"
-                kind = "fatal" if finish == "content_filter" else "transient"
+                kind = "fatal" if finish in ("content_filter", "refusal") else "transient"
                 row = error_row(req, s, keys[s], msg, kind, attempts, lane)
-                row["usage"], row["cost_usd"] = usage, cost
+                row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, finish
                 rows.append(row)
                 continue
             row = answer_row(

@@ -26,8 +26,9 @@ Fault injection (deterministic), for any model:
   truncated (half a JSON body), the malformed 200s of MALFORMED (content an object/int, usage counts as
   strings, message a string, choices a list of ints, null content with finish_reason "stop"), garbage
   (one of MALFORMED, by hash), big (a valid 5 MB answer), bad_utf8 (invalid UTF-8 in the content),
-  echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text) and
-  echo_success (a 200 whose text echoes it).
+  echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text),
+  echo_success (a 200 whose text echoes it), content_filter (a 200 with null content and finish_reason
+  content_filter) and policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered prompt).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times.
@@ -74,6 +75,8 @@ FAULTS = (
     "bad_utf8",
     "echo_error",
     "echo_success",
+    "content_filter",
+    "policy_400",
 )
 _MARK = re.compile(r"\[\[fault:([a-z0-9_]+)(\*(\d*))?\]\]")
 
@@ -320,6 +323,15 @@ class MockServer:
             )
         if kind == "500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
+        if kind == "policy_400":  # Azure OpenAI's prompt filter: HTTP 400, code content_filter
+            return web.json_response(
+                {"error": {"message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+                           "content management policy.", "type": None, "param": "prompt", "code": "content_filter",
+                           "status": 400}}, status=400)  # fmt: skip
+        if kind == "content_filter":  # the completion filtered: no content, finish_reason content_filter
+            for ch in good["choices"]:
+                ch["message"]["content"], ch["finish_reason"] = None, "content_filter"
+            return web.json_response(good)
         if kind == "echo_error":
             pad = "x" * 200
             return web.json_response(

@@ -45,8 +45,8 @@ def test_bad_label_file_names_file_and_field(tmp_path: Path) -> None:
         load(f)
 
 
-def test_requests_item_ids_and_messages(shared_data: Path) -> None:
-    reqs = list(SUITE.build(spec(shared_data, limit=3)))
+def test_requests_item_ids_and_messages(marvel_data: Path) -> None:
+    reqs = list(SUITE.build(spec(marvel_data, limit=3)))
     assert [r.item for r in reqs[:5]] == [
         f"1/{k}" for k in ("avr", "fine", "coarse-context", "coarse-choices", "coarse-whole")
     ]
@@ -56,24 +56,25 @@ def test_requests_item_ids_and_messages(shared_data: Path) -> None:
         kind = r.item.split("/")[1]
         (msg,) = r.messages
         img, q = msg.content
-        assert isinstance(img, ImagePart) and img.path == str(shared_data.resolve() / "marvel/images/1.png")
+        where = "coarse/1.png" if kind.startswith("coarse") else "images/1.png"  # index-free for coarse
+        assert isinstance(img, ImagePart) and img.path == str(marvel_data.resolve() / "marvel" / where)
         assert isinstance(q, TextPart) and q.text == p.question(kind)  # the question string as given
         assert r.decoding.temperature == 0.0 and r.decoding.n == 1 and r.model == ""
         assert r.sim and r.sim["correct"] and r.sim["wrong"]
     assert reqs[2].messages[0].content[1].text == p.coarse_questions[0]
 
 
-def test_questions_subset_and_pattern_task(shared_data: Path) -> None:
-    items = [r.item for r in SUITE.build(spec(shared_data, limit=2, questions="avr,coarse"))]
+def test_questions_subset_and_pattern_task(marvel_data: Path) -> None:
+    items = [r.item for r in SUITE.build(spec(marvel_data, limit=2, questions="avr,coarse"))]
     assert items == ["1/avr", "1/coarse-context", "1/coarse-choices", "1/coarse-whole", "2/avr",
                      "2/coarse-context", "2/coarse-choices", "2/coarse-whole"]  # fmt: skip
-    reqs = list(SUITE.build(spec(shared_data, limit=2, task="pattern")))
+    reqs = list(SUITE.build(spec(marvel_data, limit=2, task="pattern")))
     assert [r.item for r in reqs] == ["1/pattern", "2/pattern"]
     text = reqs[0].messages[0].content[1].text
     # The paper's Table 13 text is not released: the prompt is ours, so only what it must hold is pinned
     # (every pattern name the answers are scored against), and a pattern run records the deviation.
     assert text == PATTERN_PROMPT and all(name in text for name in PATTERNS)
-    assert any("Table 13" in d for d in SUITE.deviations(spec(shared_data, task="pattern")))
+    assert any("Table 13" in d for d in SUITE.deviations(spec(marvel_data, task="pattern")))
     assert SUITE.run_name(spec(task="pattern")) == "marvel-pattern"
     assert SUITE.run_name(spec(shots=2, demos="ood")) == "marvel-2shot-ood"
     assert SUITE.run_name(spec(questions="avr")) == "marvel-avr" and SUITE.run_name(spec()) == "marvel"
@@ -100,8 +101,8 @@ def test_demos_never_the_target_and_from_the_right_pool(mode: str) -> None:
     assert len({tuple(d.id for d in pick_demos(p, ps, 1, "same")) for p in ps[:30]}) > 5
 
 
-def test_few_shot_message_is_interleaved(shared_data: Path) -> None:
-    reqs = list(SUITE.build(spec(shared_data, limit=1, shots=2)))
+def test_few_shot_message_is_interleaved(marvel_data: Path) -> None:
+    reqs = list(SUITE.build(spec(marvel_data, limit=1, shots=2)))
     avr, fine = reqs[0], reqs[1]
     parts = avr.messages[0].content
     assert len(avr.messages) == 1 and avr.messages[0].role == "user"
@@ -126,7 +127,10 @@ def test_check_names_missing_data(tmp_path: Path, shared_data: Path, monkeypatch
         SUITE.check(RunSpec(suite="marvel", options={"data_dir": str(tmp_path)}))
     (tmp_path / "images").mkdir()
     (tmp_path / "images" / "1.png").write_bytes((shared_data / "marvel/images/1.png").read_bytes())
-    SUITE.check(RunSpec(suite="marvel", options={"data_dir": str(tmp_path)}, limit=1))
+    with pytest.raises(SuiteError, match=r"coarse/1\.png is missing and .*Panel_data is absent.*--coarse-images numbered"):
+        SUITE.check(RunSpec(suite="marvel", options={"data_dir": str(tmp_path)}, limit=1))
+    SUITE.check(RunSpec(suite="marvel", options={"data_dir": str(tmp_path), "coarse_images": "numbered"}, limit=1))
+    SUITE.check(RunSpec(suite="marvel", options={"data_dir": str(tmp_path), "questions": "avr,fine"}, limit=1))
     with pytest.raises(SuiteError, match=r"images/2\.png not found and 766 more"):
         SUITE.check(RunSpec(suite="marvel", options={"data_dir": str(tmp_path)}, limit=768))
     with pytest.raises(SuiteError, match=r"images/\d+\.png not found"):  # the demos' images are needed too
@@ -148,20 +152,20 @@ def test_check_names_missing_data(tmp_path: Path, shared_data: Path, monkeypatch
         ({"questions": "fine", "shots": 1}, "include avr"),
     ],
 )
-def test_bad_options(opts: dict, msg: str, shared_data: Path) -> None:
+def test_bad_options(opts: dict, msg: str, marvel_data: Path) -> None:
     with pytest.raises(SuiteError, match=msg):
-        SUITE.check(spec(shared_data, **opts))
+        SUITE.check(spec(marvel_data, **opts))
 
 
-def test_judge_follow_up(shared_data: Path) -> None:
+def test_judge_follow_up(marvel_data: Path) -> None:
     # a puzzle whose simulated wrong answers include one only a judge can read
     p, vague, meant = next(
         (p, t, a) for p in load() for t, a in responses(p, "avr")[1] if t.startswith("Going by the pattern")
     )
-    req = next(r for r in SUITE.build(spec(shared_data, limit=p.id)) if r.item == f"{p.id}/avr")
+    req = next(r for r in SUITE.build(spec(marvel_data, limit=p.id)) if r.item == f"{p.id}/avr")
     row = {"model": "m", "item": req.item, "sample": 0, "pass": "answer", "text": vague, "error": None}
-    assert follow_up(req, row, spec(shared_data)) == []  # no --judge
-    with_judge = spec(shared_data, judge="sim/strong")
+    assert follow_up(req, row, spec(marvel_data)) == []  # no --judge
+    with_judge = spec(marvel_data, judge="sim/strong")
     (j,) = follow_up(req.model_copy(update={"model": "m"}), row, with_judge)
     assert j.pass_ == "judge" and j.via == "sim/strong" and j.model == "m" and j.item == f"{p.id}/avr"
     assert vague in j.messages[0].content and "1, 2, 3 or 4" in j.messages[0].content
@@ -178,12 +182,12 @@ def _results(run: Path) -> list[dict]:
     return [orjson.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines() if line.strip()]
 
 
-def test_end_to_end_sim_sweep(tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_end_to_end_sim_sweep(tmp_path: Path, marvel_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from runner.cli import main
 
     out = tmp_path / "run"
     argv = ["run", "marvel", "--models", "sim/strong,sim/weak", "--out", str(out), "--limit", "10",
-            "--data-dir", str(shared_data / "marvel"), "--judge", "sim/strong", "--no-live"]  # fmt: skip
+            "--data-dir", str(marvel_data / "marvel"), "--judge", "sim/strong", "--no-live"]  # fmt: skip
     assert main(argv) == 0
     rows = _results(out)
     answers = [r for r in rows if r["pass"] == "answer"]

@@ -143,7 +143,7 @@ class Batcher:
                 msg = f"no text in the response (finish_reason={r.finish})"
                 kind = "fatal" if r.finish in ("content_filter", "refusal") else "transient"
                 row = error_row(req, s, keys[s], msg, kind, 1, r.lane)
-                row["usage"], row["cost_usd"] = usage, cost
+                row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, r.finish
             else:
                 args = (req, s, keys[s], r.text, usage, cost, r.latency, 1)
                 row = answer_row(*args, cached=False, finish=r.finish, lane=r.lane)

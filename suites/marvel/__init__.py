@@ -5,6 +5,7 @@ question, a binary fine-grained perception question and three coarse-grained cou
 
     evalsweep run marvel [--questions avr,fine,coarse] [--shots 0|1|2] [--demos same|ood]
                          [--task puzzles|pattern] [--judge MODEL] [--data-dir DIR]
+                         [--coarse-images index-free|numbered]
 
 - Item ids: "{id}/avr", "{id}/fine", "{id}/coarse-context", "{id}/coarse-choices", "{id}/coarse-whole";
   with `--task pattern` (pattern classification instead of the five questions): "{id}/pattern".
@@ -13,9 +14,10 @@ question, a binary fine-grained perception question and three coarse-grained cou
   stay zero-shot. Temperature 0 and one sample unless --temperature / --samples say otherwise.
 - `--judge MODEL`: responses the rules cannot read are re-read by MODEL (pass "judge").
 - Images come from --data-dir, $EVALSWEEP_MARVEL_DATA or ./data/marvel (DIR/images/<id>.png); the
-  label file is bundled (data/NOTICE).
+  label file is bundled (data/NOTICE). Coarse questions are shown the puzzle without choice indices,
+  DIR/coarse/<id>.png, built from the authors' DIR/Panel_data/ (panels.py) as the paper does.
 
-Files: data.py (load) → prompts.py (prompt, demos) → extract.py → score.py (+ tables.py); sim.py
+Files: data.py (load; panels.py: index-free images) → prompts.py (prompt, demos) → extract.py → score.py (+ tables.py); sim.py
 holds the simulated provider's response texts.
 """
 
@@ -38,7 +40,7 @@ from suites.base import (
     run_deviations,
     with_protocol,
 )
-from suites.marvel import sim
+from suites.marvel import panels, sim
 from suites.marvel.data import KINDS, Puzzle, by_id, check_images, data_dir, load
 from suites.marvel.extract import extract, judge_instruction
 from suites.marvel.prompts import pick_demos, question_message
@@ -58,6 +60,7 @@ class Options:
     shots: int
     demos: str
     task: str
+    coarse_images: str = "index-free"
 
 
 def options(spec: RunSpec) -> Options:
@@ -78,6 +81,9 @@ def options(spec: RunSpec) -> Options:
         raise SuiteError(f"--shots must be 0, 1 or 2, got {spec.opt('shots')!r}") from None
     if shots not in (0, 1, 2):
         raise SuiteError(f"--shots must be 0, 1 or 2, got {shots}")
+    coarse_images = str(spec.opt("coarse_images") or "index-free")
+    if coarse_images not in ("index-free", "numbered"):
+        raise SuiteError(f"--coarse-images must be 'index-free' or 'numbered', got {coarse_images!r}")
     demos = str(spec.opt("demos", "same"))
     if demos not in ("same", "ood"):
         raise SuiteError(f"--demos must be 'same' or 'ood', got {demos!r}")
@@ -88,7 +94,7 @@ def options(spec: RunSpec) -> Options:
     kinds = tuple(k for k in KINDS if any(k in QUESTIONS[q] for q in names))
     if shots and "avr" not in kinds:
         raise SuiteError("--shots adds demonstrations to the AVR question: include avr in --questions")
-    return Options(kinds, shots, demos, task)
+    return Options(kinds, shots, demos, task, coarse_images)
 
 
 def _selected(spec: RunSpec) -> tuple[Puzzle, ...]:
@@ -103,6 +109,8 @@ def _plan(spec: RunSpec) -> tuple[Options, Path, list[tuple[Puzzle, list[Puzzle]
     puzzles = load()
     plan = [(p, pick_demos(p, puzzles, opts.shots, opts.demos)) for p in _selected(spec)]
     check_images(root, sorted({p.id for p, _ in plan} | {d.id for _, ds in plan for d in ds}))
+    if any(k.startswith("coarse") for k in opts.kinds) and opts.coarse_images == "index-free":
+        panels.ensure(root, [p for p, _ in plan])
     return opts, root, plan
 
 
@@ -123,7 +131,7 @@ def build(spec: RunSpec) -> Iterator[Request]:
             yield Request(
                 suite="marvel",
                 item=f"{p.id}/{kind}",
-                messages=[question_message(p, kind, root, shots)],
+                messages=[question_message(p, kind, root, shots, opts.coarse_images == "index-free")],
                 decoding=decoding,
                 sim=sim.hints(p, kind),
                 meta={"puzzle": p.id, "question": kind, "demos": [d.id for d in shots]},
@@ -147,16 +155,17 @@ def deviations(spec: RunSpec) -> list[str]:
     """Departures from the paper's protocol (README.md: Protocol)."""
     opts, out = options(spec), []
     if not spec.opt("judge"):
+        what = "pattern answers" if opts.task == "pattern" else "responses"
+        out.append(f"no --judge: {what} the rules cannot read count as wrong (the paper re-extracts them with GPT-4)")
+    if opts.task == "puzzles":
         out.append(
-            "no --judge: responses the rules cannot read count as wrong (the paper re-extracts them with GPT-4)"
+            "the headline figures count refusals (provider blocks included) as wrong; the paper's left-set "
+            "figures (refusals excluded) are in `left_set` and their own table"
         )
-    out.append(
-        "the headline figures count refusals as wrong; the paper's left-set figures (refusals excluded) are in "
-        "`left_set` and their own table"
-    )
-    if "coarse-context" in opts.kinds:
+    if "coarse-context" in opts.kinds and opts.coarse_images == "numbered":
         out.append(
-            "coarse perception questions show the numbered puzzle image (the paper removes the choice indices, §4)"
+            "--coarse-images numbered: coarse perception questions show the numbered puzzle image (the paper "
+            "removes the choice indices, §4)"
         )
     if opts.shots:
         out.append(
@@ -191,6 +200,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pattern = classify each puzzle's pattern",
     )
     parser.add_argument(
+        "--coarse-images",
+        dest="coarse_images",
+        choices=("index-free", "numbered"),
+        default=None,
+        help="coarse questions on the puzzle without choice indices, built from the authors' Panel_data "
+        "(default, as the paper) or on the numbered image (recorded as a deviation)",
+    )
+    parser.add_argument(
         "--judge", metavar="MODEL", default=None, help="LLM judge for answers the rules cannot read"
     )
     parser.add_argument(
@@ -207,6 +224,8 @@ def run_name(spec: RunSpec) -> str:
         name += f"-{opts.shots}shot-{opts.demos}"
     if opts.task == "puzzles" and opts.kinds != KINDS:
         name += "-" + "+".join(q for q, ks in QUESTIONS.items() if ks[0] in opts.kinds)
+    if "coarse-context" in opts.kinds and opts.coarse_images == "numbered":
+        name += "-numbered"
     return name
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core.types import Message, user
 from suites.marvel.data import PATTERNS, Puzzle, image_path
+from suites.marvel.panels import coarse_path
 
 DEMO_CONFIGURATION = "Sequence"
 
@@ -75,10 +76,14 @@ def pick_demos(target: Puzzle, puzzles: tuple[Puzzle, ...], k: int, mode: str) -
     return rng.sample(pool, k)
 
 
-def question_message(p: Puzzle, kind: str, root: Path, demos: list[Puzzle] | None = None) -> Message:
-    """One user turn: [demo image, demo question, rationale]*, puzzle image, question as given."""
+def question_message(
+    p: Puzzle, kind: str, root: Path, demos: list[Puzzle] | None = None, index_free: bool = False
+) -> Message:
+    """One user turn: [demo image, demo question, rationale]*, puzzle image, question as given; coarse
+    questions on the index-free image (panels.py) when `index_free`."""
     parts: list[str | Path] = []
     for d in demos or []:
         parts += [image_path(root, d.id), d.avr_question, rationale(d)]
     question = PATTERN_PROMPT if kind == "pattern" else p.question(kind)
-    return user(*parts, image_path(root, p.id), question)
+    image = coarse_path(root, p.id) if index_free and kind.startswith("coarse") else image_path(root, p.id)
+    return user(*parts, image, question)

@@ -10,7 +10,9 @@ With --samples N > 1 every figure is a mean over samples: an item's accuracy is 
 samples, a group is judged per sample, and the chi-square test uses the choice counts per sample
 (pooled counts / N), so its sample size stays the number of puzzles.
 
-A failed call is not a wrong answer: its scored row has `score: None` (stage `error`, also when the
+A provider's block of the request (`content_filter`, a content-policy refusal) is the provider's answer,
+not a failed call: it counts as a refusal (stage `blocked`, `n_blocked`). A failed call is not a wrong
+answer: its scored row has `score: None` (stage `error`, also when the
 judge pass a rule-unreadable answer needed failed) and every figure is over the answered rows; a group
 with a failed member is left out of the group accuracy, a question never asked still counts as wrong.
 Each instance and group accuracy has a 95% percentile bootstrap CI over puzzles (`ci95_<metric>`;
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import chisquare
 
-from core.types import Row
+from core.types import Row, blocked
 from suites.base import RunSpec, ScoreReport, Sink, SuiteError, by_model, scored_row
 from suites.marvel.data import CONFIGURATIONS, KINDS, PATTERNS, REFERENCE, Puzzle, by_id
 from suites.marvel.extract import extract, is_refusal
@@ -45,9 +47,15 @@ GROUPS = {
 
 
 def score_row(r: Row, p: Puzzle, kind: str, judge: Row | None) -> dict[str, Any]:
-    """One scored row. stage: rules | judge (rules failed, judge re-read it) | none | error (the call,
-    or the judge call it needed, failed: score None)."""
+    """One scored row. stage: rules | judge (rules failed, judge re-read it) | none | blocked (the
+    provider declined the request itself, e.g. `content_filter`: a refusal, wrong in the headline and
+    left out of the left set, as the paper treats refusals) | error (the call, or the judge call it
+    needed, failed: score None)."""
     gold = p.gold(kind)
+    if blocked(r):
+        return scored_row({**r, "error": None}, puzzle=p.id, question=kind, pattern=p.pattern,
+                          configuration=p.configuration, extracted=None, gold=gold, score=0.0, stage="blocked",
+                          refused=True, blocked=r["error"])  # fmt: skip
     ext = extract(kind, r.get("text"), p) if not r.get("error") else None
     stage = "error" if r.get("error") else ("rules" if ext is not None else "none")
     if ext is None and stage == "none" and judge is not None:
@@ -166,6 +174,7 @@ def left_set(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -
         kept = [s for s in by_kind[kind] if not s.get("refused")]
         out[key] = mean(list(_item_means(kept).values()))
         out[f"{key}_refused"] = sum(bool(s.get("refused")) for s in by_kind[kind])
+        out[f"{key}_blocked"] = sum(s.get("stage") == "blocked" for s in by_kind[kind])  # among the refused
     return out
 
 
@@ -201,6 +210,7 @@ def _counts(scored: list[dict[str, Any]]) -> dict[str, int]:
     stages = Counter(s["stage"] for s in scored)
     return {"n_puzzles": len({s["puzzle"] for s in scored}), "n_rows": len(scored),
             "n_errors": stages["error"], "n_unparsed": stages["none"], "n_judged": stages["judge"],
+            "n_blocked": stages["blocked"],
             "n_judged_parsed": sum(1 for s in scored if s["stage"] == "judge" and s["extracted"] is not None)}  # fmt: skip
 
 

@@ -84,7 +84,9 @@ def tables(
                 columns=["model", *cols, *(f"{c} refused" for c in cols)],
                 rows=[[label(m, models[m]), *(pct(v[c]) for c in cols), *(v[f"{c}_refused"] for c in cols)]
                       for m, v in left],  # fmt: skip
-                note="A refusal: a response that declines to answer and gives nothing the rules or judge can read.",
+                note="A refusal: a response that declines to answer and gives nothing the rules or judge can read, "
+                "or the provider's block of the request (content_filter); blocks per model: "
+                + ", ".join(f"{m} {sum(v.get(f'{c}_blocked', 0) for c in cols)}" for m, v in left) + ".",
             )
         )
     if "avr" not in kinds:

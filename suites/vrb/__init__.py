@@ -2,7 +2,8 @@
 in Zambia and India, one image each, four options. The items are private; users hold them in the
 published format and point `--data-dir` at them (data.py describes the layout).
 
-load (data.py) → prompt (prompt.py) → extract (extract.py) → score and aggregate (score.py, effects.py).
+load (data.py) → prompt (prompt.py) → extract (reference.py: the reference's code exactly, the default;
+extract.py: ours, `--extractor rules`) → score and aggregate (score.py, effects.py, categories.py).
 Item ids are "{dataset}/{id}". sim.py writes realistic responses for the `sim/...` models.
 """
 
