@@ -133,6 +133,8 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
             )
         if "by_severity" in v.breakdowns:
             images[f"severity_{v.slug}"] = plots.severity(v, out / f"severity_{v.slug}.png")
+        if v.factor_correlation:
+            images[f"factors_{v.slug}"] = plots.factor_correlation(v, out / f"factors_{v.slug}.png")
     for stale in ("frontier", "frontier_time"):  # an older report's figure must not outlive its data
         if images[stale] is None:
             (out / f"{stale}.png").unlink(missing_ok=True)

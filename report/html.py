@@ -341,6 +341,13 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
         ]
     if "by_dataset" in v.breakdowns:
         out += ["<h3>By dataset</h3>", _pivot(v.breakdowns["by_dataset"], v, p)]
+    if v.factor_correlation:
+        fc = v.factor_correlation
+        out += [
+            "<h3>Correlation of CHC factor accuracies across models</h3>",
+            img(images[f"factors_{v.slug}"], "factor correlation"),
+            table([{"factor": a, **fc[a]} for a in fc], [("factor", "factor", None)] + [(b, b, num(2)) for b in fc]),
+        ]
     if v.paper_tables:
         out += ["<h3>The paper's tables</h3>", paper_tables_html(v.paper_tables)]
     return "\n".join(out)

@@ -54,6 +54,8 @@ class SuiteView:
     """scores.json `tables`: the suite's own tables as `evalsweep score` prints them."""
     deviations: list[str] = field(default_factory=list)
     """scores.json `protocol.deviations`: where this run departs from the paper's protocol."""
+    factor_correlation: dict[str, dict[str, float]] = field(default_factory=dict)
+    """M3GIA: Pearson r between CHC factor accuracies across the run's models (the paper's factor figure)."""
     partial: str | None = None
     """"partial run (20 of 515 items)" when --limit cut the suite short."""
 
@@ -201,6 +203,8 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
             v.breakdowns[kind] = per
     v.deviations = deviations_of(extra.get("protocol"))
     v.paper_tables = [t for t in extra.get("tables") or [] if isinstance(t, dict)]
+    fc = extra.get("factor_correlation")
+    v.factor_correlation = fc if isinstance(fc, dict) and all(isinstance(r, dict) for r in fc.values()) else {}
     c = extra.get("chance")
     v.chance = float(c) if isinstance(c, int | float) and not isinstance(c, bool) else None
     per_model = {e.model: s for e in ranked if (s := _stats(e.scores.get("skill_effects")))}

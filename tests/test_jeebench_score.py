@@ -139,6 +139,12 @@ def test_thresholding_picks_validation_best_and_reports_test_years() -> None:
     assert t["cot_sc"] == {"positive": 0.0, "negative": -3.0, "total": -3.0}  # C wrong (-1), ABC wrong (-2)
     assert t["cot_sc_thresholding"] == {"positive": 4.0, "negative": 0.0, "total": 4.0}  # MCQ skipped, AB
     assert t["single_sample"] == {"positive": 0.0, "negative": -3.0, "total": -3.0}
+    # the curve: validation totals along tau_single (tau_multiple 0.625) and tau_multiple (tau_single 0.5);
+    # 3 (confident MCQ) + the split MCQ (-1 answered, 0 skipped from 0.5) + the MCQ(multiple) (-2 with C, +4)
+    curve = th["curve"]
+    assert [t for t, _ in curve["tau_single"]] == [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
+    assert [v for _, v in curve["tau_single"]] == [6.0] * 4 + [7.0] * 5
+    assert [v for _, v in curve["tau_multiple"]] == [1.0] * 5 + [7.0] * 4
 
 
 EXPECTED = {

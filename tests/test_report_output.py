@@ -304,3 +304,23 @@ def test_severity_in_the_papers_order(sweep: list[Path], tmp_path: Path) -> None
     sev = page[page.index("<h3>Image-quality severity</h3>"):]
     heads = re.findall(r"<th[^>]*>([^<]*)</th>", sev[: sev.index("</tr>")])
     assert heads[1:4] == ["no_error", "minor", "medium"]
+
+
+def test_m3gia_factor_correlation_figure(tmp_path: Path) -> None:
+    """M3GIA's factor figure in the report: the heatmap and its table, from scores.json's factor_correlation."""
+    import numpy as np
+
+    from suites.m3gia.factors import TABLE1, factor_correlation
+
+    rng = np.random.default_rng(1)
+    scores = {f"m{i}": {"accuracy": 0.3 + 0.1 * i, "by_factor": {f: float(rng.random()) for f in TABLE1}} for i in range(4)}
+    fcorr, _ = factor_correlation(scores)
+    run = make_run(tmp_path, "m3gia", "m3gia", {m: {} for m in scores}, scores, [row(m, "1", 0.0) for m in scores],
+                   extra={"factor_correlation": fcorr})  # fmt: skip
+    out = tmp_path / "report"
+    report.main([run], out, None)
+    page = (out / "index.html").read_text()
+    assert (out / "factors_m3gia.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sec = page[page.index("<h3>Correlation of CHC factor accuracies across models</h3>"):]
+    assert sec.index("<img") < sec.index("<table")
+    assert f'data-v="{fcorr["Gf"]["Gc"]}">{fcorr["Gf"]["Gc"]:.2f}<' in sec

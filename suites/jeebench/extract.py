@@ -267,7 +267,7 @@ _VAR = re.compile(
 
 
 _SPAN = re.compile(
-    r"(?:\s*(?:sqrt|pi|\\[a-zA-Z]+)|[()+\-*/.\d,|]|\s(?![A-Za-z\\])|(?<!\s)[A-Za-z](?![A-Za-z]))*"
+    r"(?:\s*(?:sqrt|pi|ln|\\[a-zA-Z]+)|[()+\-*/.\d,|]|\s(?![A-Za-z\\])|(?<!\s)[A-Za-z](?![A-Za-z]))*"
 )
 
 
@@ -293,7 +293,7 @@ def _value_after_anchor(seg: str) -> float | None | bool:
         span = span.strip().rstrip(".,;").strip()
         if _VAR.search(span.replace("\\mu", " ")):
             return None  # "n+1", "5x/4", "12\\beta", "144 \\vec{c}": an expression, not a number
-        v = evaluate(re.sub(r"(?<=[\d)])\s*(?=\(|sqrt|pi)", "*", span.replace("\\mu", "")))
+        v = evaluate(re.sub(r"(?<=[\d)])\s*(?=\(|sqrt|pi|ln)", "*", span.replace("\\mu", "")))
         if v is not None:
             return v
         if re.search(r"[+*/]|sqrt|pi|\d\s*-|-\s*$", span):
@@ -325,6 +325,8 @@ def extract_number(text: str, qtype: str, question: str | None = None) -> float 
     cands: list[tuple[int, float | None]] = []
     for pos, content in _boxed(t):
         v = _value_after_anchor(content)
+        if isinstance(v, float) and _MINUS_BEFORE.search(t, max(0, pos - 12), pos):
+            v = -v  # "\approx -\boxed{5.44}": the sign outside the box
         cands.append((pos, None if v is False else v))  # type: ignore[arg-type]
     for m in _FINAL_NUM.finditer(t):
         v = _value_after_anchor(_tail(t, m.end()))
@@ -366,7 +368,12 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
     if _REFUSAL.search(text[:300]) and len(text) < 600:
         return None
     if qtype in ("MCQ", "MCQ(multiple)"):
-        ans = extract_letters(text, qtype, question) or option_of_value(text, question)
+        text = _SUB_ITEM.sub(r"[\1]", text)  # "[D(i)]": option D's first part, still option D
+        ans = (
+            extract_letters(text, qtype, question)
+            or option_of_value(text, question)
+            or option_of_text(text, question, qtype)
+        )
     else:
         ans = extract_number(text, qtype, question)
     return ans if ans is not None else bare_answer(text, qtype)
@@ -412,4 +419,7 @@ def answer_str(a: Answer) -> str | None:
     return str(int(a)) if float(a).is_integer() and abs(a) < 1e15 else repr(float(a))
 
 
-from suites.jeebench.fallbacks import bare_answer, option_of_value  # noqa: E402  (they use the rules above)
+_MINUS_BEFORE = re.compile(r"(?:=|\\approx|≈|:)\s*-\s*\Z")
+_SUB_ITEM = re.compile(r"\[([A-D])\((?:i{1,3}|iv|v|[a-d1-4])\)\]")
+
+from suites.jeebench.fallbacks import bare_answer, option_of_text, option_of_value  # noqa: E402  (they use the rules above)

@@ -64,3 +64,33 @@ def option_of_value(text: str, question: str | None) -> str | None:
         return None
     hits = [c for c, x in vals.items() if abs(x - v) <= 1e-6 * max(1.0, abs(x))]
     return hits[0] if len(hits) == 1 else None
+
+
+_FINAL_LINE = re.compile(r"(?:final\s+answer|answer\s+is|correct\s+(?:options?|answers?)\s+(?:is|are))\s*:?(.*)", re.I)
+_TEX_NOISE = re.compile(r"\\(?:mathrm|text|mathbf|left|right)|[\s${}~]")
+
+
+def _plain(s: str) -> str:
+    return _TEX_NOISE.sub("", s).lower()
+
+
+def option_of_text(text: str, question: str | None, qtype: str) -> str | None:
+    """An MCQ answered by naming the options' contents ("Final Answer: ... are ClF3 and XeF4"): the options
+    whose text (4+ characters once LaTeX markup is dropped) appears in the final-answer line, longest first
+    so that an option inside another does not count twice."""
+    opts = {m.group(1): _plain(m.group(2)) for m in _OPTION.finditer(question or "")}
+    if len(opts) < 2:
+        return None
+    lines = [m.group(1) for ln in text.strip().splitlines() if (m := _FINAL_LINE.search(ln))]
+    if not lines:
+        return None
+    line = _plain(lines[-1])
+    hits = []
+    for letter, body in sorted(opts.items(), key=lambda kv: -len(kv[1])):
+        if len(body) >= 4 and body in line:
+            hits.append(letter)
+            line = line.replace(body, "|")
+    if not hits or (qtype == "MCQ" and len(hits) != 1):
+        return None
+    return "".join(sorted(hits))
+

@@ -34,13 +34,15 @@ def latex_to_python(s: str) -> str:
         s = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r"sqrt(\1)", s)
         s = re.sub(r"\^\s*\{([^{}]*)\}", r"**(\1)", s)
     s = re.sub(r"\\sqrt\s*(\d)", r"sqrt(\1)", s)
+    s = re.sub(r"\\(?:ln|log_?e?)\s*(\d+(?:\.\d+)?)", r"ln(\1)", s)  # "\ln 2" (natural log)
+    s = re.sub(r"\\(?:ln|log_?e?)\s*\(", "ln(", s)
     s = re.sub(r"\^\s*(-?\d)", r"**\1", s)
     s = re.sub(r"\\(?:times|cdot)|×", "*", s)
     s = s.replace("\\pi", "pi").replace("{", "(").replace("}", ")").replace("$", " ")
     return s
 
 
-_SAFE = re.compile(r"^[\d.\s+\-*/()]*(?:(?:sqrt|pi)[\d.\s+\-*/()]*)*$")
+_SAFE = re.compile(r"^[\d.\s+\-*/()]*(?:(?:sqrt|pi|ln)[\d.\s+\-*/()]*)*$")
 
 
 _BINOPS = {
@@ -53,7 +55,7 @@ _BINOPS = {
 
 
 def _ast_value(node: ast.AST) -> float:
-    """Floats only, names only sqrt/pi, exponents bounded: a model's answer can never run away."""
+    """Floats only, names only sqrt/ln/pi, exponents bounded: a model's answer can never run away."""
     if isinstance(node, ast.Expression):
         return _ast_value(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
@@ -71,10 +73,11 @@ def _ast_value(node: ast.AST) -> float:
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id == "sqrt"
+        and node.func.id in ("sqrt", "ln")
         and len(node.args) == 1
     ):
-        return math.sqrt(_ast_value(node.args[0]))
+        x = _ast_value(node.args[0])
+        return math.sqrt(x) if node.func.id == "sqrt" else math.log(x)
     raise ValueError("not plain arithmetic")
 
 

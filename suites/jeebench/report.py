@@ -136,6 +136,12 @@ def thresholding(
             "single_sample": mark_totals(single),
         },
         "test_questions": sum(1 for q in questions if q["year"] in TEST_YEARS),
+        "curve": {  # validation-year total marks along each threshold, the other held at its chosen value
+            "tau_single": [[float(t), _marks_at(questions, VALIDATION_YEARS, float(t), tm_best, m, ex)["total"]]
+                           for t in GRID],
+            "tau_multiple": [[float(t), _marks_at(questions, VALIDATION_YEARS, ts_best, float(t), m, ex)["total"]]
+                             for t in GRID],
+        },
     }
 
 
@@ -237,6 +243,17 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
                 rows=th_rows,
                 note=ci_method() + " (test-year questions; thresholds held fixed)",
                 key=("total", "95% CI"),
+            )
+        )
+    curves = [(n, models[n]["thresholding"]["curve"]) for n in order if models[n].get("thresholding", {}).get("curve")]
+    if curves:
+        out.append(
+            Table(
+                title="jeebench: validation-year (2016-2021) total marks along each threshold (the thresholding curve)",
+                columns=["model", "threshold", *(f"{t:g}" for t in GRID)],
+                rows=[[n, k, *(v for _, v in c[k])] for n, c in curves for k in ("tau_single", "tau_multiple")],
+                note="each curve holds the other threshold at its chosen value; the chosen point is the curve's "
+                "maximum (ties: the smaller threshold)",
             )
         )
     cal_rows = [
