@@ -22,6 +22,7 @@ import asyncio
 import errno
 import logging
 import os
+import pickle
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -437,7 +438,8 @@ def _scan(directory: Path, visit: Callable[[diskcache.Cache], Any], empty: Any) 
     try:
         with c:
             return visit(c)
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, EOFError, pickle.UnpicklingError, ValueError, TypeError) as e:
+        # a scribbled page can also hold a key diskcache tries to unpickle (EOFError: a damaged cache too)
         _move_aside(directory, f"{type(e).__name__}: {e}", "left no cache in its place")
         return empty
 
