@@ -17,7 +17,7 @@ from runner.identity import differences
 from runner.pool import ModelEntry
 from runner.results import read_manifest
 from runner.state import RunCtx
-from suites.base import RunSpec
+from suites.base import RunSpec, get_suite
 
 
 def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -38,6 +38,11 @@ def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = N
             opts[k] = v
     old["options"] = opts
     diff = differences(old, fp, manifest.get("data_identity"))
+    suite = get_suite(spec.suite)
+    made = manifest.get("suite_revision", 0)
+    if made != suite.revision:
+        diff.append(f"made by revision {made} of the {spec.suite} suite's requests; this version builds revision "
+                    f"{suite.revision} ({suite.revision_note})")  # fmt: skip
     if diff:
         raise ConfigError(
             f"{out} holds a run made with other settings:\n  "

@@ -132,6 +132,7 @@ def _prepare(
             "created": manifest.get("created", now()),
             "updated": now(),
             "status": "running",
+            "suite_revision": suite.revision,
         }
     )
     deviations = suite.deviations(plan.spec) if suite.deviations else []

@@ -129,6 +129,11 @@ class Suite:
     answer_tokens: int | None = None
     """A typical answer's length in tokens (measured on published responses), for the dry run's expected
     cost before a run has answers of its own; None: half of max_tokens."""
+    revision: int = 0
+    """Bumped when the requests the suite builds for the same settings change (a default that now follows
+    the paper): a run directory made at another revision is not resumed into, so no run mixes the two."""
+    revision_note: str = ""
+    """What the current revision changed, said when an older directory is refused."""
     open_max_tokens: int | None = None
     """The max_tokens the paper's code sends when the suite leaves it to each model's maximum (VRB: 33,000);
     a model whose maximum is unknown gets its provider's fallback, recorded as a deviation."""

@@ -99,3 +99,28 @@ def test_reference_exclusions_leave_the_pool(tmp_path: Path) -> None:
     assert "has_" in ext["category_effects"]["formula"]  # the skill covariates, as the reference
     every = SUITE.score(rows, RunSpec("vrb", {"data_dir": str(root), "exclude_models": "none"}), tmp_path).extra
     assert every["skill_effects"]["models"] == sorted(models) and every["skill_effects"]["excluded_models"] == []
+
+
+def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default requests changed (no temperature sent): a directory from before is refused, not mixed."""
+    import json
+
+    from runner.cli import main
+    from suites.vrb.synthetic import write_dataset
+
+    data = write_dataset(tmp_path / "vrb", {"zambia": 3})
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 0\n')
+    out = tmp_path / "run"
+    argv = ["run", "vrb", "--models", "sim/weak", "--data-dir", str(data), "--out", str(out), "--config", str(cfg),
+            "--no-live", "--no-score"]  # fmt: skip
+    assert main(argv) == 0
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["suite_revision"] == 1
+    assert main(argv) == 0  # the same revision resumes
+    del man["suite_revision"]  # as an earlier version wrote it
+    (out / "manifest.json").write_text(json.dumps(man))
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "made by revision 0 of the vrb suite's requests; this version builds revision 1 (no temperature" in err

@@ -239,4 +239,6 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     deviations=deviations,
+    revision=1,
+    revision_note="coarse questions on the index-free puzzle image, as the paper",
 )

@@ -142,5 +142,7 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     deviations=deviations,
+    revision=1,
+    revision_note="no temperature sent by default, as the reference",
     open_max_tokens=33000,  # the reference's DEFAULT_MAX_TOKENS (run.py)
 )
