@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from report import plots
+from report import paperfigs, plots
 from report.frontier import pick_snapshots
 from report.load import ReportError, atomic_write, load_runs, read_json, suite_label
 from report.page import render
@@ -134,7 +134,9 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
         if "by_severity" in v.breakdowns:
             images[f"severity_{v.slug}"] = plots.severity(v, out / f"severity_{v.slug}.png")
         if v.factor_correlation:
-            images[f"factors_{v.slug}"] = plots.factor_correlation(v, out / f"factors_{v.slug}.png")
+            images[f"factors_{v.slug}"] = paperfigs.factor_correlation(v, out / f"factors_{v.slug}.png")
+        if any((e.scores.get("thresholding") or {}).get("curve") for e in v.entries):
+            images[f"thresholds_{v.slug}"] = paperfigs.threshold_curves(v, out / f"thresholds_{v.slug}.png")
     for stale in ("frontier", "frontier_time"):  # an older report's figure must not outlive its data
         if images[stale] is None:
             (out / f"{stale}.png").unlink(missing_ok=True)

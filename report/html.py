@@ -341,6 +341,11 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
         ]
     if "by_dataset" in v.breakdowns:
         out += ["<h3>By dataset</h3>", _pivot(v.breakdowns["by_dataset"], v, p)]
+    if f"thresholds_{v.slug}" in images:
+        out += [
+            "<h3>Confidence thresholding: validation marks along each threshold</h3>",
+            img(images[f"thresholds_{v.slug}"], "thresholding curves"),
+        ]
     if v.factor_correlation:
         fc = v.factor_correlation
         out += [

@@ -390,24 +390,3 @@ def severity(v: SuiteView, path: Path) -> Path:
     fig.tight_layout()
     return _save(fig, path)
 
-
-def factor_correlation(v: SuiteView, path: Path) -> Path:
-    """M3GIA's factor figure: Pearson r between CHC factor accuracies across models, as a heatmap."""
-    fc = v.factor_correlation
-    names = list(fc)
-    r = np.array([[fc[a].get(b, np.nan) for b in names] for a in names], dtype=float)
-    fig = Figure(figsize=(6, 5))
-    ax = fig.subplots()
-    im = ax.imshow(r, cmap="RdBu_r", vmin=-1, vmax=1)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_yticks(range(len(names)), names)
-    for i in range(len(names)):
-        for j in range(len(names)):
-            if not np.isnan(r[i, j]):
-                ax.text(j, i, f"{r[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if abs(r[i, j]) > 0.6 else "black")  # fmt: skip
-    fig.colorbar(im, ax=ax, shrink=0.8, label="Pearson r")
-    _title(ax, f"{v.label}: correlation of CHC factor accuracies across {len(v.entries)} models", 10)
-    fig.tight_layout()
-    return _save(fig, path)
-
