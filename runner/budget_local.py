@@ -176,6 +176,13 @@ class LocalBudget:
     def pause(self, seconds: float) -> None:
         self.paused_until = max(self.paused_until, self.clock() + seconds)
 
+    def paced_from(self, seconds: float) -> None:
+        """Start after `seconds` on spaced slots, without a fresh lane's one-second burst: the key's
+        window was not empty (a fallback from shared pacing, whose other processes burst at the same
+        instant: their bursts would meet at the next window's edge)."""
+        self.pause(seconds)
+        self._tat = self._tok_tat = self.paused_until
+
     async def acquire(self) -> None:
         while self._used >= self._cap:
             await wait_turn(self._waiters, self._wake)

@@ -380,8 +380,9 @@ class RedisBudget:
         local.set_factor(self.factor)
         if self.probing:
             local.set_probing(True)
-        # Sends paced by Redis may fill the last second up to the key's limit: start after it.
-        local.pause(max(1.0, self.paused_until - time.monotonic()))
+        # Sends paced by Redis may fill the last second up to the key's limit: start after it, on spaced
+        # slots (every process falls back at once: their fresh-lane bursts would meet a window later).
+        local.paced_from(max(1.0, self.paused_until - time.monotonic()))
         local._used = self._used  # calls in flight release into the local budget
         self._local = local
         self._queue.clear()

@@ -292,9 +292,9 @@ def test_redis_back_after_a_fallback_resumes_shared_pacing(tmp_path: Path, redis
         errs = _wait_all(procs)
         assert "Redis unreachable" in errs[1] and "shared pacing resumed" in errs[1], errs[1]
         assert len(rows(tmp_path / "run0")) == 40 and len(rows(tmp_path / "run1")) == 260
-        # At 1/2 each, the two local budgets' one-second bursts can meet at a window's edge (1 x 429 in 1
-        # of 4 runs here, during the fallback, not after): the fallback itself is tested above.
-        assert srv.rejected_429 <= 1
+        # Both fall back at the same instant: as fresh lanes their one-second bursts met at the next
+        # window's edge (9-18 x 429 in half the runs); a fallback now starts on spaced slots (0 in 8 runs).
+        assert srv.rejected_429 <= 1, srv.rejections
         last = sorted(t for t, m, _, _ in srv.arrivals if m == "ok-1")[-60:]
         assert 59 / (last[-1] - last[0]) > 15  # alone on the key at its full limit, not at 1/2 (10)
     finally:
