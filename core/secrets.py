@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -22,12 +23,13 @@ SECRET_PARAMS = re.compile(
 )
 
 
-def _forms(secret: str) -> list[str]:
+@lru_cache(maxsize=256)
+def _forms(secret: str) -> tuple[str, ...]:
     """The ways a server may echo a secret: as sent, JSON-escaped (non-ASCII as \\uXXXX, / as \\/), and
-    URL-escaped."""
+    URL-escaped. Cached: every answer is scrubbed with the same few keys (the hot path)."""
     out = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
            json.dumps(secret)[1:-1].replace("/", "\\/"), secret.replace("/", "\\/"), quote(secret, safe="")}
-    return sorted(out, key=len, reverse=True)
+    return tuple(sorted(out, key=len, reverse=True))
 
 
 def scrub(text: str, secrets: Any) -> str:
