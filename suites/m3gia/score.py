@@ -276,8 +276,10 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
         rows=[
             [m, *(s["gia"].get(c) for c in langs), *(s["gia_normalized"].get(c) for c in langs)]
             for m, s in models.items()
-        ],
-        note="GIA needs all 300 questions of a language (no --limit); missing values are shown empty.",
+        ]
+        + [["human (average)", *(gia.HUMAN_GIA[c] for c in langs), *(100.0 for _ in langs)]],
+        note="GIA needs all 300 questions of a language (no --limit); missing values are shown empty. The human "
+        "row is the paper's human-average GIA per language (the normalisation base, gia.HUMAN_GIA).",
     )
     c = Table(
         title="m3gia: Pearson correlation of GIA with accuracy across models",
