@@ -71,9 +71,7 @@ def _puzzle(pid: int, question: str, counts: tuple[int, int]) -> Puzzle:
 def _greys(img: Image.Image) -> list[int]:
     """Panel greys in reading order (row by row, first seen): values covering a panel's 100 x 100 pixels."""
     px = img.convert("L")
-    counts: dict[int, int] = {}
-    for v in px.getdata():
-        counts[v] = counts.get(v, 0) + 1
+    counts = dict(enumerate(px.histogram()))  # grey level -> pixels
     big = {v for v, c in counts.items() if c >= 5000 and 0 < v < 255}
     seen: list[int] = []
     for y in range(0, img.height, 4):
@@ -137,3 +135,11 @@ def test_blocks_end_to_end(tmp_path: Path, marvel_data: Path) -> None:
     assert scores["n_blocked"] == len(blocked)  # a blocked judge pass is a failed call, not a refusal
     left = scores["left_set"]
     assert sum(left[f"{k}_blocked"] for k in ("avr", "fine", "coarse_context", "coarse_choices", "coarse_whole")) == scores["n_blocked"]
+
+
+def test_unwritable_coarse_directory_is_a_clear_error(tmp_path: Path) -> None:
+    """A data directory where coarse/ cannot be made (here a file of that name; read-only mounts alike)."""
+    _panels(tmp_path, 7, 6, 4)
+    (tmp_path / "coarse").write_text("not a directory")
+    with pytest.raises(SuiteError, match=r"cannot write the index-free puzzle images to .*coarse"):
+        ensure(tmp_path, [_puzzle(7, "in a 2 by 3 matrix", (6, 4))])

@@ -95,12 +95,19 @@ def ensure(root: Path, puzzles: Iterable) -> None:
             "https://github.com/1171-jpg/MARVEL_AVR into the data directory (the images are built from it), "
             "or pass --coarse-images numbered (a recorded deviation)."
         )
-    (root / "coarse").mkdir(exist_ok=True)
-    for p in todo:
-        img = compose(root, p.id, p.avr_question, tuple(p.coarse_answers[:2]))
-        tmp = coarse_path(root, p.id).with_suffix(".tmp")
-        img.save(tmp, format="PNG")
-        tmp.replace(coarse_path(root, p.id))
+    try:
+        (root / "coarse").mkdir(exist_ok=True)
+        for p in todo:
+            img = compose(root, p.id, p.avr_question, tuple(p.coarse_answers[:2]))
+            tmp = coarse_path(root, p.id).with_suffix(".tmp")
+            img.save(tmp, format="PNG")
+            tmp.replace(coarse_path(root, p.id))
+    except OSError as e:
+        raise SuiteError(
+            f"cannot write the index-free puzzle images to {root / 'coarse'} ({e.strerror or e}): build them in "
+            "a copy of the data directory you can write (python -m suites.marvel.panels DIR) and pass that "
+            "--data-dir"
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> None:
