@@ -302,7 +302,10 @@ def _value_after_anchor(seg: str) -> float | None | bool:
     return False
 
 
-_VALUE_LINE = re.compile(r"(?m)^([^\n]*?(?:\bis\b|=|\\approx|≈|\bequals\b)[^\n]*?\d[^\n]*)\s*\Z")
+_VALUE_LINE = re.compile(
+    r"(?m)^([^\n]*?(?:\bis\b|=|\\approx|≈|\bequals\b|\bapproximately\b)[^\n]*?\d[^\n]*)\s*\Z"
+)
+_CLOSERS = re.compile(r"(?:\s*(?:\$\$|\\\]|\\end\{\w+\*?\}))+\s*\Z")  # a display block's end after the value
 """The response's last line states a value: "Hence, the value of X is -6.6.", "The frequency of beats ...
 is 2.86 Hz.", "x = 6.3 m" (nothing but whitespace after it); read when no cue comes after it."""
 _WHICH_IS = re.compile(r",?\s*which\s+is\s+(?:the|our|my)\s+(?:final\s+)?answer", re.I)
@@ -331,7 +334,7 @@ def extract_number(text: str, qtype: str, question: str | None = None) -> float 
     for m in _FINAL_NUM.finditer(t):
         v = _value_after_anchor(_tail(t, m.end()))
         cands.append((m.start(), None if v is False else v))  # type: ignore[arg-type]
-    last = _VALUE_LINE.search(t)
+    last = _VALUE_LINE.search(_CLOSERS.sub("", t))
     if last and not any(p >= last.start() for p, _ in cands):
         v = _value_after_anchor(last.group(1))  # a final line "Hence, the value of X is -6.6." after the cues
         if v is not False:
@@ -376,7 +379,9 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
         )
     else:
         ans = extract_number(text, qtype, question)
-    return ans if ans is not None else bare_answer(text, qtype)
+    if ans is None:
+        ans = bare_answer(text, qtype)
+    return ans if ans is not None else final_line_answer(text, qtype)
 
 
 def parse_answer(s: str | None, qtype: str) -> Answer:
@@ -422,4 +427,4 @@ def answer_str(a: Answer) -> str | None:
 _MINUS_BEFORE = re.compile(r"(?:=|\\approx|≈|:)\s*-\s*\Z")
 _SUB_ITEM = re.compile(r"\[([A-D])\((?:i{1,3}|iv|v|[a-d1-4])\)\]")
 
-from suites.jeebench.fallbacks import bare_answer, option_of_text, option_of_value  # noqa: E402  (they use the rules above)
+from suites.jeebench.fallbacks import bare_answer, final_line_answer, option_of_text, option_of_value  # noqa: E402,I001

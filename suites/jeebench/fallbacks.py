@@ -1,5 +1,6 @@
 """Fallbacks for answers the main rules do not read: an MCQ answered with a value equal to one option's,
-and a response that is nothing but its answer (`A, C and D`, `[B] 198`, `3.75`)."""
+a response that is nothing but its answer (`A, C and D`, `[B] 198`, `3.75`), and a last line that
+states the choice ("A, C and D are TRUE.", "(C) <the option's text>", "x = 1 (Option C)")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from suites.jeebench.mathexpr import evaluate, latex_to_python
 _BARE_LETTERS = re.compile(rf"\(?([A-D])\)?((?:{_SEP}\(?[A-D]\)?)*)(?:\s+(?:are|is)\s+(?:true|correct))?\.?")
 _BARE_OPTION = re.compile(r"(?:\(([A-D])\)|\[([A-D])\]|([A-D])[).:])(?:\s.*)?")
 _BARE_NUMBER = re.compile(
-    r"(?:[A-Za-z]\w*\s*=\s*)?\$?\s*(-?(?:\d+(?:\.\d*)?|\.\d+)(?:e-?\d+)?)\s*\$?(?:\s*(?:[A-Za-z%°\\][^=]{0,24}))?\.?"
+    r"(?:[A-Za-z]\w*\s*=\s*)?\$?\s*(-?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:e-?\d+)?)\s*\$?(?:\s*(?:[A-Za-z%°\\][^=]{0,24}))?\.?"
 )
 
 
@@ -37,7 +38,7 @@ def bare_answer(text: str, qtype: str) -> Answer:
     n = _BARE_NUMBER.fullmatch(line)
     if not n:
         return None
-    v = float(n.group(1))
+    v = float(n.group(1).replace(",", ""))  # "2,944.00"
     return None if qtype == "Integer" and abs(v - round(v)) > 1e-9 else v
 
 
@@ -94,3 +95,40 @@ def option_of_text(text: str, question: str | None, qtype: str) -> str | None:
         return None
     return "".join(sorted(hits))
 
+
+
+_L = r"[(\[]?[A-D][)\]]?"
+_TRUE_LIST = re.compile(
+    rf"({_L}(?:{_SEP}{_L})*)\s+(?i:are|is)\s+(?i:all\s+)?(?i:true|correct|(?:a\s+)?possible)\b(.*)"
+)
+_REST_FALSE = re.compile(rf"[.,;]?\s*(?i:but|while)?\s*(?:{_L}(?:{_SEP}{_L})*\s+(?i:are|is)\s+(?i:false|incorrect|wrong)\.?)?")
+_LABEL_LINE = re.compile(r"(?:\(([A-D])\)|\[([A-D])\]|([A-D])\))\s+(\S.*)")
+_LABEL_START = re.compile(r"\s*(?:\(|\[)?[A-D][)\]]")
+_NOT = re.compile(r"\b(?:not|incorrect|false|wrong|cannot)\b", re.I)
+_ONLY = re.compile(rf"(?i:\bonly)\s+({_L})\s+(?i:is)\b(?!\s+(?i:not|incorrect|false|wrong))")
+_OPTION_NAMED = re.compile(r"\(\s*option\s+([A-D])\s*\)\W*\Z", re.I)
+
+
+def final_line_answer(text: str, qtype: str) -> str | None:
+    """The choice stated by the last line of a longer MCQ answer: letters said to be true ("A, B, and D
+    are true, but C is false.", "only (D) is a possible value"), one option quoted with its label after the
+    working ("(C) <the option's text>", not a walk through the options or a verdict against it), or
+    "x = 1 (Option C)"."""
+    if qtype not in ("MCQ", "MCQ(multiple)"):
+        return None
+    lines = [ln.strip().strip("*") for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    letters = ""
+    if m := _ONLY.search(last):
+        letters = m.group(1).strip("()[]")
+    elif m := _TRUE_LIST.fullmatch(last):
+        if _REST_FALSE.fullmatch(m.group(2)):
+            letters = "".join(sorted(set(re.findall(r"[A-D]", m.group(1)))))
+    elif (o := _LABEL_LINE.fullmatch(last)) and not _NOT.search(last):
+        earlier = lines[-2] if len(lines) > 1 else ""
+        letters = "" if _LABEL_START.match(earlier) or qtype != "MCQ" else next(g for g in o.groups() if g)
+    elif n := _OPTION_NAMED.search(last):
+        letters = n.group(1)
+    return letters if letters and (qtype == "MCQ(multiple)" or len(letters) == 1) else None
