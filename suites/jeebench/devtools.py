@@ -10,7 +10,7 @@ question type); `replay` writes the responses as a replay-provider JSONL for an 
 A `.csv` of `response,extract` (the authors' extractor training data: GPT-3, GPT-3.5 and GPT-4 answers with
 their hand extracts, no question) is read with the type inferred from the extract (several letters:
 MCQ(multiple), one: MCQ, a number: Numeric; "None" rows are left out, their type unknown) and without the
-question text. `--exclude` leaves out responses found in the given JSON sets (those we tuned on); `--part`
+question text. `--exclude` leaves out responses found in the given sets, JSON or CSV (those we tuned on); `--part`
 keeps the `dev` or `heldout` half by SHA-256 of the response (tune on dev, report heldout).
 """
 
@@ -103,6 +103,10 @@ def replay_lines(rows: list[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps({"item": r["id"], "sample": 0, "pass": "answer", "text": r["text"]})
 
 
+def _load(f: Path) -> list[dict[str, Any]]:
+    return load_csv(f) if f.suffix == ".csv" else load_dev(f)
+
+
 def _years(s: str) -> range:
     a, _, b = s.partition("-")
     return range(int(a), int(b or a) + 1)
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("files", nargs="+", type=Path)
     a.add_argument("--years", type=_years, default=None, help="e.g. 2020-2023 (default: all)")
     a.add_argument("--show", action="store_true", help="print the disagreements")
-    a.add_argument("--exclude", nargs="*", type=Path, default=[], help="JSON sets whose responses to leave out")
+    a.add_argument("--exclude", nargs="*", type=Path, default=[], help="sets (JSON or CSV) whose responses to leave out")
     a.add_argument("--part", choices=("all", "dev", "heldout"), default="all", help="half by SHA-256 (default: all)")
     r = sub.add_parser("replay", help="write a replay JSONL")
     r.add_argument("file", type=Path)
@@ -125,9 +129,9 @@ def main(argv: list[str] | None = None) -> None:
         args.out.write_text("".join(line + "\n" for line in replay_lines(load_dev(args.file))))
         return
     tot_ok = tot = 0
-    seen = {x["text"].strip() for f in args.exclude for x in load_dev(f)}
+    seen = {x["text"].strip() for f in args.exclude for x in _load(f)}
     for f in args.files:
-        rows = load_csv(f) if f.suffix == ".csv" else load_dev(f)
+        rows = _load(f)
         rows = [x for x in rows if args.years is None or x["year"] in args.years]
         rows = [x for x in rows if x["text"].strip() not in seen]
         rows = [x for x in rows if args.part == "all" or part_of(x["text"]) == args.part]
