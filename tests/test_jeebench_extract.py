@@ -473,6 +473,12 @@ def test_rules_for_gpt4_0613_text(text: str, qtype: str, question: str | None, w
         ("(C) is wrong.\n(D) the wavelength is halved", "MCQ", None, None),  # a walk through the options
         ("So finally:\n(B) is not correct", "MCQ", None, None),  # a verdict against it
         ("Solving, x = 2 (Option B)", "MCQ", None, "B"),
+        ("Steps.\n\nB, C and D are correct.\nA is incorrect.", "MCQ(multiple)", None, "BCD"),  # the false after
+        ("Steps.\n\nOption (C) is the correct option.", "MCQ", None, "C"),
+        ("The time comes to 3.1 s, closest to option (A) 3 s. The exact value is 3.1 s.", "MCQ", None, "A"),
+        ("Hence the range that holds the value is (C) $(2,3)$.", "MCQ", None, "C"),
+        ("So the molecules with one lone pair are (A) $NH_3$ and (D) $PCl_3$.", "MCQ(multiple)", None, "AD"),
+        ("Heat in equals heat out.\nThe final temperature will be 42.5 K.", "Numeric", None, 42.5),
         ("Checking each one, only (D) is a possible value of $|z|$.", "MCQ", None, "D"),
         # numbers: a thousands separator, a display block closing the last line, "approximately"
         ("12,480.50", "Numeric", None, 12480.5),

@@ -303,7 +303,7 @@ def _value_after_anchor(seg: str) -> float | None | bool:
 
 
 _VALUE_LINE = re.compile(
-    r"(?m)^([^\n]*?(?:\bis\b|=|\\approx|≈|\bequals\b|\bapproximately\b)[^\n]*?\d[^\n]*)\s*\Z"
+    r"(?m)^([^\n]*?(?:\bis\b|=|\\approx|≈|\bequals\b|\bapproximately\b|\bwill\s+be\b)[^\n]*?\d[^\n]*)\s*\Z"
 )
 _CLOSERS = re.compile(r"(?:\s*(?:\$\$|\\\]|\\end\{\w+\*?\}))+\s*\Z")  # a display block's end after the value
 """The response's last line states a value: "Hence, the value of X is -6.6.", "The frequency of beats ...

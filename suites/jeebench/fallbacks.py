@@ -99,13 +99,16 @@ def option_of_text(text: str, question: str | None, qtype: str) -> str | None:
 
 _L = r"[(\[]?[A-D][)\]]?"
 _TRUE_LIST = re.compile(
-    rf"({_L}(?:{_SEP}{_L})*)\s+(?i:are|is)\s+(?i:all\s+)?(?i:true|correct|(?:a\s+)?possible)\b(.*)"
+    rf"(?i:options?\s+)?({_L}(?:{_SEP}{_L})*)\s+(?i:are|is)\s+(?i:all\s+)?"
+    rf"(?i:true|correct|(?:a\s+)?possible|the\s+correct\s+(?:option|answer|choice))\b(.*)"
 )
 _REST_FALSE = re.compile(rf"[.,;]?\s*(?i:but|while)?\s*(?:{_L}(?:{_SEP}{_L})*\s+(?i:are|is)\s+(?i:false|incorrect|wrong)\.?)?")
 _LABEL_LINE = re.compile(r"(?:\(([A-D])\)|\[([A-D])\]|([A-D])\))\s+(\S.*)")
 _LABEL_START = re.compile(r"\s*(?:\(|\[)?[A-D][)\]]")
 _NOT = re.compile(r"\b(?:not|incorrect|false|wrong|cannot)\b", re.I)
 _ONLY = re.compile(rf"(?i:\bonly)\s+({_L})\s+(?i:is)\b(?!\s+(?i:not|incorrect|false|wrong))")
+_FALSE_ONLY = re.compile(rf"{_L}(?:{_SEP}{_L})*\s+(?i:are|is)\s+(?i:false|incorrect|wrong)\.?")
+_CLOSEST = re.compile(r"(?i:closest\s+(?:to\s+)?(?:the\s+)?option\s*(?:is\s*)?)\(?([A-D])\)?")
 _OPTION_NAMED = re.compile(r"\(\s*option\s+([A-D])\s*\)\W*\Z", re.I)
 
 
@@ -113,15 +116,16 @@ def final_line_answer(text: str, qtype: str) -> str | None:
     """The choice stated by the last line of a longer MCQ answer: letters said to be true ("A, B, and D
     are true, but C is false.", "only (D) is a possible value"), one option quoted with its label after the
     working ("(C) <the option's text>", not a walk through the options or a verdict against it), or
-    "x = 1 (Option C)"."""
+    "x = 1 (Option C)", "closest to option (D)"; a last line naming only the false ones defers to the one
+    before it."""
     if qtype not in ("MCQ", "MCQ(multiple)"):
         return None
     lines = [ln.strip().strip("*") for ln in text.strip().splitlines() if ln.strip()]
     if not lines:
         return None
-    last = lines[-1]
+    last = lines[-2] if len(lines) > 1 and _FALSE_ONLY.fullmatch(lines[-1]) else lines[-1]  # "D is false."
     letters = ""
-    if m := _ONLY.search(last):
+    if m := _ONLY.search(last) or _CLOSEST.search(last):
         letters = m.group(1).strip("()[]")
     elif m := _TRUE_LIST.fullmatch(last):
         if _REST_FALSE.fullmatch(m.group(2)):
