@@ -479,6 +479,10 @@ def test_rules_for_gpt4_0613_text(text: str, qtype: str, question: str | None, w
         ("Hence the range that holds the value is (C) $(2,3)$.", "MCQ", None, "C"),
         ("So the molecules with one lone pair are (A) $NH_3$ and (D) $PCl_3$.", "MCQ(multiple)", None, "AD"),
         ("Heat in equals heat out.\nThe final temperature will be 42.5 K.", "Numeric", None, 42.5),
+        ("In conclusion, the true statements are \\boxed{\\text{A, C, and D}}.", "MCQ(multiple)", None, "ACD"),
+        ("So the answer is $\\boxed{\\text{B and C}}$", "MCQ(multiple)", None, "BC"),
+        ("Checking them, the correct options are:\n\n(B) The area is 12.\n\n(D) The line meets the axis at 3.",
+         "MCQ(multiple)", None, "BD"),  # list items apart by blank lines
         ("Checking each one, only (D) is a possible value of $|z|$.", "MCQ", None, "D"),
         # numbers: a thousands separator, a display block closing the last line, "approximately"
         ("12,480.50", "Numeric", None, 12480.5),

@@ -37,6 +37,7 @@ _LINE_LETTER = re.compile(
     r"(?m)^(\s*(?:[-*]\s*)?)([A-D])(?:\)|\.|:)?(?=\s+(?:is|are|[Ff]alse|[Tt]rue|[Cc]orrect|[Ii]ncorrect)\b|[):.]\s)"
 )
 _OPT = re.compile(r"\(\s*([A-D])\s*\)")
+_TEXT_ARG = re.compile(r"\\(?:text|textrm|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 
 
 def _normalise(text: str) -> str:
@@ -172,6 +173,7 @@ def _letter_candidates(t: str, asks_false: bool, multiple: bool) -> list[tuple[i
             single_verdict = multiple and len(chosen) == 1 and all(v is not None for _, v in groups)
             cands.append((m.start(), "".join(sorted(chosen)), single_verdict))
     for pos, content in _boxed(t):
+        content = _TEXT_ARG.sub(r"\1", content)  # "\boxed{\text{A, B, and D}}"
         letters = set(_OPT.findall(content))
         if not letters:
             b = re.fullmatch(r"\s*([A-D](?:\s*[,&]?\s*(?:and\s+)?[A-D])*)\s*", content)
@@ -193,10 +195,11 @@ _TRAILING_OPTION = re.compile(r"[.}$]\s*\(([A-D])\)\.?\s*\Z")
 # "The correct options are:" / "Hence the statements that hold are" followed by one option per line
 _LIST = re.compile(
     r"(?m)^(?P<head>[^\n]{0,200}?)[ \t]*\n(?:[ \t]*\n)?"
-    r"(?P<items>(?:[ \t]*(?:[-*•]|\d+[.)])?[ \t]*\(\s*[A-D]\s*\)[^\n]*(?:\n|$))+)"
+    r"(?P<items>(?:[ \t]*(?:[-*•]|\d+[.)])?[ \t]*\(\s*[A-D]\s*\)[^\n]*(?:\n[ \t]*(?=\n))*(?:\n|$))+)"
 )
 _LIST_CUE = re.compile(r"\b(?:hold|holds|correct|true|valid|right)\b", re.I)
 _LIST_WALK = re.compile(r"\b(?:each|check|analy[sz]|examin|evaluat|consider|verify|let'?s|let\s+us)", re.I)
+_LIST_CHOSEN = re.compile(r"\b(?:correct|true)\s+(?:options?|statements?|answers?)\s+(?:is|are)\s*:\s*$", re.I)
 _ITEM = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d+[.)])?[ \t]*\(\s*([A-D])\s*\)")
 
 
@@ -205,7 +208,9 @@ def _option_lines(t: str, asks_false: bool) -> list[tuple[int, str]]:
     out = []
     for m in _LIST.finditer(t):
         head, items = m.group("head"), m.group("items")
-        if not (_CUE.search(head) or _CONCLUDE.search(head) or _LIST_CUE.search(head)) or _LIST_WALK.search(head):
+        if not (_CUE.search(head) or _CONCLUDE.search(head) or _LIST_CUE.search(head)):
+            continue
+        if _LIST_WALK.search(head) and not _LIST_CHOSEN.search(head):  # "we find that the correct options are:"
             continue
         if not head.rstrip(" *").endswith((":", "are", "is")):
             continue
