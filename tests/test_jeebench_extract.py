@@ -483,6 +483,8 @@ def test_rules_for_gpt4_0613_text(text: str, qtype: str, question: str | None, w
         ("So the answer is $\\boxed{\\text{B and C}}$", "MCQ(multiple)", None, "BC"),
         ("Checking them, the correct options are:\n\n(B) The area is 12.\n\n(D) The line meets the axis at 3.",
          "MCQ(multiple)", None, "BD"),  # list items apart by blank lines
+        ("We cannot tell more. Therefore, the final answer is:\n\nEither (B) or (C).", "MCQ(multiple)", None, None),
+        ("So the final answer is \\boxed{\\text{(A) or (D)}}.", "MCQ(multiple)", None, None),  # undecided
         ("Checking each one, only (D) is a possible value of $|z|$.", "MCQ", None, "D"),
         # numbers: a thousands separator, a display block closing the last line, "approximately"
         ("12,480.50", "Numeric", None, 12480.5),

@@ -37,6 +37,7 @@ _LINE_LETTER = re.compile(
     r"(?m)^(\s*(?:[-*]\s*)?)([A-D])(?:\)|\.|:)?(?=\s+(?:is|are|[Ff]alse|[Tt]rue|[Cc]orrect|[Ii]ncorrect)\b|[):.]\s)"
 )
 _OPT = re.compile(r"\(\s*([A-D])\s*\)")
+_UNDECIDED = re.compile(r"\(\s*[A-D]\s*\)(?:\\text\s*\{)?\s*,?\s*\bor\s+\(\s*[A-D]\s*\)")
 _TEXT_ARG = re.compile(r"\\(?:text|textrm|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 
 
@@ -248,6 +249,8 @@ def extract_letters(text: str, qtype: str, question: str | None = None) -> str |
             start = _sentence_start(t, pos)
             same = [c[1] for c in cands if c[0] >= start and c[1] is not None and not c[2]]
             ans = "".join(sorted(set("".join(same))))
+            if _UNDECIDED.search(t[pos : pos + 160]):
+                ans = None  # "Either (A) or (B).": no choice made
     if ans is None or (qtype == "MCQ" and len(ans) != 1):
         return None
     return ans
