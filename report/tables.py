@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from report.frontier import Point, Snapshot, over_time, pareto
-from report.load import Entry, suite_label
+from report.load import Entry, deviations_of, suite_label
 
 AXES = {
     "price_in": "list price (USD per million input tokens)",
@@ -218,21 +218,6 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
     else:
         v.skill_effects = per_model
     return v
-
-
-def deviations_of(protocol: Any) -> list[str]:
-    """scores.json `protocol: {"deviations": [...]}` as sentences (absent in older run dirs: [])."""
-    devs = protocol.get("deviations") if isinstance(protocol, dict) else None
-    if not isinstance(devs, list):
-        return []
-    out = []
-    for d in devs:
-        if isinstance(d, dict):
-            text = d.get("text") or d.get("message") or d.get("what") or d.get("deviation")
-            d = text if isinstance(text, str) else "; ".join(f"{k}: {x}" for k, x in d.items())
-        if d:
-            out.append(str(d))
-    return out
 
 
 def coverage_of(e: Entry) -> dict[str, Any]:

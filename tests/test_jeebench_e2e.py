@@ -137,3 +137,25 @@ def test_replay_released_responses(tmp_path: Path, shared_data: Path) -> None:
     assert got["overall"] == pytest.approx(direct["overall"])
     assert got["by_type"] == pytest.approx(direct["by_type"])
     assert abs(got["overall"] - 0.177) < 0.005
+
+
+def test_report_keeps_every_run_dirs_deviations_and_tables(tmp_path: Path) -> None:
+    """Two run directories of one experiment (same options, models run apart): the report keeps each one's
+    deviations (here each model's unread count) and each one's suite tables, not only the later's."""
+    from report.load import load_runs
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d, m in zip(dirs, ("sim/strong", "sim/weak"), strict=True):
+        assert main(["run", "jeebench", "--models", m, "--out", str(d), "--limit", "20", "--no-live"]) == 0
+        assert main(["score", str(d)]) == 0
+    unread = [json.loads((d / "scores.json").read_text())["protocol"]["deviations"][-1] for d in dirs]
+    assert "sim/strong" in unread[0] and "sim/weak" in unread[1] and unread[0] != unread[1]
+    loaded = load_runs(dirs)
+    (extra,) = loaded.extras.values()
+    assert unread[0] in extra["protocol"]["deviations"] and unread[1] in extra["protocol"]["deviations"]
+    titles = [t["title"] for t in extra["tables"]]
+    n = len(json.loads((dirs[0] / "scores.json").read_text())["tables"])
+    assert len(titles) == 2 * n and all(t.endswith(f"(run {dirs[i // n]})") for i, t in enumerate(titles))
+    assert main(["report", *map(str, dirs), "--out", str(tmp_path / "report")]) == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert all(u.split(": ")[-1] in page for u in unread)

@@ -30,7 +30,8 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
     "demos": [(None, None), ("same", None), ("ood", None)],
     "task": [(None, None), ("puzzles", None), ("pattern", "the pattern-classification prompt paraphrases")],
     "coarse_images": [(None, None), ("index-free", None), ("numbered", "--coarse-images numbered: coarse perception")],
-    "judge": [(None, NO_JUDGE), ("gpt-4", None), ("sim/strong", None)],
+    "judge": [(None, NO_JUDGE), ("gpt-4", None), ("gpt-4-turbo-2024-04-09", None), ("openai/gpt-4-0613", None),
+              ("gpt-4o", "judge gpt-4o (the paper re-extracts with GPT-4)"), ("sim/strong", "judge sim/strong (the paper")],
     "data_dir": [(None, None), ("/data/marvel", None)],
 }  # fmt: skip
 

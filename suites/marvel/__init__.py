@@ -24,6 +24,7 @@ holds the simulated provider's response texts.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,9 +155,12 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
 def deviations(spec: RunSpec) -> list[str]:
     """Departures from the paper's protocol (README.md: Protocol)."""
     opts, out = options(spec), []
-    if not spec.opt("judge"):
+    judge = spec.opt("judge")
+    if not judge:
         what = "pattern answers" if opts.task == "pattern" else "responses"
         out.append(f"no --judge: {what} the rules cannot read count as wrong (the paper re-extracts them with GPT-4)")
+    elif not PAPER_JUDGE.search(str(judge).lower()):
+        out.append(f"judge {judge} (the paper re-extracts with GPT-4)")
     if opts.task == "puzzles":
         out.append(
             "the headline figures count refusals (provider blocks included) as wrong; the paper's left-set "
@@ -175,6 +179,10 @@ def deviations(spec: RunSpec) -> list[str]:
     if opts.task == "pattern":
         out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")
     return out + run_deviations(spec, "the 770 puzzles")
+
+
+PAPER_JUDGE = re.compile(r"gpt-4(?![o.\d])")
+"""Configured judge names read as the paper's GPT-4 (gpt-4, gpt-4-turbo and dated ids; not gpt-4o or gpt-4.1)."""
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="M1,M2|none",
         help="models left out of the pooled skill and category effects (default: the reference's list, "
-        "scores.py REFERENCE_EXCLUDED, where those models are in the run; 'none' pools every model)",
+        "score.py REFERENCE_EXCLUDED, where those models are in the run; 'none' pools every model)",
     )
     parser.add_argument(
         "--category-covariates",

@@ -11,8 +11,8 @@ image-quality severity, and skill effects (see effects.py).
   the skill and category effects use the reference's item set (EFFECT_ITEMS);
   the headline accuracy keeps every item. An item counts once for each of its skills.
 - Severity levels: no_error, minor, medium (`moderate` is read as medium), as in the reference.
-- Skill effects pool every model of the run (model fixed effects; also in scores.json's top-level
-  `skill_effects`); each model's own `skill_effects` fits the same regression on its answers alone
+- Skill and category effects pool the run's models but the reference's excluded list (REFERENCE_EXCLUDED;
+  `--exclude-models`), with model fixed effects (scores.json's top-level `skill_effects`); each model's own `skill_effects` fits the same regression on its answers alone
   (dataset and category fixed effects), where estimable.
 """
 
