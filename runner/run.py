@@ -73,6 +73,26 @@ EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
 
 
+def protocol_deviations(
+    suite: Any, spec: RunSpec, models: dict[str, ModelEntry], names: list[str]
+) -> tuple[list[str], list[str]]:
+    """The suite's departures from its paper for `spec`, and the per-model ones (a request shaped away
+    from the suite's, an unknown Anthropic max output sent as the 4,096 fallback): said before a run,
+    by the dry run too, and recorded in the manifest."""
+    suite_devs = suite.deviations(spec) if suite.deviations else []
+    per_model = [
+        d for n in dict.fromkeys(names + judges_of(spec)) if n in models for d in departures(n, models[n].shape)
+    ]
+    if suite.open_max_tokens:
+        per_model += [
+            f"{n}: max_tokens {FALLBACK_MAX_TOKENS:,} (its maximum output is unknown: set max_output_tokens in "
+            f"the config; the paper's code: {suite.open_max_tokens:,})"
+            for n in dict.fromkeys(names) if n in models and models[n].provider_kind == "anthropic"
+            and models[n].profile is not None and models[n].profile.max_output_tokens is None
+        ]  # fmt: skip
+    return suite_devs, per_model
+
+
 def judges_of(spec: RunSpec) -> list[str]:
     j = spec.options.get("judge")
     return [j] if j else []
@@ -135,18 +155,7 @@ def _prepare(
             "suite_revision": suite.revision,
         }
     )
-    deviations = suite.deviations(plan.spec) if suite.deviations else []
-    manifest["model_deviations"] = [
-        d for n in dict.fromkeys(all_models + judges_of(plan.spec)) if n in models
-        for d in departures(n, models[n].shape)
-    ]
-    if suite.open_max_tokens:
-        manifest["model_deviations"] += [
-            f"{n}: max_tokens {FALLBACK_MAX_TOKENS:,} (its maximum output is unknown: set max_output_tokens in "
-            f"the config; the paper's code: {suite.open_max_tokens:,})"
-            for n in dict.fromkeys(all_models) if n in models and models[n].provider_kind == "anthropic"
-            and models[n].profile is not None and models[n].profile.max_output_tokens is None
-        ]  # fmt: skip
+    deviations, manifest["model_deviations"] = protocol_deviations(suite, plan.spec, models, all_models)
     deviations = deviations + manifest["model_deviations"]
     manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
     for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise

@@ -119,3 +119,17 @@ def test_join_workers_files_count_as_finished(tmp_path: Path, capsys: pytest.Cap
     capsys.readouterr()
     _, n = _plan(capsys, *run)
     assert n == {"calls": 0, "finished": 4, "cached": 0}
+
+
+def test_dry_run_says_the_runs_deviations(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """What a run would say before its first call (and record), the dry run says too: the suite's departures
+    for these options and each model's."""
+    (tmp_path / "c.toml").write_text(SIM_FAST)
+    run = ["run", "jeebench", "--models", "sim/weak", "--config", str(tmp_path / "c.toml"), "--no-cache"]
+    text, _ = _plan(capsys, *run, "--out", str(tmp_path / "a"), "--limit", "5", "--tau-single", "0.5")
+    said = [ln for ln in text.splitlines() if "deviation from the paper's protocol" in ln]
+    assert any(ln.endswith("--limit 5: a subset of the 515 questions") for ln in said), text
+    assert any("--tau-single 0.5" in ln for ln in said) and all(ln.startswith("[jeebench") for ln in said)
+    assert main([*run, "--out", str(tmp_path / "b"), "--limit", "5", "--tau-single", "0.5", "--no-live"]) == 0
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if "deviation from the paper's protocol" in ln] == said
