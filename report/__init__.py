@@ -137,6 +137,8 @@ def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> N
             images[f"factors_{v.slug}"] = paperfigs.factor_correlation(v, out / f"factors_{v.slug}.png")
         if any((e.scores.get("thresholding") or {}).get("curve") for e in v.entries):
             images[f"thresholds_{v.slug}"] = paperfigs.threshold_curves(v, out / f"thresholds_{v.slug}.png")
+        if any((e.scores.get("thresholding") or {}).get("by_type") for e in v.entries):
+            images[f"threshold_marks_{v.slug}"] = paperfigs.threshold_marks(v, out / f"threshold_marks_{v.slug}.png")
     for stale in ("frontier", "frontier_time"):  # an older report's figure must not outlive its data
         if images[stale] is None:
             (out / f"{stale}.png").unlink(missing_ok=True)

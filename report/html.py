@@ -346,6 +346,11 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
             "<h3>Confidence thresholding: validation marks along each threshold</h3>",
             img(images[f"thresholds_{v.slug}"], "thresholding curves"),
         ]
+    if f"threshold_marks_{v.slug}" in images:
+        out += [
+            "<h3>Threshold v/s marks per MCQ type, every year (the authors' released plots)</h3>",
+            img(images[f"threshold_marks_{v.slug}"], "threshold v/s marks"),
+        ]
     if v.factor_correlation:
         fc = v.factor_correlation
         out += [

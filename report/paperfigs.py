@@ -1,5 +1,6 @@
 """The papers' own figures that a sweep's scores.json can draw: M3GIA's correlation of CHC factor accuracies
-and JEEBench's confidence-thresholding curves (validation marks along each threshold)."""
+and JEEBench's confidence-thresholding curves (validation marks along each threshold; and the authors' released
+"Threshold v/s Marks" plots: positive, negative and total marks per MCQ type along its threshold)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,24 @@ def threshold_curves(v: SuiteView, path: Path) -> Path:
     fig.tight_layout()
     return _save(fig, path)
 
+
+def threshold_marks(v: SuiteView, path: Path) -> Path:
+    """The authors' released "Threshold v/s Marks" plots (marks_dump in their data.zip): a row per MCQ type,
+    positive / negative / total marks over every year along that type's threshold, a line per model."""
+    curves = {e.model: c for e in v.entries if (c := (e.scores.get("thresholding") or {}).get("by_type"))}
+    fig = Figure(figsize=(11, 6))
+    axes = fig.subplots(2, 3)
+    for row, (kind, tau) in enumerate((("MCQ", "τ single"), ("MCQ(multiple)", "τ multiple"))):
+        for col, what in enumerate(("positive", "negative", "total")):
+            ax = axes[row][col]
+            for j, (m, c) in enumerate(curves.items()):
+                pts = np.asarray(c.get(kind) or [[np.nan] * 4], dtype=float)
+                ax.plot(pts[:, 0], pts[:, col + 1], "-o", ms=3, lw=1.2, color=colormaps["tab10"](j % 10),
+                        label=v.name(m))  # fmt: skip
+            ax.set_xlabel(f"{tau} ({kind})")
+            ax.set_ylabel(f"{what} marks")
+            ax.grid(True, alpha=0.3)
+    axes[0][2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    _title(axes[0][0], f"{v.label}: threshold v/s marks, every year", 10)
+    fig.tight_layout()
+    return _save(fig, path)

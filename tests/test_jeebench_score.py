@@ -145,6 +145,12 @@ def test_thresholding_picks_validation_best_and_reports_test_years() -> None:
     assert [t for t, _ in curve["tau_single"]] == [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
     assert [v for _, v in curve["tau_single"]] == [6.0] * 4 + [7.0] * 5
     assert [v for _, v in curve["tau_multiple"]] == [1.0] * 5 + [7.0] * 4
+    # the authors' per-type plots, every year: MCQ along tau_single (the two split ones -1 each up to 3/8),
+    # MCQ(multiple) along tau_multiple (C at 0.5 is in up to 0.5: -2 twice; then AB twice: +8)
+    by = th["by_type"]
+    assert [r[1:] for r in by["MCQ"]] == [[3.0, -2.0, 1.0]] * 4 + [[3.0, 0.0, 3.0]] * 5
+    assert [r[1:] for r in by["MCQ(multiple)"]] == [[0.0, -4.0, -4.0]] * 5 + [[8.0, 0.0, 8.0]] * 4
+    assert [r[0] for r in by["MCQ"]] == [t for t, _ in curve["tau_single"]]
 
 
 EXPECTED = {

@@ -328,8 +328,10 @@ def test_m3gia_factor_correlation_figure(tmp_path: Path) -> None:
 
 def test_jeebench_thresholding_curves_figure(tmp_path: Path) -> None:
     grid = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
+    by_type = {kind: [[t, 9 - t, -3 * t, 9 - 4 * t] for t in grid] for kind in ("MCQ", "MCQ(multiple)")}
     scores = {m: {"accuracy": 0.3, "thresholding": {"curve": {"tau_single": [[t, 10 + k * t] for t in grid],
-                                                               "tau_multiple": [[t, 5 - k * t] for t in grid]}}}
+                                                               "tau_multiple": [[t, 5 - k * t] for t in grid]},
+                                                     "by_type": by_type}}
               for k, m in enumerate(("a", "b"))}  # fmt: skip
     run = make_run(tmp_path, "jee", "jeebench", {m: {} for m in scores}, scores, [row(m, "1", 0.0) for m in scores])
     out = tmp_path / "report"
@@ -338,6 +340,10 @@ def test_jeebench_thresholding_curves_figure(tmp_path: Path) -> None:
     assert (out / "thresholds_jeebench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     sec = page[page.index("<h3>Confidence thresholding: validation marks along each threshold</h3>"):]
     assert sec.index("<img") < 200
+    assert (out / "threshold_marks_jeebench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sec = page[page.index("<h3>Threshold v/s marks per MCQ type, every year (the authors' released plots)</h3>"):]
+    assert sec.index("<img") < 200
     plain = make_run(tmp_path, "jee2", "jeebench", {"a": {}}, {"a": {"accuracy": 0.3}}, [row("a", "1", 0.0)])
     report.main([plain], tmp_path / "r2", None)
     assert not (tmp_path / "r2" / "thresholds_jeebench.png").exists()  # no SC run: no curve, no figure
+    assert not (tmp_path / "r2" / "threshold_marks_jeebench.png").exists()

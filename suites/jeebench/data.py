@@ -21,6 +21,7 @@ TYPES = ("Integer", "MCQ", "MCQ(multiple)", "Numeric")
 MCQ_TYPES = ("MCQ", "MCQ(multiple)")
 VALIDATION_YEARS = range(2016, 2022)
 TEST_YEARS = range(2022, 2024)
+ALL_YEARS = range(VALIDATION_YEARS.start, TEST_YEARS.stop)
 
 _DESC = re.compile(r"^JEE Adv (\d{4}) Paper (\d+)$")
 _GOLD_LETTERS = re.compile(r"^[A-D]+$")

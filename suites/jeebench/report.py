@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from suites.base import Table, ranked
-from suites.jeebench.data import SUBJECTS, TEST_YEARS, TYPES, VALIDATION_YEARS
+from suites.jeebench.data import ALL_YEARS, SUBJECTS, TEST_YEARS, TYPES, VALIDATION_YEARS
 from suites.jeebench.extract import Answer
 from suites.jeebench.metrics import Marks, mark_totals, marks_for, option_shares, self_consistency
 from suites.stats import ci_list, ci_method
@@ -136,6 +136,7 @@ def thresholding(
             "single_sample": mark_totals(single),
         },
         "test_questions": sum(1 for q in questions if q["year"] in TEST_YEARS),
+        "by_type": by_type_curves(questions, m, ex),
         "curve": {  # validation-year total marks along each threshold, the other held at its chosen value
             "tau_single": [[float(t), _marks_at(questions, VALIDATION_YEARS, float(t), tm_best, m, ex)["total"]]
                            for t in GRID],
@@ -143,6 +144,21 @@ def thresholding(
                              for t in GRID],
         },
     }
+
+
+def by_type_curves(questions: Sequence[dict[str, Any]], m: Marks, ex: str = "reference") -> dict[str, list[list[float]]]:
+    """The authors' released "Threshold v/s Marks" plots (`marks_dump` in their data.zip): per MCQ type, over
+    every year, [threshold, positive, negative, total] marks with that type's threshold at each grid value."""
+    out: dict[str, list[list[float]]] = {}
+    for kind in ("MCQ", "MCQ(multiple)"):
+        qs = [q for q in questions if q["type"] == kind]
+        rows = []
+        for t in GRID:
+            ts, tm = (float(t), 0.5) if kind == "MCQ" else (0.0, float(t))
+            mk = _marks_at(qs, ALL_YEARS, ts, tm, m, ex)
+            rows.append([float(t), mk["positive"], mk["negative"], mk["total"]])
+        out[kind] = rows
+    return out
 
 
 def safe_name(model: str) -> str:
