@@ -110,13 +110,14 @@ _ONLY = re.compile(rf"(?i:\bonly)\s+({_L})\s+(?i:is)\b(?!\s+(?i:not|incorrect|fa
 _FALSE_ONLY = re.compile(rf"{_L}(?:{_SEP}{_L})*\s+(?i:are|is)\s+(?i:false|incorrect|wrong)\.?")
 _CLOSEST = re.compile(r"(?i:closest\s+(?:to\s+)?(?:the\s+)?option\s*(?:is\s*)?)\(?([A-D])\)?")
 _OPTION_NAMED = re.compile(r"\(\s*option\s+([A-D])\s*\)\W*\Z", re.I)
+_IS_LABEL = re.compile(r"\b(?:is|are)\s+(?:(?:option|choice)\s+)?\(([A-D])\)(?=[\s.,;:$]|\Z)", re.I)
 
 
 def final_line_answer(text: str, qtype: str) -> str | None:
     """The choice stated by the last line of a longer MCQ answer: letters said to be true ("A, B, and D
     are true, but C is false.", "only (D) is a possible value"), one option quoted with its label after the
     working ("(C) <the option's text>", not a walk through the options or a verdict against it), or
-    "x = 1 (Option C)", "closest to option (D)"; a last line naming only the false ones defers to the one
+    "x = 1 (Option C)", "closest to option (D)", "... is (B) <its text>"; a last line naming only the false ones defers to the one
     before it."""
     if qtype not in ("MCQ", "MCQ(multiple)"):
         return None
@@ -130,6 +131,8 @@ def final_line_answer(text: str, qtype: str) -> str | None:
     elif m := _TRUE_LIST.fullmatch(last):
         if _REST_FALSE.fullmatch(m.group(2)):
             letters = "".join(sorted(set(re.findall(r"[A-D]", m.group(1)))))
+    elif (i := _IS_LABEL.search(last)) and not _NOT.search(last) and len(set(re.findall(r"\(([A-D])\)", last))) == 1:
+        letters = i.group(1)  # "The interval that contains the value ... is (B) $(1,2)$."
     elif (o := _LABEL_LINE.fullmatch(last)) and not _NOT.search(last):
         earlier = lines[-2] if len(lines) > 1 else ""
         letters = "" if _LABEL_START.match(earlier) or qtype != "MCQ" else next(g for g in o.groups() if g)

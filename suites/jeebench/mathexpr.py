@@ -81,11 +81,17 @@ def _ast_value(node: ast.AST) -> float:
     raise ValueError("not plain arithmetic")
 
 
+_IMPLICIT = re.compile(r"(?:(?<=[\d.)])|(?<=pi))\s*(?=pi\b|sqrt\(|ln\(|\()|(?:(?<=pi)|(?<=\)))\s*(?=\d)")
+"""Juxtaposition is a product in LaTeX math: `7 pi`, `2pi`, `3 sqrt(2)`, `2(1+x)`, `pi 2`, `(1)(2)`."""
+
+
 def evaluate(expr: str) -> float | None:
-    """Value of a plain arithmetic expression (numbers, + - * / **, sqrt, pi), else None."""
+    """Value of a plain arithmetic expression (numbers, + - * / **, sqrt, pi; juxtaposition multiplies),
+    else None."""
     expr = expr.strip().rstrip(".,;")
     if not expr or not _SAFE.match(expr) or not re.search(r"\d", expr):
         return None
+    expr = _IMPLICIT.sub("*", expr)
     try:
         v = _ast_value(ast.parse(expr, mode="eval"))
     except (ValueError, TypeError, ZeroDivisionError, OverflowError, SyntaxError, RecursionError):
