@@ -83,6 +83,11 @@ def protocol_deviations(
     per_model = [
         d for n in dict.fromkeys(names + judges_of(spec)) if n in models for d in departures(n, models[n].shape)
     ]
+    judge = spec.options.get("judge")
+    if suite.paper_judge and judge in models and suite.paper_judge[0](judge):
+        mid = models[judge].model_id
+        if not suite.paper_judge[0](mid):
+            per_model.append(f"judge {judge} is the model {mid} (the paper's judge: {suite.paper_judge[1]})")
     if suite.open_max_tokens:
         per_model += [
             f"{n}: max_tokens {FALLBACK_MAX_TOKENS:,} (its maximum output is unknown: set max_output_tokens in "

@@ -140,6 +140,9 @@ class Suite:
     deviations: Callable[[RunSpec], list[str]] | None = None
     """How this run departs from the paper's protocol (empty: the paper's protocol). Said before the run
     starts, recorded in the manifest, in scores.json (`protocol.deviations`) and under every table."""
+    paper_judge: tuple[Callable[[str], bool], str] | None = None
+    """(is this name or model id the paper's judge?, the paper's judge in words): `deviations` reads the
+    --judge name; the runner also checks the model id that name resolves to (an alias is not the model)."""
 
 
 TRUNCATED = ("length", "max_tokens")

@@ -44,3 +44,30 @@ def test_iterations_temperature_limit() -> None:
     d = deviations(RunSpec("m3gia", JUDGE, samples=2, temperature=0.7, limit=10))
     assert d == ["2 iteration(s) instead of the paper's 5 (App. F)", "temperature 0.7 instead of greedy decoding",
                  "--limit 10: a subset of each language's 300 questions (no GIA)"]  # fmt: skip
+
+
+def test_a_judge_alias_is_checked_by_its_model_id(tmp_path) -> None:
+    """`--judge gpt-4-turbo` where the config's gpt-4-turbo is another model: the name reads as the paper's
+    judge, the model id does not, so the run records it (said before the run, with the model deviations)."""
+    from runner.config import load_config
+    from runner.pool import build_models
+    from runner.run import protocol_deviations
+    from suites.base import get_suite
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[[endpoints]]\nname = "sim"\nkind = "sim"\n'
+        '[[models]]\nname = "gpt-4-turbo"\nendpoint = "sim"\nmodel = "sim/judge"\n'
+        '[[models]]\nname = "judge-b"\nendpoint = "sim"\nmodel = "gpt-4-turbo-2024-04-09"\n'
+    )
+    models = build_models(load_config(cfg), ["gpt-4-turbo", "judge-b", "sim/weak"])
+    for suite, name, said in (
+        ("m3gia", "gpt-4-turbo", ["judge gpt-4-turbo is the model sim/judge (the paper's judge: GPT-4-turbo, "
+                                  "gpt-4-turbo-2024-04-09)"]),
+        ("marvel", "gpt-4-turbo", ["judge gpt-4-turbo is the model sim/judge (the paper's judge: GPT-4)"]),
+        ("m3gia", "judge-b", []),  # its name says nothing, its model is the paper's: the suite's own line
+    ):  # fmt: skip
+        spec = RunSpec(suite, {"judge": name})
+        devs, per_model = protocol_deviations(get_suite(suite), spec, models, ["sim/weak"])
+        assert per_model == said
+        assert any(d.startswith(f"judge {name} (the paper") for d in devs) == (name == "judge-b")

@@ -179,15 +179,20 @@ def deviations(spec: RunSpec) -> list[str]:
         out.append(f"--languages {','.join(langs)}: Overall and GIA over {len(langs)} of the paper's "
                    f"{len(LANGS)} languages")
     judge = spec.opt("judge")
-    if judge and not any(t in str(judge).lower() for t in PAPER_JUDGE):
-        out.append(f"judge {judge} (the paper: GPT-4-turbo, gpt-4-turbo-2024-04-09)")
+    if judge and not is_paper_judge(str(judge)):
+        out.append(f"judge {judge} (the paper: {PAPER_JUDGE_NAME})")
     if judge and spec.opt("judge_parse") == "lenient":
         out.append("judge replies read leniently ('B.' counts; the authors take only an exact letter)")
     return out
 
 
 PAPER_JUDGE = ("gpt-4-turbo", "gpt-4-1106", "gpt-4-0125")
-"""Configured judge names read as the paper's judge (GPT-4-turbo and its dated ids)."""
+"""Judge names and model ids read as the paper's judge (GPT-4-turbo and its dated ids)."""
+PAPER_JUDGE_NAME = "GPT-4-turbo, gpt-4-turbo-2024-04-09"
+
+
+def is_paper_judge(name: str) -> bool:
+    return any(t in name.lower() for t in PAPER_JUDGE)
 
 
 def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
@@ -239,4 +244,5 @@ SUITE = Suite(
     check=check,
     count=count,
     deviations=deviations,
+    paper_judge=(is_paper_judge, PAPER_JUDGE_NAME),
 )

@@ -159,8 +159,8 @@ def deviations(spec: RunSpec) -> list[str]:
     if not judge:
         what = "pattern answers" if opts.task == "pattern" else "responses"
         out.append(f"no --judge: {what} the rules cannot read count as wrong (the paper re-extracts them with GPT-4)")
-    elif not PAPER_JUDGE.search(str(judge).lower()):
-        out.append(f"judge {judge} (the paper re-extracts with GPT-4)")
+    elif not is_paper_judge(str(judge)):
+        out.append(f"judge {judge} (the paper re-extracts with {PAPER_JUDGE_NAME})")
     if opts.task == "puzzles":
         out.append(
             "the headline figures count refusals (provider blocks included) as wrong; the paper's left-set "
@@ -182,7 +182,12 @@ def deviations(spec: RunSpec) -> list[str]:
 
 
 PAPER_JUDGE = re.compile(r"gpt-4(?![o.\d])")
-"""Configured judge names read as the paper's GPT-4 (gpt-4, gpt-4-turbo and dated ids; not gpt-4o or gpt-4.1)."""
+"""Judge names and model ids read as the paper's GPT-4 (gpt-4, gpt-4-turbo and dated ids; not gpt-4o or gpt-4.1)."""
+PAPER_JUDGE_NAME = "GPT-4"
+
+
+def is_paper_judge(name: str) -> bool:
+    return PAPER_JUDGE.search(name.lower()) is not None
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
@@ -247,6 +252,7 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     deviations=deviations,
+    paper_judge=(is_paper_judge, PAPER_JUDGE_NAME),
     revision=1,
     revision_note="coarse questions on the index-free puzzle image, as the paper",
 )
