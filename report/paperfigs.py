@@ -55,7 +55,7 @@ def threshold_curves(v: SuiteView, path: Path) -> Path:
 
 
 def threshold_marks(v: SuiteView, path: Path) -> Path:
-    """The authors' released "Threshold v/s Marks" plots (marks_dump in their data.zip): a row per MCQ type,
+    """The authors' "Threshold v/s Marks" plots (marks_dump beside their CoT+SC responses): a row per MCQ type,
     positive / negative / total marks over every year along that type's threshold, a line per model."""
     curves = {e.model: c for e in v.entries if (c := (e.scores.get("thresholding") or {}).get("by_type"))}
     fig = Figure(figsize=(11, 6))

@@ -147,7 +147,7 @@ def thresholding(
 
 
 def by_type_curves(questions: Sequence[dict[str, Any]], m: Marks, ex: str = "reference") -> dict[str, list[list[float]]]:
-    """The authors' released "Threshold v/s Marks" plots (`marks_dump` in their data.zip): per MCQ type, over
+    """The authors' "Threshold v/s Marks" plots (`marks_dump` beside their CoT+SC responses): per MCQ type, over
     every year, [threshold, positive, negative, total] marks with that type's threshold at each grid value."""
     out: dict[str, list[list[float]]] = {}
     for kind in ("MCQ", "MCQ(multiple)"):
