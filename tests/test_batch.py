@@ -18,7 +18,7 @@ from providers.anthropic import FALLBACK_MAX_TOKENS, messages_body
 from runner.cli import _duration, main
 from runner.config import ConfigError, load_config
 from suites.jsonl import prompt_of
-from tests.helpers import rows, run_args, write_config, write_dataset
+from tests.helpers import fake_key, rows, run_args, write_config, write_dataset
 from tests.mock_batch import MockBatchServer
 
 FAST = "batch_poll_s = 0.05\nbatch_idle_s = 0.05\nretry_initial_s = 0.01\nretry_max_s = 0.05\n"
@@ -250,7 +250,7 @@ def test_auto_stays_live_within_the_deadline(tmp_path: Path, mock: MockBatchServ
 
 
 def test_key_is_sent_to_the_batch_api_and_never_written(tmp_path: Path, mock: MockBatchServer):
-    key = "sk-sentinel-" + secrets.token_hex(16)
+    key = fake_key("sentinel-" + secrets.token_hex(16))
     os.environ["BATCH_SENTINEL_KEY"] = key
     try:
         data = write_dataset(tmp_path / "d.jsonl", 4)

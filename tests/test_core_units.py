@@ -13,6 +13,7 @@ from core.types import ImagePart, Request, user
 from runner.config import ConfigError, load_config
 from runner.results import ResultsWriter, final_rows, index, repair_tail
 from runner.rows import contiguous, split_tokens
+from tests.helpers import fake_key
 
 PNG1 = b"\x89PNG\r\n\x1a\n" + b"one image" * 10
 PNG2 = b"\x89PNG\r\n\x1a\n" + b"other image" * 10
@@ -89,10 +90,10 @@ def test_config_unknown_field_and_endpoint(tmp_path: Path):
 
 def test_config_rejects_a_key_in_place_of_env_name(tmp_path: Path):
     p = tmp_path / "c.toml"
-    p.write_text('[[endpoints]]\nname = "a"\nbase_url = "http://x"\napi_key_env = "sk-abc-123"\n')
+    p.write_text(f'[[endpoints]]\nname = "a"\nbase_url = "http://x"\napi_key_env = "{fake_key("abc-123")}"\n')
     with pytest.raises(ConfigError) as e:
         load_config(p)
-    assert "NAME of an environment variable" in str(e.value) and "sk-abc-123" not in str(e.value)
+    assert "NAME of an environment variable" in str(e.value) and fake_key("abc-123") not in str(e.value)
 
 
 def test_config_accepts_issue_example(tmp_path: Path):

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from runner.cli import main
-from tests.helpers import run_args, write_config, write_dataset
+from tests.helpers import fake_key, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 
@@ -144,7 +144,7 @@ CASES: dict[str, tuple[Callable[[Path, MockServer], list[str]], str]] = {
         "c.toml:5: endpoints[0].rmp (name = 'mock'): unknown field",
     ),
     "key instead of env name": (
-        lambda t, m: _run(t, m, cfg=_cfg(t, m, 'api_key_env = "sk-abc123-xyz"\n')),
+        lambda t, m: _run(t, m, cfg=_cfg(t, m, f'api_key_env = "{fake_key("abc123-xyz")}"\n')),
         "must be the NAME of an environment variable",
     ),
     "config not TOML": (

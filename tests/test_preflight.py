@@ -15,16 +15,16 @@ import orjson
 import pytest
 
 from runner.cli import main
-from tests.helpers import closed_port, rows, run_args, write_config, write_dataset
+from tests.helpers import closed_port, fake_key, rows, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 
 @pytest.fixture
 def picky(monkeypatch: pytest.MonkeyPatch):
-    """A server that accepts only the key `sk-good-1234`."""
-    srv = MockServer(keys={"sk-good-1234"}).start()
-    monkeypatch.setenv("PF_GOOD", "sk-good-1234")
-    monkeypatch.setenv("PF_BAD", "sk-wrong-5678")
+    """A server that accepts only the key fake_key("good-1234")."""
+    srv = MockServer(keys={fake_key("good-1234")}).start()
+    monkeypatch.setenv("PF_GOOD", fake_key("good-1234"))
+    monkeypatch.setenv("PF_BAD", fake_key("wrong-5678"))
     yield srv
     srv.stop()
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import REPO, cli, rows, run_args, write_dataset
+from tests.helpers import REPO, cli, fake_key, rows, run_args, write_dataset
 
 DIFFERENCES = """
 - llama-cpp-python ignores `n`: one choice for n = 3, and so does the litellm proxy in front of it
@@ -228,8 +228,8 @@ def test_litellm_proxy_end_to_end(tmp_path: Path, proxy):
 
 def test_litellm_proxy_refuses_a_wrong_key_without_retrying(tmp_path: Path, proxy):
     # --keep-going: whatever the pre-flight's GET /models makes of the key, the calls themselves are tested
-    r, out = _run(tmp_path, proxy, "tiny-proxy", 2, "--keep-going", key="sk-wrong-key")
+    r, out = _run(tmp_path, proxy, "tiny-proxy", 2, "--keep-going", key=fake_key("wrong-key"))
     rs = rows(out)
     assert r.returncode == 3 and all(x["error_kind"] == "fatal" and x["attempts"] == 1 for x in rs)
     assert all("HTTP 400" in x["error"] and "no_db_connection" in x["error"] for x in rs)
-    assert "sk-wrong-key" not in (out / "results.jsonl").read_text()
+    assert fake_key("wrong-key") not in (out / "results.jsonl").read_text()

@@ -6,12 +6,12 @@ import os
 import secrets
 from pathlib import Path
 
-from tests.helpers import cli, write_config, write_dataset
+from tests.helpers import cli, fake_key, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 
 def test_sentinel_key_never_reaches_disk_or_logs(tmp_path: Path):
-    key = "sk-sentinel-" + secrets.token_hex(16)
+    key = fake_key("sentinel-" + secrets.token_hex(16))
     srv = MockServer().start()
     try:
         cfg = write_config(

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from core.secrets import redact_url, scrub
 from runner.config import load_config
-from tests.helpers import cli, run_args, write_config, write_dataset
+from tests.helpers import cli, fake_key, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 KEY = "sk-test/ab+cd/é-0123456789xyz"  # "/" and a non-ASCII (latin-1) character: escaped differently by servers
@@ -27,8 +27,8 @@ def test_urls_lose_their_passwords_and_keys():
         "postgresql://ev@pg.lab/ev?sslmode=require&password=***")
     assert redact_url("https://api.x.com/v1?api_key=K123&key=K456&token=T") == (
         "https://api.x.com/v1?api_key=***&key=***&token=***")
-    assert redact_url("https://user:sk-secret-1@h/v1") == "https://user:***@h/v1"
-    assert redact_url("https://h/keys/sk-secret-123456/v1", ["sk-secret-123456"]) == "https://h/keys/***/v1"
+    assert redact_url(f"https://user:{fake_key('secret-1')}@h/v1") == "https://user:***@h/v1"
+    assert redact_url(f"https://h/keys/{fake_key('secret-123456')}/v1", [fake_key("secret-123456")]) == "https://h/keys/***/v1"
     assert redact_url("https://h/v1?model=x") == "https://h/v1?model=x"
 
 
@@ -91,26 +91,26 @@ def test_a_key_with_a_newline_is_refused_naming_its_variable(tmp_path: Path):
     try:
         cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], key_env="NL_KEY")
         data = write_dataset(tmp_path / "d.jsonl", 2)
-        env = {**os.environ, "NL_KEY": "sk-good-part\nsk-pasted-twice"}
+        env = {**os.environ, "NL_KEY": fake_key("good-part") + "\n" + fake_key("pasted-twice")}
         r = cli(*run_args(data, "ok-a", cfg, tmp_path / "run"), env=env)
         assert r.returncode == 2 and "NL_KEY" in r.stderr and "a newline" in r.stderr
-        assert "sk-good-part" not in r.stderr and srv.total == 0
+        assert fake_key("good-part") not in r.stderr and srv.total == 0
     finally:
         srv.stop()
 
 
 def test_a_key_inside_base_url_is_kept_out_of_config_json_and_errors(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("PATH_KEY", "sk-path-key-0123456789")
+    monkeypatch.setenv("PATH_KEY", fake_key("path-key-0123456789"))
     cfg = tmp_path / "c.toml"
     cfg.write_text(
-        '[[endpoints]]\nname = "e"\nbase_url = "https://gw.example/keys/sk-path-key-0123456789/v1?key=qk-0123456789"\n'
+        f'[[endpoints]]\nname = "e"\nbase_url = "https://gw.example/keys/{fake_key("path-key-0123456789")}/v1?key=qk-0123456789"\n'
         'api_key_env = "PATH_KEY"\nheaders = { "x-api-key" = "hk-0123456789" }\n'
         '[[models]]\nname = "m"\nendpoint = "e"\n'
     )
     snap = orjson.dumps(load_config(cfg).snapshot(["m"])).decode()
     assert "0123456789" not in snap and "gw.example/keys/***/v1?key=***" in snap
     bad = tmp_path / "bad.toml"
-    bad.write_text('[[endpoints]]\nname = "e"\nbase_url = "ftp://user:sk-ftp-secret-0123456789@h/v1"\n'
+    bad.write_text(f'[[endpoints]]\nname = "e"\nbase_url = "ftp://user:{fake_key("ftp-secret-0123456789")}@h/v1"\n'
                    '[[models]]\nname = "m"\nendpoint = "e"\n')
     r = cli("models", "--config", str(bad))
     assert r.returncode == 2 and "not an http(s) URL" in r.stderr and "0123456789" not in r.stderr

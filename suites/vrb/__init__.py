@@ -113,7 +113,7 @@ def deviations(spec: RunSpec) -> list[str]:
         out.append(f"pooled skill and category effects over {which} (the reference excludes its own list of "
                    f"{len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
     if spec.opt("category_covariates") == "none":
-        out.append("task-category effects (Fig. 11) without the skill covariates (the reference: category + "
+        out.append("task category effects (Fig. 11) without the skill covariates (the reference: category + "
                    "skill indicators)")  # fmt: skip
     if spec.samples not in (None, 1):
         out.append(f"{spec.samples} samples (the reference: 1)")

@@ -1,4 +1,4 @@
-"""Task-category effects (the reference's Fig. 11): how hard each kind of task is, models and datasets held
+"""Task category effects (the reference's Fig. 11): how hard each kind of task is, models and datasets held
 as observed.
 
 The reference fits `correct ~ category + has_<skill>... + (1|model) + (1|dataset)` (Bayesian, bambi;
@@ -135,7 +135,7 @@ def category_table(effects: dict, items_note: str = "fatal items excluded") -> T
         return None
     names = list(cats)  # hardest first
     return Table(
-        title="vrb: task-category effects (Fig. 11): predicted accuracy, models and datasets as observed",
+        title="vrb: task category effects (Fig. 11): predicted accuracy, models and datasets as observed",
         columns=["category", "items", "predicted accuracy", "95% CI"],
         rows=[[c, cats[c]["n_items"], cats[c]["accuracy"], cats[c]["ci95"]] for c in names],
         note=effects["formula"] + "; " + effects["estimator"] + "; " + items_note,

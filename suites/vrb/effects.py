@@ -1,6 +1,6 @@
 """Skill effects: logistic regression of answer correctness on skill indicators with fixed effects.
 
-    logit P(correct) = b0 + sum_s b_s [item needs skill s] + model + dataset + task-category fixed effects
+    logit P(correct) = b0 + sum_s b_s [item needs skill s] + model + dataset + task category fixed effects
 
 fitted with statsmodels (a binomial GLM on answers grouped by covariate pattern: the same likelihood as
 the per-answer logit, far fewer rows). The effect of skill s is its average marginal effect (AME) in
