@@ -120,21 +120,20 @@ def estimate(
     prefer: str = "latency",
     cache_dir: Path | None = None,
     keep_going: bool = False,
-    said: list[str] | None = None,
-) -> list[dict[str, Any]]:
-    """One dict per (run, model); `cache_dir` None: no cache is read (`--no-cache`, `--refresh`).
-    `said` gets each run's deviations from its paper, as the run would say them before its first call."""
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One dict per (run, model), and each run's deviations from its paper as the run will say them;
+    `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
     from runner.batch.plan import batch_discount, decide, live_seconds
     from runner.preflight import preflight
+    from runner.protocol import judges_of, protocol_deviations, said
     from runner.resume import check_settings
-    from runner.run import judges_of, protocol_deviations
-    from suites.base import get_suite
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
-    for p in plans if said is not None else []:
+    lines = []
+    for p in plans:
         suite = get_suite(p.spec.suite)
         devs, per_model = protocol_deviations(suite, p.spec, models, list(p.models))
-        said += [f"[{suite.run_name(p.spec)}] deviation from the paper's protocol: {d}" for d in devs + per_model]
+        lines += [said(suite.run_name(p.spec), d) for d in devs + per_model]
     for p in plans:  # what the real run refuses, refused here too, before any network
         if p.out is not None:
             check_settings(p.out, p.spec)
@@ -168,7 +167,7 @@ def estimate(
                 "mode": "batch" if t.calls and decide(m, batch, deadline_s, prefer, live_s) else "live",
             }
         )
-    return rows
+    return rows, lines
 
 
 def money(x: float | None) -> str:
@@ -201,8 +200,7 @@ def dry_run(
     from runner.term import print_table
     from suites.base import Table
 
-    said: list[str] = []
-    rows = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going, said)
+    rows, said_lines = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going)
     cols = ["model", "to do", "done", "cached", "tokens in", "out (max)", "cost", "max", "live", "batch max"]
     cols.append("mode")
     for run in dict.fromkeys(d["run"] for d in rows):  # one table per run: fitted to the terminal
@@ -241,6 +239,6 @@ def dry_run(
         "max assumes every call writes max_tokens. live time: rough, from RPM/TPM/concurrency and "
         f"~1 s + output at 50 tok/s per call; batches: {BATCH_WALL}"
     )
-    for line in said:  # what the run will record in manifest.json and under every table
+    for line in said_lines:  # what the run will record in manifest.json and under every table
         print(line)
     return 0

@@ -20,9 +20,7 @@ from typing import Any
 
 from cache.store import AsyncCache, default_cache_dir
 from core.types import Row
-from providers.anthropic import FALLBACK_MAX_TOKENS
 from providers.pricing import PRICE_KEYS
-from providers.shape import departures
 from runner import __version__ as VERSION
 from runner import join_view, progress, resume
 from runner.atomic import write_json
@@ -38,6 +36,7 @@ from runner.live import worst_state
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
+from runner.protocol import judges_of, protocol_deviations, said
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.resume import check_settings
 from runner.scheduler import Scheduler
@@ -71,36 +70,6 @@ def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
 
 EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
-
-
-def protocol_deviations(
-    suite: Any, spec: RunSpec, models: dict[str, ModelEntry], names: list[str]
-) -> tuple[list[str], list[str]]:
-    """The suite's departures from its paper for `spec`, and the per-model ones (a request shaped away
-    from the suite's, an unknown Anthropic max output sent as the 4,096 fallback): said before a run,
-    by the dry run too, and recorded in the manifest."""
-    suite_devs = suite.deviations(spec) if suite.deviations else []
-    per_model = [
-        d for n in dict.fromkeys(names + judges_of(spec)) if n in models for d in departures(n, models[n].shape)
-    ]
-    judge = spec.options.get("judge")
-    if suite.paper_judge and judge in models and suite.paper_judge[0](judge):
-        mid = models[judge].model_id
-        if not suite.paper_judge[0](mid):
-            per_model.append(f"judge {judge} is the model {mid} (the paper's judge: {suite.paper_judge[1]})")
-    if suite.open_max_tokens:
-        per_model += [
-            f"{n}: max_tokens {FALLBACK_MAX_TOKENS:,} (its maximum output is unknown: set max_output_tokens in "
-            f"the config; the paper's code: {suite.open_max_tokens:,})"
-            for n in dict.fromkeys(names) if n in models and models[n].provider_kind == "anthropic"
-            and models[n].profile is not None and models[n].profile.max_output_tokens is None
-        ]  # fmt: skip
-    return suite_devs, per_model
-
-
-def judges_of(spec: RunSpec) -> list[str]:
-    j = spec.options.get("judge")
-    return [j] if j else []
 
 
 def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: str) -> RunCtx:
@@ -164,7 +133,7 @@ def _prepare(
     deviations = deviations + manifest["model_deviations"]
     manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
     for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise
-        print(f"[{run_name}] deviation from the paper's protocol: {d}", file=sys.stderr)
+        print(said(run_name, d), file=sys.stderr)
     write_json(man_path, manifest)
     results = out / (results_name() if plan.join else RESULTS)
     done, _ = index(results)

@@ -51,7 +51,7 @@ def test_a_judge_alias_is_checked_by_its_model_id(tmp_path) -> None:
     judge, the model id does not, so the run records it (said before the run, with the model deviations)."""
     from runner.config import load_config
     from runner.pool import build_models
-    from runner.run import protocol_deviations
+    from runner.protocol import protocol_deviations
     from suites.base import get_suite
 
     cfg = tmp_path / "c.toml"

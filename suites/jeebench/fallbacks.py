@@ -117,8 +117,8 @@ def final_line_answer(text: str, qtype: str) -> str | None:
     """The choice stated by the last line of a longer MCQ answer: letters said to be true ("A, B, and D
     are true, but C is false.", "only (D) is a possible value"), one option quoted with its label after the
     working ("(C) <the option's text>", not a walk through the options or a verdict against it), or
-    "x = 1 (Option C)", "closest to option (D)", "... is (B) <its text>"; a last line naming only the false ones defers to the one
-    before it."""
+    "x = 1 (Option C)", "closest to option (D)", "... is (B) <its text>"; a last line naming only the false
+    ones defers to the one before it."""
     if qtype not in ("MCQ", "MCQ(multiple)"):
         return None
     lines = [ln.strip().strip("*") for ln in text.strip().splitlines() if ln.strip()]
@@ -131,8 +131,8 @@ def final_line_answer(text: str, qtype: str) -> str | None:
     elif m := _TRUE_LIST.fullmatch(last):
         if _REST_FALSE.fullmatch(m.group(2)):
             letters = "".join(sorted(set(re.findall(r"[A-D]", m.group(1)))))
-    elif (i := _IS_LABEL.search(last)) and not _NOT.search(last) and len(set(re.findall(r"\(([A-D])\)", last))) == 1:
-        letters = i.group(1)  # "The interval that contains the value ... is (B) $(1,2)$."
+    elif (i := _IS_LABEL.search(last)) and not _NOT.search(last) and set(re.findall(r"\(([A-D])\)", last)) == {i[1]}:
+        letters = i[1]  # "The interval that contains the value ... is (B) $(1,2)$."
     elif (o := _LABEL_LINE.fullmatch(last)) and not _NOT.search(last):
         earlier = lines[-2] if len(lines) > 1 else ""
         letters = "" if _LABEL_START.match(earlier) or qtype != "MCQ" else next(g for g in o.groups() if g)

@@ -153,9 +153,8 @@ def by_type_curves(questions: Sequence[dict[str, Any]], m: Marks, ex: str = "ref
     for kind in ("MCQ", "MCQ(multiple)"):
         qs = [q for q in questions if q["type"] == kind]
         rows = []
-        for t in GRID:
-            ts, tm = (float(t), 0.5) if kind == "MCQ" else (0.0, float(t))
-            mk = _marks_at(qs, ALL_YEARS, ts, tm, m, ex)
+        for t in GRID:  # one type at a time: only that type's threshold acts
+            mk = _marks_at(qs, ALL_YEARS, float(t), float(t), m, ex)
             rows.append([float(t), mk["positive"], mk["negative"], mk["total"]])
         out[kind] = rows
     return out

@@ -1,0 +1,46 @@
+"""What a run departs from in its paper's protocol: the suite's own departures for the run's options, and
+each model's (a request shaped away from the suite's, an alias that is not the paper's judge, an unknown
+Anthropic max output sent as the fallback). One place, so that the dry run says word for word what the
+run says before its first call and records in manifest.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from providers.anthropic import FALLBACK_MAX_TOKENS
+from providers.shape import departures
+from runner.pool import ModelEntry
+from suites.base import RunSpec
+
+
+def judges_of(spec: RunSpec) -> list[str]:
+    j = spec.options.get("judge")
+    return [j] if j else []
+
+
+def protocol_deviations(
+    suite: Any, spec: RunSpec, models: dict[str, ModelEntry], names: list[str]
+) -> tuple[list[str], list[str]]:
+    """(the suite's departures for `spec`, the per-model ones) for the models `names` and the run's judge."""
+    suite_devs = suite.deviations(spec) if suite.deviations else []
+    per_model = [
+        d for n in dict.fromkeys(names + judges_of(spec)) if n in models for d in departures(n, models[n].shape)
+    ]
+    judge = spec.options.get("judge")
+    if suite.paper_judge and judge in models and suite.paper_judge[0](judge):
+        mid = models[judge].model_id
+        if not suite.paper_judge[0](mid):
+            per_model.append(f"judge {judge} is the model {mid} (the paper's judge: {suite.paper_judge[1]})")
+    if suite.open_max_tokens:
+        per_model += [
+            f"{n}: max_tokens {FALLBACK_MAX_TOKENS:,} (its maximum output is unknown: set max_output_tokens in "
+            f"the config; the paper's code: {suite.open_max_tokens:,})"
+            for n in dict.fromkeys(names) if n in models and models[n].provider_kind == "anthropic"
+            and models[n].profile is not None and models[n].profile.max_output_tokens is None
+        ]  # fmt: skip
+    return suite_devs, per_model
+
+
+def said(run_name: str, deviation: str) -> str:
+    """The line a run says before its first call (stderr) and the dry run prints, for one deviation."""
+    return f"[{run_name}] deviation from the paper's protocol: {deviation}"
