@@ -142,11 +142,11 @@ def make_vrb_run(root: Path, n_models: int, n_items: int) -> Path:
 
 
 def peak_rss(args: list[str]) -> tuple[float, float]:
-    """(peak RSS in MB, wall seconds) of `python -m runner.cli ARGS`."""
+    """(peak RSS in MB, wall seconds) of `python -m cli ARGS`."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+        [sys.executable, "-m", "cli", *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )  # fmt: skip
     ps, peak = psutil.Process(proc.pid), 0

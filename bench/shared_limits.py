@@ -131,7 +131,7 @@ def in_process(redis_url: str) -> None:
 
     import redis.asyncio as aioredis
 
-    from runner.budget_redis import RedisBudget, lane_id
+    from runner.budgets.redis import RedisBudget, lane_id
     from runner.lanes import LocalBudget
 
     async def go() -> None:

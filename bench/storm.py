@@ -58,7 +58,7 @@ def run(tmp: Path, name: str, faults: str, items: int, models: list[str], seed: 
         cmd = [
             sys.executable,
             "-m",
-            "runner.cli",
+            "cli",
             "run",
             f"jsonl:{tmp / 'data.jsonl'}",
             "--models",

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from runner.config import redact_url
+from core.secrets import redact_url
 
 log = logging.getLogger("evalsweep")
 

@@ -11,9 +11,10 @@ import orjson
 from core.types import Request
 from providers.anthropic import DEFAULT_BASE, anthropic_headers, messages_body, parse_message
 from providers.base import ProviderError
-from providers.batch_base import BatchHTTP, BatchStatus, LineResult
+from providers.batch_base import BatchHTTP, BatchStatus, LineResult, register
 
 
+@register
 class AnthropicBatchAPI:
     kind = "anthropic"
     max_requests = 100_000

@@ -3,7 +3,7 @@ stream reader that holds one line at a time (result files reach hundreds of MB).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +19,9 @@ from providers.base import (
     scrub,
 )
 
-BATCH_KINDS = ("openai", "anthropic")
-"""Endpoint kinds with a batch API."""
+BATCH_APIS: dict[str, Callable[..., Any]] = {}
+"""Endpoint kind → its batch API class, `cls(base_url, headers)`. Each API module registers itself when
+imported (`@register`); import `providers.batches` to have them all."""
 
 LineResult = tuple[str, Completion | None, str | None]
 """(custom_id, the answer or None, why it failed or None) for one request of a batch."""
@@ -37,15 +38,15 @@ class BatchStatus:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+def register(cls: Any) -> Any:
+    """Class decorator: the batch API for endpoints of kind `cls.kind`."""
+    BATCH_APIS[cls.kind] = cls
+    return cls
+
+
 def batch_api(ep: Any) -> Any:
-    """The batch API of an endpoint (a runner.config.Endpoint of a kind in BATCH_KINDS)."""
-    if ep.kind == "anthropic":
-        from providers.batch_anthropic import AnthropicBatchAPI
-
-        return AnthropicBatchAPI(ep.base_url, ep.headers)
-    from providers.batch_openai import OpenAIBatchAPI
-
-    return OpenAIBatchAPI(ep.base_url or "", ep.headers)
+    """The batch API of an endpoint (a runner.config.Endpoint of a kind in BATCH_APIS)."""
+    return BATCH_APIS[ep.kind](ep.base_url, ep.headers)
 
 
 class BatchHTTP:

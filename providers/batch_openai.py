@@ -11,20 +11,21 @@ import orjson
 
 from core.types import Request
 from providers.base import ProviderError, wire_body
-from providers.batch_base import BatchHTTP, BatchStatus, LineResult
+from providers.batch_base import BatchHTTP, BatchStatus, LineResult, register
 from providers.parse import openai_chat
 
 ENDED = {"completed", "expired", "cancelled", "failed"}
 
 
+@register
 class OpenAIBatchAPI:
     kind = "openai"
     max_requests = 50_000
     max_bytes = 200_000_000
     supports_n = True
 
-    def __init__(self, base_url: str, headers: dict[str, str] | None = None) -> None:
-        self.http = BatchHTTP(base_url)
+    def __init__(self, base_url: str | None, headers: dict[str, str] | None = None) -> None:
+        self.http = BatchHTTP(base_url or "")
         self._extra = headers or {}
 
     def _headers(self, api_key: str | None) -> dict[str, str]:

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
+from core.errors import ConfigError
 from core.types import Request
 from providers.base import Completion, ProviderError
-from runner.config import ConfigError
 
 Answers = dict[tuple[str, int, str], str | None]
 

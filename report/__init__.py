@@ -13,9 +13,10 @@ import io
 from pathlib import Path
 from typing import Any
 
+from core.term import plural
 from report import paperfigs, plots
 from report.frontier import pick_snapshots
-from report.load import ReportError, atomic_write, load_runs, read_json, suite_label
+from report.load import ReportError, atomic_write, load_runs, read_json, run_dirs_of, suite_label
 from report.page import render
 from report.samples import partial_note, write_view
 from report.sweeps import add_sweep_tables
@@ -32,7 +33,6 @@ from report.tables import (
     snapshot_rows,
     views_of,
 )
-from runner.term import plural
 
 __all__ = ["main", "add_arguments", "ReportError"]
 
@@ -64,7 +64,6 @@ def cli_main(argv: list[str]) -> int:
     )
     add_arguments(p)
     a = p.parse_args(argv)
-    from report.serve import run_dirs_of
 
     main(run_dirs_of(a.run_dirs), a.out, a.models_table)
     return 0

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.term import plural
 from report.paper import paper_tables_html
 from report.tables import (
     AXES,
@@ -21,7 +22,6 @@ from report.tables import (
     level_means,
     levels,
 )
-from runner.term import plural
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}

@@ -434,3 +434,17 @@ def load_runs(run_dirs: list[Path], models_table: Path | None = None, skip: list
         why = "; ".join(out.notes) or "run `evalsweep score` first"
         raise ReportError(f"no scored models in {', '.join(map(str, run_dirs))}: {why}")
     return out
+
+
+def run_dirs_of(dirs: list[Path]) -> list[Path]:
+    """Each run directory as given; a folder without a manifest stands for the runs directly under it
+    (a sweep's folder); anything else is passed on for the report to name and skip."""
+    out: list[Path] = []
+    for d in dirs:
+        if not (d / "manifest.json").is_file() and d.is_dir():
+            subs = sorted(x for x in d.iterdir() if (x / "manifest.json").is_file())
+            if subs:
+                out.extend(subs)
+                continue
+        out.append(d)
+    return out

@@ -8,11 +8,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from core.term import plural
 from report import viewer
 from report.html import CSS, JS, esc, flag, img, pct, score_columns, suite_section, table, usd
 from report.samples import ViewData
 from report.tables import AXES, SuiteView, is_fraction, leaderboard_rows
-from runner.term import plural
 
 WHY_NO_COST = {
     "price_in": "no model has a known list price (set price_in in the config or pass --models-table)",

@@ -7,11 +7,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from runner.term import column_cells
+from core.term import column_cells
 
 
 def _cell(v: Any, text: str) -> str:
-    """`text`: the terminal's cell for `v` (runner.term.column_cells: one format per column)."""
+    """`text`: the terminal's cell for `v` (core.term.column_cells: one format per column)."""
     if v is None:
         return "–"
     if isinstance(v, float):

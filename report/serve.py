@@ -21,20 +21,6 @@ class _Quiet(SimpleHTTPRequestHandler):
         return None
 
 
-def run_dirs_of(dirs: list[Path]) -> list[Path]:
-    """Each run directory as given; a folder without a manifest stands for the runs directly under it
-    (a sweep's folder); anything else is passed on for the report to name and skip."""
-    out: list[Path] = []
-    for d in dirs:
-        if not (d / "manifest.json").is_file() and d.is_dir():
-            subs = sorted(x for x in d.iterdir() if (x / "manifest.json").is_file())
-            if subs:
-                out.extend(subs)
-                continue
-        out.append(d)
-    return out
-
-
 def default_out(given: list[Path]) -> Path:
     """Beside the runs: inside the one folder given (a sweep's or a run's), else in the given
     folders' common parent."""
@@ -45,6 +31,7 @@ def default_out(given: list[Path]) -> Path:
 
 def cli_main(argv: list[str]) -> int:
     from report import add_arguments, main
+    from report.load import run_dirs_of
 
     p = argparse.ArgumentParser(prog="evalsweep view", description="Serve the report and sample viewer.")
     add_arguments(p, out_required=False)

@@ -28,7 +28,7 @@ def add_sweep_tables(views: list[SuiteView], show: bool = True) -> list[dict]:
     ]
     tables = sweep_tables(runs)
     if show and tables:
-        from runner.term import console, print_table
+        from core.term import console, print_table
 
         con = console(stderr=True)
         for t in tables:

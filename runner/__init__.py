@@ -1,4 +1,9 @@
-"""evalsweep's runner: CLI, config, scheduler, lanes, results, scoring stage."""
+"""The engine: config → lanes → scheduler → results.jsonl → scoring, for one run or a sweep.
 
-__version__ = "0.1.0"
-"""The one place the version lives: pyproject reads it, manifests record it, `evalsweep --version` prints it."""
+Owns the run directory (config snapshot, manifest, append-only results, resume), the scheduler and its
+lanes (pacing, concurrency, retries), and the scoring stage. Rooms inside it:
+- `runner.budgets`: lane budgets (local; shared through Redis) and `--join` leases in Postgres;
+- `runner.batch`: provider batch APIs as an alternative to live calls.
+
+May import core, providers, cache and suites; never report or cli (they sit above it).
+"""

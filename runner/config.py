@@ -14,13 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.errors import ConfigError
 from core.secrets import header_secrets, redact_url  # noqa: F401  (re-exported)
 
 ProviderKind = Literal["openai", "anthropic", "litellm", "sim", "replay"]
-
-
-class ConfigError(Exception):
-    """A config problem, already phrased for the user (file:line: field: what is wrong)."""
 
 
 class Endpoint(BaseModel):

@@ -14,7 +14,7 @@ import orjson
 from core.types import row_identity
 from runner import join_view
 from runner.atomic import write_json
-from runner.leases import worker_name
+from runner.budgets.leases import worker_name
 from runner.pool import ModelEntry
 from runner.results import index
 from runner.rows import error_row

@@ -18,6 +18,17 @@ from typing import Any
 JSONL = "jsonl:"
 
 
+def spec_fingerprint(spec: Any) -> dict[str, Any]:
+    """What must match for a directory to be resumed (the limit and the model list may change);
+    `spec` a suites.base.RunSpec."""
+    return {
+        "suite": spec.suite,
+        "options": spec.options,
+        "samples": spec.samples,
+        "temperature": spec.temperature,
+    }
+
+
 def path_settings(fp: dict[str, Any]) -> dict[str, str]:
     """The settings of a fingerprint that name data on disk: {setting: path}."""
     out: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """A lane = one (endpoint, API key): RPM/TPM pacing, a concurrency cap, 429 handling and retries.
 
-Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budget_local`.
+Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budgets.local`.
 
 Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
 `x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when the provider
@@ -51,7 +51,7 @@ from tenacity import (
 
 from providers.base import ProviderError, scrub
 from providers.http import SENT
-from runner.budget_local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
+from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
 from runner.config import Endpoint
 
 T = TypeVar("T")
@@ -66,6 +66,13 @@ DOWN_AFTER = 3
 PROBE_MAX_S = 3.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
 lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
+
+STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
+"""The worst lane state of a model is its state (lower: worse)."""
+
+
+def worst_state(states: list[str]) -> str:
+    return min(states, key=lambda s: STATE_RANK.get(s, 0), default="")
 
 
 class Lane:

@@ -2,7 +2,7 @@
 
 The kernel drops the lock when the process dies, however it dies, so a SIGKILL never leaves a stale
 lock behind. A plain run holds it exclusively and writes its PID into the file, to be named in a
-second launch's error; `--join` workers (runner.leases: many processes splitting one run on purpose)
+second launch's error; `--join` workers (runner.budgets.leases: many processes splitting one run on purpose)
 share it, so they exclude a plain run on the same directory and it excludes them.
 """
 

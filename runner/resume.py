@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.config import ConfigError
-from runner.identity import differences
+from runner.identity import differences, spec_fingerprint
 from runner.pool import ModelEntry
 from runner.results import read_manifest
 from runner.state import RunCtx
@@ -24,8 +24,6 @@ def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = N
     """Refuse to resume `out` with other settings (the run and the dry run alike), one readable line
     per setting that differs; returns the fingerprint the run keeps. An option this version added
     that the directory lacks counts as its default, so an older run directory still resumes."""
-    from runner.run import spec_fingerprint
-
     fp = spec_fingerprint(spec)
     if manifest is None:
         if not (out / "manifest.json").exists():
@@ -57,8 +55,8 @@ def say_resuming(
 ) -> None:
     """`[run] resuming: N of M rows already done, K cached, L to call` for each run that has finished
     rows (first-pass rows, the unit of the progress counts); `cache` None: the cache is not read."""
-    from cache.store import probe
-    from runner.dryrun import remaining
+    from cache.disk import probe
+    from runner.remaining import remaining
 
     todo = [(p, r) for p, r in zip(plans, runs, strict=True) if r.done and not r.join]
     if not todo:

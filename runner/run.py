@@ -13,26 +13,28 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cache.store import AsyncCache, default_cache_dir
+from core import __version__ as VERSION
+from core.term import plural
 from core.types import Row
 from providers.pricing import PRICE_KEYS
-from runner import __version__ as VERSION
-from runner import join_view, progress, resume
+from runner import join_view, resume
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
+from runner.budgets.leases import open_leases, results_name
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
 from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
-from runner.identity import identities
-from runner.leases import open_leases, results_name
-from runner.live import worst_state
+from runner.identity import identities, spec_fingerprint
+from runner.lanes import worst_state
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
@@ -41,10 +43,12 @@ from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_e
 from runner.resume import check_settings
 from runner.scheduler import Scheduler
 from runner.state import RunCtx, Stats
-from runner.term import plural
 from suites.base import RunSpec, get_suite
 
 log = logging.getLogger("evalsweep")
+Watch = Callable[..., Awaitable[None]]
+"""What shows a run's progress (cli.progress.watch): `watch(runs, live=, every_s=, lanes=, state=)`,
+cancelled when the calls are done. The engine knows no terminal: the command line passes it in."""
 GC_GEN0 = 20_000
 """The collector's gen-0 threshold while calls run (see `execute`)."""
 
@@ -55,17 +59,7 @@ class RunPlan:
     models: list[str]
     out: Path | None = None
     join: bool = False
-    """--join: one of several workers sharing this run directory (runner.leases)."""
-
-
-def spec_fingerprint(spec: RunSpec) -> dict[str, Any]:
-    """What must match for a directory to be resumed (the limit and the model list may change)."""
-    return {
-        "suite": spec.suite,
-        "options": spec.options,
-        "samples": spec.samples,
-        "temperature": spec.temperature,
-    }
+    """--join: one of several workers sharing this run directory (runner.budgets.leases)."""
 
 
 EXIT_ABORTED = 4
@@ -172,6 +166,7 @@ def execute(
     deadline_s: float = 8 * 3600.0,
     prefer: str = "latency",
     keep_going: bool = False,
+    watch: Watch | None = None,
 ) -> int:
     """Run every plan in one scheduler. Returns the exit code (0 ok, 1 errors in rows, 130 interrupted).
 
@@ -230,6 +225,7 @@ def execute(
                 progress_s=progress_s,
                 command=command,
                 batch_why=batch_why,
+                watch=watch,
             )
         )
     finally:
@@ -256,6 +252,7 @@ async def _main(
     progress_s: float = 10.0,
     command: str,
     batch_why: dict[str, str] | None = None,
+    watch: Watch | None = None,
 ) -> int:
     shared = shared_urls(cfg)
     pg = None
@@ -265,7 +262,7 @@ async def _main(
         pg = await PgCache(shared.cache_url).open()
     budgets: list[Any] = []
     if shared.redis_url:
-        from runner.budget_attach import attach
+        from runner.budgets.attach import attach
 
         budgets = await attach(models, shared.redis_url, shared.lease_s)
     for r in runs:
@@ -319,7 +316,7 @@ async def _main(
             pass
     lanes = [ln for m in models.values() for ln in m.lanes if ln.endpoint.kind not in ("sim", "replay")]
     watcher = asyncio.create_task(
-        progress.watch(
+        (watch or _unwatched)(
             runs,
             live=live,
             every_s=progress_s,
@@ -347,7 +344,7 @@ async def _main(
         if cache is not None:
             await cache.aclose()
         if budgets:
-            from runner.budget_attach import detach
+            from runner.budgets.attach import detach
 
             await detach(budgets)
         await close_models(models)
@@ -357,7 +354,7 @@ async def _main(
         print("\ninterrupted after every planned row was in: the run is complete", file=sys.stderr)
     if sched.fault is None and not interrupted:
         for r in runs:
-            if not r.join:  # a --join worker runs only the units it won (runner.leases checks those)
+            if not r.join:  # a --join worker runs only the units it won (runner.budgets.leases checks those)
                 account(r, sched)
     n_err = 0
     for r in runs:
@@ -411,6 +408,10 @@ async def _main(
         )
         return 3
     return 0
+
+
+async def _unwatched(*_: Any, **__: Any) -> None:
+    """No progress view (a library caller that passed none)."""
 
 
 class _LogFile(logging.FileHandler):

@@ -11,26 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
-from providers.base import Completion, ProviderError
-from runner.lanes import Lane
-from runner.pool import ModelEntry, note_ignored_n, pick_lane
+from runner.call import Breaker, send
+from runner.pool import ModelEntry
 from runner.results import read_at
-from runner.rows import (
-    answer_row,
-    billed,
-    contiguous,
-    error_row,
-    exhausted,
-    exhausted_row,
-    hit_row,
-    total_tokens,
-)
+from runner.rows import contiguous, error_row, hit_row
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
@@ -39,29 +28,6 @@ PREFETCH = 128
 """Requests whose cache keys are looked up in one query (~2 us a key instead of ~11 us one by one)."""
 Looked = dict[int, tuple[str, dict[str, Any] | None]]
 """A request's samples still to answer -> (cache key, the local cache's answer or None)."""
-
-
-@dataclass
-class Breaker:
-    """Per called model: after `threshold` consecutive final failures, stop calling it."""
-
-    threshold: int
-    failures: int = 0
-    last_error: str = ""
-
-    @property
-    def open(self) -> bool:
-        return self.failures >= self.threshold
-
-    def reason(self, name: str) -> str:
-        return (
-            f"skipped: circuit breaker open for {name} after {self.failures} consecutive failures "
-            f"(last: {self.last_error})"
-        )
-
-
-class _BreakerOpen(ProviderError):
-    """Raised inside a lane when the breaker opened while the call was queued: not a failure."""
 
 
 class Scheduler:
@@ -355,158 +321,7 @@ class Scheduler:
         return left
 
     async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
-        breaker = self.breakers[m.cfg.name]
-        if breaker.open:
-            return [error_row(req, s, keys[s], breaker.reason(m.cfg.name), "skipped") for s in group]
-        lane = pick_lane(m)
-        if lane is None:  # every key of this model is out of quota: error rows, and the breaker opens
-            breaker.failures = max(breaker.failures, breaker.threshold)
-            breaker.last_error = m.lanes[0].stopped or "out of quota"
-            return [error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
-        n, start = len(group), group[0]
-        est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
-        tpm = lane.endpoint.tpm
-        if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
-            msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
-            return [error_row(req, s, keys[s], msg, "fatal", 0, lane.name) for s in group]
-        if m.context_window is not None:  # refused before it is paid for (the provider would 400)
-            need = m.estimate_tokens(req) + (m.shape.extra if m.shape is not None else 0)
-            if need > m.context_window:
-                msg = (f"prompt + answer budget need ~{need:,} tokens, over {m.cfg.name}'s context window "
-                       f"of {m.context_window:,}")
-                return [error_row(req, s, keys[s], msg, "context_exceeded", 0, lane.name) for s in group]
-        provider = lane.provider
-
-        async def attempt() -> Completion:
-            if breaker.open:  # opened while this call waited for the lane
-                raise _BreakerOpen(breaker.reason(m.cfg.name))
-            return await provider.complete(req, m.model_id, n, start, lane.api_key, m.cfg.params, m.shape)
-
-        try:
-            comp, attempts, latency = await lane.call(attempt, est)
-        except _BreakerOpen as e:
-            return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
-        except ProviderError as e:
-            if e.quota:  # the lane stopped itself: the model's other keys take its calls
-                return await self._send(req, m, group, keys)
-            breaker.failures += 1
-            breaker.last_error = lane.scrub(str(e))[:200]
-            if breaker.failures == breaker.threshold:
-                log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
-            attempts = getattr(e, "attempts", 1)
-            msg = lane.scrub(str(e))
-            return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # bad input (missing image file...) becomes an error row, not a crash
-            msg = lane.scrub(f"{type(e).__name__}: {e}")
-            return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
-        breaker.failures = 0
-        lane.reconcile(est, total_tokens(comp))
-        try:
-            if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
-                comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]
-            got = (
-                len(comp.texts)
-                if n == 1
-                else sum(
-                    t is not None or r is not None
-                    for t, r in zip(comp.texts, comp.finish_reasons, strict=False)
-                )
-            )
-            if got < n:  # the server ignored `n`: keep what came back, send the rest one by one
-                return await self._refill(req, m, lane, comp, group, keys, attempts, latency)
-            return self._rows_from(req, m, comp, group, keys, attempts, latency, lane.name)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # a provider that slipped an ill-typed completion past its parse
-            msg = lane.scrub(f"malformed completion: {type(e).__name__}: {e}")
-            return [error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
-
-    async def _refill(
-        self,
-        req: Request,
-        m: ModelEntry,
-        lane: Lane,
-        comp: Completion,
-        group: list[int],
-        keys: dict[int, str],
-        attempts: int,
-        latency: float,
-    ) -> list[Row]:
-        kept = [
-            i
-            for i, (t, r) in enumerate(zip(comp.texts, comp.finish_reasons, strict=False))
-            if t is not None or r is not None
-        ]
-        note_ignored_n(m, lane, len(kept), len(group))
-        part = Completion(
-            [comp.texts[i] for i in kept],
-            comp.input_tokens,
-            comp.output_tokens,
-            [comp.finish_reasons[i] for i in kept],
-        )
-        rows = self._rows_from(req, m, part, [group[i] for i in kept], keys, attempts, latency, lane.name)
-        rest = [s for i, s in enumerate(group) if i not in kept]
-        for more in await asyncio.gather(*(self._send(req, m, [s], keys) for s in rest)):
-            rows.extend(more)
-        return rows
-
-    # --- rows ------------------------------------------------------------------------------------
-
-    def _rows_from(
-        self,
-        req: Request,
-        m: ModelEntry,
-        comp: Completion,
-        group: list[int],
-        keys: dict[int, str],
-        attempts: int,
-        latency: float,
-        lane: str,
-    ) -> list[Row]:
-        n = len(group)
-        texts = (comp.texts + [None] * n)[:n]
-        usages = billed(comp, texts)
-        reasons = m.profile is not None and m.profile.thinks  # Claude reasons only with thinking on
-        rows = []
-        for i, s in enumerate(group):
-            text = texts[i]
-            finish = comp.finish_reasons[i] if i < len(comp.finish_reasons) else None
-            usage = usages[i]
-            cost = (
-                comp.reported_cost / n
-                if comp.reported_cost is not None
-                else m.cost(usage["input_tokens"], usage["output_tokens"], usage["cached_input_tokens"],
-                            usage["cache_write_tokens"])
-            )
-            if reasons and exhausted(text, finish, True):
-                rows.append(exhausted_row(req, s, keys[s], usage, cost, attempts, lane, finish))
-                continue
-            if text is None:
-                msg = f"no text in the response (finish_reason={finish})"
-                kind = "fatal" if finish in ("content_filter", "refusal") else "transient"
-                row = error_row(req, s, keys[s], msg, kind, attempts, lane)
-                row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, finish
-                rows.append(row)
-                continue
-            row = answer_row(
-                req, s, keys[s], text, usage, cost, latency, attempts, cached=False, finish=finish, lane=lane
-            )
-            rows.append(row)
-            if self.cache is not None and m.provider_cacheable:
-                self.cache.put(
-                    keys[s],
-                    {
-                        "text": text,
-                        "usage": usage,
-                        "cost_usd": cost,
-                        "finish_reason": finish,
-                        "model": m.model_id,
-                        "t": row["t"],
-                    },
-                )
-        return rows
+        return await send(req, m, group, keys, self.breakers[m.cfg.name], self.cache)
 
     def _emit(self, run: RunCtx, stats: Stats, rows: list[Row]) -> list[Row]:
         for row in rows:

@@ -168,9 +168,9 @@ def _plain(x: Any) -> Any:
 
 
 def print_tables(tables: list[Table], models: dict[str, dict[str, Any]] | None = None) -> None:
-    """Each table fitted to the terminal (runner.term.fit), models below full coverage marked."""
-    from runner.term import console as make_console
-    from runner.term import render
+    """Each table fitted to the terminal (core.term.fit), models below full coverage marked."""
+    from core.term import console as make_console
+    from core.term import render
 
     console = make_console()
     for t in tables:

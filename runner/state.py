@@ -54,7 +54,7 @@ class RunCtx:
     cheap check (runner.run.account reads the file only when this falls short of the plan)."""
     join: bool = False
     leases: Any = None
-    """runner.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
+    """runner.budgets.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
 
     @property
     def has_follow_up(self) -> bool:

@@ -72,7 +72,7 @@ def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "runner.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -84,7 +84,7 @@ def cli(
 def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     """`evalsweep ARGS` as a background process (text pipes), for tests that run several or kill one."""
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -116,7 +116,7 @@ def serving(*args: str) -> Iterator[str]:
     import signal
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "view", *args, "--port", "0"],
+        [sys.executable, "-m", "cli", "view", *args, "--port", "0"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -73,7 +73,7 @@ def test_vrb_sends_retired_claude_maximum_and_records_the_fallback(tmp_path: Pat
     documented maximum, not 4,096; a model whose maximum is unknown gets the fallback, recorded as a deviation."""
     import json
 
-    from runner.cli import main
+    from cli.main import main
     from suites.vrb.synthetic import write_dataset
 
     data = tmp_path / "vrb"

@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cli.main import _duration, main
 from core.types import ImagePart, Message, Request, user
 from providers.anthropic import FALLBACK_MAX_TOKENS, messages_body
-from runner.cli import _duration, main
 from runner.config import ConfigError, load_config
 from suites.jsonl import prompt_of
 from tests.helpers import fake_key, rows, run_args, write_config, write_dataset

@@ -88,7 +88,7 @@ def test_sigkill_between_submission_and_download_then_resume(
             "--no-live",
         ]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.cli", *args],
+            [sys.executable, "-m", "cli", *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -8,7 +8,7 @@ import time
 
 import redis.asyncio as aioredis
 
-from runner.budget_redis import RedisBudget, lane_id
+from runner.budgets.redis import RedisBudget, lane_id
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget
 from tests.servers import RedisServer

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cli.main import main
 from core.types import Decoding, Request, user
 from providers.anthropic import max_output_tokens, messages_body
 from providers.base import wire_body
@@ -17,7 +18,6 @@ from providers.parse import anthropic_message, openai_chat
 from providers.pricing import Prices, resolve_prices
 from providers.responses import parse_responses, responses_body
 from providers.shape import departures, key_params, shape_for
-from runner.cli import main
 from runner.config import ModelCfg
 from runner.rows import billed, exhausted
 

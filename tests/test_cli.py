@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import rows, write_dataset
 
 SIM_FAST = '[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 0\n'

@@ -24,7 +24,7 @@ def _env(cache: Path) -> dict[str, str]:
 
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

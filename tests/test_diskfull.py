@@ -56,7 +56,7 @@ def _fsize_limit() -> None:
 
 def _run(args: list[str], limit: bool) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "runner.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import write_dataset
 
 SIM_FAST = '[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 0\n'

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import rows, run_args, write_dataset
 
 

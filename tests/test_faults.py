@@ -14,10 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cli.main import main
 from providers.anthropic import parse_message
 from providers.base import ProviderError, scrub
 from providers.openai import parse_chat
-from runner.cli import main
 from runner.results import final_rows
 from suites.jsonl import prompt_of
 from tests.helpers import cli, rows, run_args, write_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from runner.cli import main
+from cli.main import main
 from runner.identity import data_identity, differences, identities
 from tests.helpers import rows, run_args, write_dataset
 

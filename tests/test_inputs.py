@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import fake_key, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 

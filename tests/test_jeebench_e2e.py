@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from suites.jeebench.devtools import load_dev, replay_lines
 from suites.jeebench.extract import extract
 from suites.jeebench.metrics import aggregate, score_answer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from suites.jeebench.sweep import MAX_2023, sweep_tables
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import psycopg
 
-from runner.leases import shard_of
+from runner.budgets.leases import shard_of
 from runner.results import final_rows, results_files
 from suites.jsonl import prompt_of
 from tests.helpers import cli, run_args, spawn, write_config, write_dataset

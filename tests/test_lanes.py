@@ -228,7 +228,7 @@ async def test_quota_stops_the_lane_at_once():
 def test_live_view_shows_each_lanes_limit_source_and_use():
     from rich.console import Console
 
-    from runner.progress import _lanes_table
+    from cli.progress import _lanes_table
 
     lane = Lane(Endpoint(name="e", base_url="http://x/v1", tpm=90_000), "KEY_A", "sk-x", provider=None)
     lane._on_answer({"limit_requests": 500, "limit_tokens": 30_000}, False)

@@ -11,7 +11,7 @@ import pytest
 from core.types import Decoding, Message, Request
 from providers import http
 from providers.openai import OpenAIProvider
-from runner.budget_local import MARGIN_S, SLACK_S, WINDOW_S, LocalBudget
+from runner.budgets.local import MARGIN_S, SLACK_S, WINDOW_S, LocalBudget
 from runner.config import Endpoint
 from runner.lanes import Lane
 from tests.mock_openai import MockServer

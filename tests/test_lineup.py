@@ -14,7 +14,7 @@ import orjson
 import pytest
 from genai_prices import Usage, calc_price
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import REPO, run_args
 from tests.mock_contract import REASONING, REASONING_TOKENS, ContractServer
 

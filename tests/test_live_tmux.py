@@ -71,7 +71,7 @@ def _sweep_in_tmux(tmp_path: Path, interrupt: bool = False, min_pct: int = 0) ->
     session = f"evalsweep-{os.getpid()}"
     env = f"PYTHONPATH={ROOT} LITELLM_LOCAL_MODEL_COST_MAP=True"
     cmd = (
-        f"cd {tmp_path} && {env} {sys.executable} -m runner.cli sweep sweep.toml --no-score --keep-going --grace 3 "
+        f"cd {tmp_path} && {env} {sys.executable} -m cli sweep sweep.toml --no-score --keep-going --grace 3 "
         f"--cache-dir {tmp_path / 'cache'}; echo EXIT=$?; sleep 120"
     )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "30", cmd], check=True)

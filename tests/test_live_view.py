@@ -1,4 +1,4 @@
-"""The live view's layout (runner.live) at 80 columns and 30 rows, and the plain progress log without
+"""The live view's layout (cli.live) at 80 columns and 30 rows, and the plain progress log without
 a TTY: one summary line per interval for the whole sweep, plus a line per model whose state changed."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import random
 import re
 from pathlib import Path
 
-from runner.cli import main
-from runner.live import abbreviate, screen
+from cli.live import abbreviate, screen
+from cli.main import main
 from tests.helpers import write_dataset
 
 LONG = ["claude-3-5-sonnet-20241022-extended-thinking", "claude-3-5-sonnet-20240620-extended-thinking"]

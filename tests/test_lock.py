@@ -29,7 +29,7 @@ def _env() -> dict[str, str]:
 
 def _start(args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env=_env(),
         stdout=subprocess.PIPE,

@@ -402,7 +402,7 @@ SIZES = [20, 15, 15, 30, 15, 15, 15, 10, 15, 25, 15, 10, 10, 20, 20, 10, 20, 20]
 
 
 def test_cli_sim_sweep_and_score(tmp_path: Path) -> None:
-    from runner.cli import main
+    from cli.main import main
 
     data = tmp_path / "m3gia"
     data.mkdir()
@@ -469,7 +469,7 @@ def test_cli_sim_sweep_and_score(tmp_path: Path) -> None:
 def test_cli_missing_language_file_fails_before_sending(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from runner.cli import main
+    from cli.main import main
 
     make_parquet(tmp_path, "en", ["1"])
     out = tmp_path / "run"

@@ -111,7 +111,7 @@ def test_blocks_count_as_refusals() -> None:
 
 
 def test_blocks_end_to_end(tmp_path: Path, marvel_data: Path) -> None:
-    from runner.cli import main
+    from cli.main import main
 
     srv = MockServer(faults={"content_filter": 0.2, "policy_400": 0.1}, seed=3).start()
     try:

@@ -183,7 +183,7 @@ def _results(run: Path) -> list[dict]:
 
 
 def test_end_to_end_sim_sweep(tmp_path: Path, marvel_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from runner.cli import main
+    from cli.main import main
 
     out = tmp_path / "run"
     argv = ["run", "marvel", "--models", "sim/strong,sim/weak", "--out", str(out), "--limit", "10",
@@ -229,7 +229,7 @@ def test_end_to_end_sim_sweep(tmp_path: Path, marvel_data: Path, capsys: pytest.
 def test_cli_refuses_missing_images_before_sending(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from runner.cli import main
+    from cli.main import main
 
     out = tmp_path / "run"
     argv = ["run", "marvel", "--models", "sim/strong", "--out", str(out), "--limit", "2",

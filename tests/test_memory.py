@@ -16,7 +16,7 @@ from tests.helpers import REPO, write_dataset
 
 def _peak_rss(args: list[str], env: dict[str, str]) -> tuple[int, int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import closed_port, fake_key, rows, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 

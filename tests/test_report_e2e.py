@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main as cli
+from cli.main import main as cli
 
 
 @pytest.fixture

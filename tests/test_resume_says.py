@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import REPO, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
@@ -74,7 +74,7 @@ def _sigint_run(
         args = [a for a in run_args(data, "m", cfg, tmp / "run") if a != "--no-score"]
         env = os.environ | {"PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.cli", *args, "--cache-dir", str(tmp / "cache")],
+            [sys.executable, "-m", "cli", *args, "--cache-dir", str(tmp / "cache")],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import __version__
-from runner.cli import main
+from cli.main import main
+from core import __version__
 from tests.helpers import cli, rows, write_dataset
 
 SIM_FAST = '[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 0\n'

@@ -16,8 +16,8 @@ import orjson
 import pytest
 from rich.console import Console
 
+from core.term import render
 from runner.score import Coverage
-from runner.term import render
 from suites.base import Table, by_model, group_rows, ranked
 from suites.stats import EXACT_MAX, bootstrap_ci, bootstrap_means, ci_method
 from tests.helpers import REPO, write_dataset
@@ -168,7 +168,7 @@ def _run_dir(tmp_path: Path) -> Path:
 def test_score_cli_streams_scored_rows_and_reports_coverage(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
     env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(REPO)}
-    r = subprocess.run([sys.executable, "-m", "runner.cli", "score", str(run)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "cli", "score", str(run)], capture_output=True, text=True,
                        cwd=REPO, env=env, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
     scores = json.loads((run / "scores.json").read_text())

@@ -91,7 +91,7 @@ def test_grok_3_mini_effort_is_one_xai_takes(tmp_path: Path) -> None:
 
 
 def test_minimal_effort_on_an_o_series_model_exits_2_before_sending(tmp_path: Path, capsys) -> None:
-    from runner.cli import main
+    from cli.main import main
 
     cfg = tmp_path / "c.toml"
     cfg.write_text('[[endpoints]]\nname = "o"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'

@@ -88,7 +88,7 @@ def test_lost_connection_degrades_to_local_and_loses_nothing(tmp_path: Path, pg_
         env = _host_env(tmp_path / "h", pg_url)
         out = tmp_path / "run"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.cli", *run_args(data, "ok-a", cfg, out)],
+            [sys.executable, "-m", "cli", *run_args(data, "ok-a", cfg, out)],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,

@@ -31,7 +31,7 @@ def test_sigterm_exits_143_with_rows_saved(tmp_path: Path):
 
 
 def test_a_killed_scores_leftover_is_removed_by_the_next_run(tmp_path: Path):
-    from runner.cli import main
+    from cli.main import main
     from tests.helpers import run_args
 
     data = write_dataset(tmp_path / "d.jsonl", 5)

@@ -9,8 +9,8 @@ import orjson
 import pytest
 from rich.console import Console
 
-from runner.cli import main
-from runner.term import column_cells, plural, render
+from cli.main import main
+from core.term import column_cells, plural, render
 from suites.base import Table
 from tests.helpers import write_dataset
 
@@ -115,7 +115,7 @@ def test_models_and_dry_run_tables_fit_80_columns(tmp_path: Path):
         ["sweep", str(tmp_path / "s.toml"), "--dry-run"],
     ):
         p = subprocess.run(
-            [sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, env=env
+            [sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env
         )
         assert p.returncode == 0, p.stderr
         table = [ln for ln in p.stdout.splitlines() if ln[:1] in "┃│┏┡└"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
-from runner.cli import main
+from cli.main import main
 from tests.helpers import run_args
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main
+from cli.main import main
 from suites.vrb.synthetic import write_dataset
 
 MODELS = ["sim/strong", "sim/medium", "sim/weak"]

@@ -105,7 +105,7 @@ def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, ca
     """The default requests changed (no temperature sent): a directory from before is refused, not mixed."""
     import json
 
-    from runner.cli import main
+    from cli.main import main
     from suites.vrb.synthetic import write_dataset
 
     data = write_dataset(tmp_path / "vrb", {"zambia": 3})

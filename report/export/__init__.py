@@ -9,71 +9,15 @@ scores.json, measured cost) and `runner.results.final_rows` (the rows the scorer
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from report.load import Entry, ReportError, load_run, read_json
+from report.export.samples import COUNTS, ExportRun, ExportSample, slug  # noqa: F401  (re-exported)
+from report.load import ReportError, load_run, read_json
 
 FORMATS = ("inspect", "every-eval-ever", "hf")
-COUNTS = ("n", "n_planned", "n_scored", "n_errors", "n_reasoning_exhausted")
-"""scores.json keys that count rows rather than measure: kept as counts, not offered as metrics."""
-
-
-@dataclass
-class ExportSample:
-    item: str
-    sample: int | None
-    """The scored row's sample index (None: one scored row stands for all of the item's samples)."""
-    scored: dict[str, Any]
-    calls: list[dict[str, Any]]
-    """The final results rows (every sample and pass) this scored row was made from, in order."""
-
-    @property
-    def score(self) -> float | None:
-        v = self.scored.get("score")
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-    @property
-    def error(self) -> str | None:
-        e = self.scored.get("error")
-        if e:
-            return str(e)
-        errs = [c.get("error") for c in self.calls if c.get("error")]
-        return str(errs[0]) if errs and self.score is None else None
-
-    def usage(self) -> dict[str, int]:
-        out = {"input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "reasoning_tokens": 0}
-        for c in self.calls:
-            u = c.get("usage") or {}
-            for k in out:
-                if isinstance(u.get(k), int):
-                    out[k] += u[k]
-        return out
-
-    def cost_usd(self) -> float | None:
-        costs = [c["cost_usd"] for c in self.calls if isinstance(c.get("cost_usd"), int | float)]
-        return sum(costs) if costs else None
-
-
-@dataclass
-class ExportRun:
-    run_dir: Path
-    suite: str
-    manifest: dict[str, Any]
-    entries: list[Entry]
-    samples: dict[str, list[ExportSample]]
-    prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-    """item → its first pass's messages as text ({role, content}); empty when the data is not here."""
-    prompt_note: str | None = None
-
-    @property
-    def created(self) -> str:
-        return str(self.manifest.get("created") or "")
-
-
 def _scored_rows(path: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
     if not path.is_file():
         raise ReportError(f"{path}: missing; score the run first: `evalsweep score {path.parent}`")
@@ -138,11 +82,6 @@ def load_export(run_dir: Path, with_prompts: bool = True) -> ExportRun:
     suite = loaded.entries[0].suite if loaded.entries else str(manifest.get("suite"))
     prompts, note = _prompts(run_dir) if with_prompts else ({}, None)
     return ExportRun(run_dir, suite, manifest, loaded.entries, samples, prompts, note)
-
-
-def slug(text: str) -> str:
-    """A file-name-safe form of a suite or model name (`jsonl:d.jsonl` → `jsonl-d.jsonl`)."""
-    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text).strip("-") or "run"
 
 
 def writer(fmt: str) -> Callable[..., list[Path]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from report.export import COUNTS, ExportRun, ExportSample, slug
+from report.export.samples import COUNTS, ExportRun, ExportSample, slug
 from report.load import Entry, atomic_write, suite_label
 
 SCHEMA_VERSION = "0.3.0"
@@ -71,7 +71,7 @@ def _result(e: Entry, metric: str, value: float, when: str) -> dict[str, Any]:
 
 
 def aggregate(run: ExportRun, e: Entry, eid: str, samples_path: str, rows: int) -> dict[str, Any]:
-    from runner import __version__
+    from core import __version__
 
     when = _stamp(run.created)
     metrics = [e.metric] + [k for k in e.scores if k != e.metric and k not in COUNTS]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from report.export import ExportRun, slug
+from report.export.samples import ExportRun, slug
 from report.load import ReportError, atomic_write, suite_label
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from report.export import COUNTS, ExportRun, ExportSample, slug
+from report.export.samples import COUNTS, ExportRun, ExportSample, slug
 from report.load import ReportError
 
 SCORER = "evalsweep"
@@ -130,7 +130,7 @@ def _metrics(scores: dict[str, Any], headline: str) -> dict[str, Any]:
 
 def write_inspect(run: ExportRun, out: Path) -> list[Path]:
     log = _import()
-    from runner import __version__
+    from core import __version__
 
     created = run.created or datetime.now(UTC).isoformat()
     stamp = created.replace(":", "-")[:19]

@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
-from providers.batch_base import BATCH_KINDS, batch_api
+from providers.batches import batch_api
 from runner.batch.journal import Batch, Journal, load_journal
+from runner.batch.plan import batch_lanes
 from runner.lanes import Lane
 from runner.pool import ModelEntry
 from runner.rows import answer_row, billed, contiguous, error_row, exhausted, exhausted_row
@@ -36,15 +37,6 @@ from runner.scheduler import Scheduler
 
 log = logging.getLogger("evalsweep")
 T = TypeVar("T")
-
-
-def batch_lanes(m: ModelEntry) -> list[Lane]:
-    """The model's lanes that can take batches (one provider kind: a file goes to one API). A model
-    served on the Responses API goes live: batch files here carry chat-completions bodies."""
-    if m.shape is not None and m.shape.api == "responses":
-        return []
-    ok = [ln for ln in m.lanes if ln.endpoint.kind in BATCH_KINDS and ln.endpoint.batch is not False]
-    return [ln for ln in ok if ln.endpoint.kind == ok[0].endpoint.kind] if ok else []
 
 
 @dataclass(slots=True)

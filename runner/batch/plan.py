@@ -14,7 +14,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from runner.batch.batcher import batch_lanes
+from providers.batches import BATCH_APIS
+from runner.lanes import Lane
 from runner.pool import ModelEntry, estimate_tokens
 
 log = logging.getLogger("evalsweep")
@@ -22,6 +23,15 @@ log = logging.getLogger("evalsweep")
 LATENCY_S = 1.0
 OUT_TOKENS_PER_S = 50.0
 BATCH_WALL = "≤24h (~1h typical)"
+
+
+def batch_lanes(m: ModelEntry) -> list[Lane]:
+    """The model's lanes that can take batches (one provider kind: a file goes to one API). A model
+    served on the Responses API goes live: batch files here carry chat-completions bodies."""
+    if m.shape is not None and m.shape.api == "responses":
+        return []
+    ok = [ln for ln in m.lanes if ln.endpoint.kind in BATCH_APIS and ln.endpoint.batch is not False]
+    return [ln for ln in ok if ln.endpoint.kind == ok[0].endpoint.kind] if ok else []
 
 
 def live_rate(m: ModelEntry, tok_in: float, max_out: float) -> float:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from suites.jeebench.extract import _SEP, Answer, extract_number
 from suites.jeebench.mathexpr import evaluate, latex_to_python
+from suites.jeebench.rules import _SEP, Answer, extract_number
 
 _BARE_LETTERS = re.compile(rf"\(?([A-D])\)?((?:{_SEP}\(?[A-D]\)?)*)(?:\s+(?:are|is)\s+(?:true|correct))?\.?")
 _BARE_OPTION = re.compile(r"(?:\(([A-D])\)|\[([A-D])\]|([A-D])[).:])(?:\s.*)?")

@@ -1,5 +1,5 @@
 """What a person watching an overnight sweep sees: on a terminal, a live view fitted to its width and
-height (runner.live) with warnings printed above it, where they stay; elsewhere (CI, nohup, a log
+height (cli.live) with warnings printed above it, where they stay; elsewhere (CI, nohup, a log
 file) one summary line per interval for the whole sweep, plus a line for each model or lane whose
 state changed. Reads the scheduler's counters; never touches the hot path."""
 
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from runner.live import fit_line, fmt_cost, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
+from cli.live import fit_line, fmt_cost, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")

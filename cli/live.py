@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from runner.lanes import STATE_RANK, worst_state  # noqa: F401  (the view ranks lane states)
+
 ELLIPSIS = "…"
 NAME_MIN = 12
-STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
-"""The worst lane state of a model is its state (lower: worse)."""
 
 
 def fmt_tokens(n: int) -> str:
@@ -42,10 +42,6 @@ def fmt_eta(s: float | None) -> str:
 
 def fmt_rate(r: float) -> str:
     return f"{r:.0f}/s" if r >= 100 else f"{r:.1f}/s"
-
-
-def worst_state(states: list[str]) -> str:
-    return min(states, key=lambda s: STATE_RANK.get(s, 0), default="")
 
 
 def abbreviate(names: list[str], width: int) -> tuple[dict[str, str], str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from runner.budget_redis import RedisBudget, lane_id
+from runner.budgets.redis import RedisBudget, lane_id
 from runner.config import redact_url
 
 log = logging.getLogger("evalsweep")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.finish import score_and_report
+from cli.progress import watch
 from runner.config import Config, Endpoint
-from runner.finish import score_and_report
 from runner.run import RunPlan, execute
 from suites.base import RunSpec, get_suite
 
@@ -31,7 +32,9 @@ def demo(
         )
         for variant in ("cot", "cot-sc", "cot-critique")
     ]
-    code = execute(plans, cfg, command=f"evalsweep demo --out {out}", cache_dir=out / "cache", live=live)
+    code = execute(
+        plans, cfg, command=f"evalsweep demo --out {out}", cache_dir=out / "cache", live=live, watch=watch
+    )
     if code not in (0, 3):
         return code
     score_and_report([p.out for p in plans if p.out is not None], out / "report")

@@ -35,7 +35,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from runner.budget_local import wait_turn
+from runner.budgets.local import wait_turn
 
 log = logging.getLogger("evalsweep")
 
@@ -48,7 +48,7 @@ SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round t
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
 
-_LUA = (Path(__file__).parent / "budget_redis.lua").read_text()
+_LUA = (Path(__file__).parent / "redis.lua").read_text()
 
 
 def lane_id(base_url: str | None, api_key: str | None) -> str:

@@ -141,6 +141,7 @@ def cmd_run(argv: list[str]) -> int:
 
 
 def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str) -> int:
+    from cli.progress import watch
     from runner.run import execute
 
     return execute(
@@ -157,13 +158,14 @@ def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str)
         deadline_s=a.deadline,
         prefer=a.prefer,
         keep_going=a.keep_going,
+        watch=watch,
     )
 
 
 def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
     """Plan what is left: the run directories' finished rows and the cache's answers are skipped."""
     from cache.store import default_cache_dir
-    from runner.dryrun import dry_run
+    from cli.dryrun import dry_run
 
     cache = None
     if not (a.no_cache or a.refresh):
@@ -181,7 +183,7 @@ def _finish(code: int, run_dirs: list[Path], no_score: bool, say: bool = True) -
         for d in run_dirs if say else []:
             print(f"score with: evalsweep score {d}", file=sys.stderr)
         return code
-    from runner.finish import report_dir_of, score_and_report
+    from cli.finish import report_dir_of, score_and_report
 
     try:
         score_and_report(run_dirs, report_dir_of(run_dirs))
@@ -292,19 +294,19 @@ def cmd_export(argv: list[str]) -> int:
 
 
 def cmd_models(argv: list[str]) -> int:
-    from runner.modelscmd import cmd_models as run
+    from cli.models import cmd_models as run
 
     return run(argv, load_config)
 
 
 def cmd_cache(argv: list[str]) -> int:
-    from runner.cachecmd import cmd_cache as run
+    from cli.cache import cmd_cache as run
 
     return run(argv)
 
 
 def cmd_demo(argv: list[str]) -> int:
-    from runner.demo import demo
+    from cli.demo import demo
 
     p = argparse.ArgumentParser(
         prog="evalsweep demo",
@@ -337,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("evalsweep").setLevel(logging.INFO)
     if argv and argv[0] in ("--version", "-V"):
-        from runner import __version__
+        from core import __version__
 
         print(f"evalsweep {__version__}")
         return EXIT_OK

@@ -55,8 +55,8 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
 
 
 def cmd_models(argv: list[str], load_config: Any) -> int:
+    from core.term import print_table
     from providers.sim import PROFILES
-    from runner.term import print_table
     from suites.base import Table
 
     p = argparse.ArgumentParser(

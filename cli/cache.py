@@ -36,7 +36,7 @@ def print_stats(out: dict[str, Any]) -> None:
     """One table per layer (local, shared): entries per model, then size and the oldest/newest entry."""
     from rich.table import Table
 
-    from runner.term import console
+    from core.term import console
 
     layers = [("local cache " + out["directory"], out)]
     if "shared" in out and "error" not in out["shared"]:
@@ -57,7 +57,8 @@ def print_stats(out: dict[str, Any]) -> None:
 
 
 def cmd_cache(argv: list[str]) -> int:
-    from cache.store import default_cache_dir, prune, stats
+    from cache.disk import prune, stats
+    from cache.store import default_cache_dir
     from runner.config import shared_urls
 
     p = argparse.ArgumentParser(prog="evalsweep cache", description="Inspect or prune the response cache.")

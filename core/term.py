@@ -13,8 +13,6 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from suites.base import Table
-
 LOG_WIDTH = 200
 LABEL_MAX = 28
 """A row label wider than this folds onto two lines when the table would not fit otherwise."""
@@ -38,8 +36,8 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=int(cols) if cols.isdigit() and int(cols) > 0 else LOG_WIDTH)
 
 
-def print_table(t: Table, con: Console | None = None) -> None:
-    """`t` on the console, fitted to its width (`render`): panels, never a cut cell."""
+def print_table(t: Any, con: Console | None = None) -> None:
+    """`t` (a suites.base.Table) on the console, fitted to its width (`render`): panels, never a cut cell."""
     con = con or console()
     for part in render(t, con.width):
         con.print(part)
@@ -112,9 +110,9 @@ def _panels(widths: list[int], keep: list[int], width: int) -> list[list[int]]:
 
 
 def render(
-    t: Table, width: int, models: Mapping[str, Mapping[str, Any]] | None = None
+    t: Any, width: int, models: Mapping[str, Mapping[str, Any]] | None = None
 ) -> list[RichTable | Text]:
-    """The table as one or more rich tables no wider than `width`, then its note; models below full
+    """The table (a suites.base.Table) as one or more rich tables no wider than `width`, then its note; models below full
     coverage marked.
 
     Too wide: columns holding one value in every row move into the note, prose columns wrap at
