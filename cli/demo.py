@@ -4,10 +4,12 @@ then scoring and the report — the whole pipeline in one command, no key and no
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cli.finish import score_and_report
 from cli.progress import watch
+from cli.summary import closing
 from runner.config import Config, Endpoint
 from runner.run import RunPlan, execute
 from suites.base import RunSpec, get_suite
@@ -16,7 +18,11 @@ DEMO_MODELS = ["sim/frontier", "sim/strong", "sim/medium", "sim/open-large", "si
 
 
 def demo(
-    out: Path, models: list[str] | None = None, latency_ms: float = 50.0, live: bool | None = None
+    out: Path,
+    models: list[str] | None = None,
+    latency_ms: float = 50.0,
+    live: bool | None = None,
+    tables: bool | None = None,
 ) -> int:
     models = models or DEMO_MODELS
     cfg = Config(
@@ -32,12 +38,14 @@ def demo(
         )
         for variant in ("cot", "cot-sc", "cot-critique")
     ]
-    code = execute(
-        plans, cfg, command=f"evalsweep demo --out {out}", cache_dir=out / "cache", live=live, watch=watch
-    )
+    command = f"evalsweep demo --out {out}"
+    code = execute(plans, cfg, command=command, cache_dir=out / "cache", live=live, watch=watch)
     if code not in (0, 3):
         return code
-    score_and_report([p.out for p in plans if p.out is not None], out / "report")
+    dirs = [p.out for p in plans if p.out is not None]
+    show = tables if tables is not None else len(models) == 1
+    report = score_and_report(dirs, out / "report", show=show)
+    print("\n" + "\n".join(closing(dirs, code, command, report, show)), file=sys.stderr)
     return code
 
 

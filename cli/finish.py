@@ -10,14 +10,14 @@ from pathlib import Path
 from runner.score import score_run
 
 
-def score_and_report(run_dirs: list[Path], report_dir: Path) -> Path:
-    """Score each run (printing its tables), then one report over all of them (it prints where);
-    returns index.html."""
+def score_and_report(run_dirs: list[Path], report_dir: Path, show: bool = True) -> Path:
+    """Score each run, then one report over all of them (it prints where); returns index.html. The
+    tables go to each run's tables.txt and the report; `show`: the terminal prints them too."""
     from report import main as report_main
 
     for d in run_dirs:
-        score_run(d)
-    report_main(run_dirs, report_dir, None)
+        score_run(d, quiet=not show)
+    report_main(run_dirs, report_dir, None, show=show)
     return report_dir / "index.html"
 
 

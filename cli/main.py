@@ -49,6 +49,13 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-score", action="store_true", help="do not score and report when the calls are done")
     p.add_argument(
+        "--tables",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print the paper tables on the terminal too (default: only for a one-model run; they are always "
+        "in each run directory's tables.txt and in the report)",
+    )
+    p.add_argument(
         "--keep-going",
         action="store_true",
         help="run even when the pre-flight cannot reach an endpoint (its calls end in error rows)",
@@ -134,10 +141,12 @@ def cmd_run(argv: list[str]) -> int:
     plan = RunPlan(spec=spec, models=_models_arg(a.models), out=out, join=a.join)
     if a.dry_run:
         return _dry_run([plan], cfg, a)
-    code = _execute([plan], cfg, a, "evalsweep run " + shlex.join(argv))
+    command = "evalsweep run " + shlex.join(argv)
+    code = _execute([plan], cfg, a, command)
     if a.join and code in (EXIT_OK, EXIT_ROW_ERRORS):  # several workers end at once: one scoring, later
         print(f"every unit of {out} is done; score it once with: evalsweep score {out}", file=sys.stderr)
-    return _finish(code, [out], a.no_score or a.join, say=not a.join)
+    tables = a.tables if a.tables is not None else len(plan.models) == 1
+    return _finish(code, [out], a.no_score or a.join, say=not a.join, command=command, tables=tables)
 
 
 def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str) -> int:
@@ -175,25 +184,33 @@ def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
     )
 
 
-def _finish(code: int, run_dirs: list[Path], no_score: bool, say: bool = True) -> int:
-    """Score and report a run or sweep that ran to its end (errors in rows included)."""
+def _finish(
+    code: int, run_dirs: list[Path], no_score: bool, say: bool = True, *, command: str = "", tables: bool = True
+) -> int:
+    """Score and report a run or sweep that ran to its end (errors in rows included), then say the
+    outcome last (cli.summary), where no table can scroll it away."""
     if code not in (EXIT_OK, EXIT_ROW_ERRORS):
         return code
+    report = None
     if no_score:
         for d in run_dirs if say else []:
             print(f"score with: evalsweep score {d}", file=sys.stderr)
-        return code
-    from cli.finish import report_dir_of, score_and_report
+    else:
+        from cli.finish import report_dir_of, score_and_report
 
-    try:
-        score_and_report(run_dirs, report_dir_of(run_dirs))
-    except OSError as e:
-        if not disk_full(e):
-            raise
-        print(f"evalsweep: every call is done and its row saved, but scoring stopped: "
-              f"{write_error(Path(e.filename or run_dirs[0]), e)}. Free space, then:\n  evalsweep score "
-              + " ".join(shlex.quote(str(d)) for d in run_dirs), file=sys.stderr)
-        return EXIT_ABORTED
+        try:
+            report = score_and_report(run_dirs, report_dir_of(run_dirs), show=tables)
+        except OSError as e:
+            if not disk_full(e):
+                raise
+            print(f"evalsweep: every call is done and its row saved, but scoring stopped: "
+                  f"{write_error(Path(e.filename or run_dirs[0]), e)}. Free space, then:\n  evalsweep score "
+                  + " ".join(shlex.quote(str(d)) for d in run_dirs), file=sys.stderr)
+            return EXIT_ABORTED
+    if say and command:
+        from cli.summary import closing
+
+        print("\n" + "\n".join(closing(run_dirs, code, command, report, tables)), file=sys.stderr)
     return code
 
 
@@ -257,8 +274,10 @@ def cmd_sweep(argv: list[str]) -> int:
         cfg = load_config(a.config)
     if a.dry_run:
         return _dry_run(plans, cfg, a)
-    code = _execute(plans, cfg, a, "evalsweep sweep " + shlex.join(argv))
-    return _finish(code, [p.out for p in plans if p.out is not None], a.no_score)
+    command = "evalsweep sweep " + shlex.join(argv)
+    code = _execute(plans, cfg, a, command)
+    tables = a.tables if a.tables is not None else len({m for p in plans for m in p.models}) == 1
+    return _finish(code, [p.out for p in plans if p.out is not None], a.no_score, command=command, tables=tables)
 
 
 def cmd_score(argv: list[str]) -> int:
@@ -315,9 +334,10 @@ def cmd_demo(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, default=Path("runs/demo"))
     p.add_argument("--models", help="comma-separated sim/<name> models")
     p.add_argument("--latency-ms", type=float, default=50.0, help="median simulated latency")
-    p.add_argument("--no-live", dest="live", action="store_false", default=None)
+    p.add_argument("--no-live", dest="live", action="store_false", default=None, help="plain log lines")
+    p.add_argument("--tables", action="store_true", default=None, help="print the paper tables on the terminal")
     a = p.parse_args(argv)
-    return demo(a.out, _models_arg(a.models) if a.models else None, a.latency_ms, a.live)
+    return demo(a.out, _models_arg(a.models) if a.models else None, a.latency_ms, a.live, a.tables)
 
 
 COMMANDS = {

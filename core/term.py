@@ -36,6 +36,20 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=int(cols) if cols.isdigit() and int(cols) > 0 else LOG_WIDTH)
 
 
+def tables_text(tables: list[Any], models: Mapping[str, Mapping[str, Any]] | None = None, width: int = 100) -> str:
+    """The tables as plain text `width` columns wide (no colour), as the terminal shows them: what a
+    run directory keeps in tables.txt, so the terminal need not print them."""
+    import io
+
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, color_system=None, force_terminal=False, legacy_windows=False)
+    for t in tables:
+        for part in render(t, width, models or {}):
+            con.print(part)
+        con.print()
+    return buf.getvalue()
+
+
 def print_table(t: Any, con: Console | None = None) -> None:
     """`t` (a suites.base.Table) on the console, fitted to its width (`render`): panels, never a cut cell."""
     con = con or console()

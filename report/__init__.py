@@ -102,18 +102,18 @@ def _runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     return out
 
 
-def main(run_dirs: list[Path], out: Path, models_table: Path | None = None) -> None:
+def main(run_dirs: list[Path], out: Path, models_table: Path | None = None, show: bool = True) -> None:
     """Write DIR/index.html, the PNGs and the CSVs for the given scored run directories.
 
-    Raises ReportError (a SuiteError) naming the file and the fix on bad input.
+    Raises ReportError (a SuiteError) naming the file and the fix on bad input. `show`: print the
+    cross-run tables on the terminal too (they are always in DIR/tables.txt and the page).
     """
     out = Path(out)
     run_dirs = [Path(d) for d in run_dirs]
     loaded = load_runs(run_dirs, Path(models_table) if models_table else None, skip=[out])
     views = views_of(loaded.entries, loaded.extras)
-    add_sweep_tables(views)
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    add_sweep_tables(views, show, out / "tables.txt")
 
     images: dict[str, Path | None] = {"frontier": plots.frontier(views, out / "frontier.png")}
     chosen = {(v.slug, a): pick_snapshots(v.snaps[a]) for v in views for a in AXES}

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 from report.tables import SuiteView
 
 
-def add_sweep_tables(views: list[SuiteView], show: bool = True) -> list[dict]:
+def add_sweep_tables(views: list[SuiteView], show: bool = True, text: Path | None = None) -> list[dict]:
     """Build the cross-run tables of the JEEBench views, put them first in the first JEEBench view's paper
-    tables (the report), print them (`show`), and return them as dicts."""
+    tables (the report), write them to `text` as plain text, print them (`show`), and return them as
+    dicts."""
     jee = [v for v in views if v.suite == "jeebench"]
     if not jee:
         return []
@@ -27,6 +29,10 @@ def add_sweep_tables(views: list[SuiteView], show: bool = True) -> list[dict]:
         if v.entries
     ]
     tables = sweep_tables(runs)
+    if text is not None and tables:
+        from core.term import tables_text
+
+        text.write_text(tables_text(tables), encoding="utf-8")
     if show and tables:
         from core.term import console, print_table
 

@@ -403,7 +403,7 @@ async def _main(
         print(resume.summary(r), file=sys.stderr)
     if n_err:
         print(
-            f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them.",
+            f"{plural(n_err, 'call')} ended in an error row (see log.txt; what to do comes last).",
             file=sys.stderr,
         )
         return 3

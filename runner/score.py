@@ -21,7 +21,9 @@ from typing import Any
 
 import orjson
 
+from core.term import tables_text
 from core.types import Row, answer_problem
+from runner.atomic import atomic_open
 from runner.config import ConfigError
 from runner.results import RESULTS, final_rows
 from runner.run import write_json
@@ -156,9 +158,11 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     if absent:
         scores["unscored_models"] = {m: cov.fields(m, planned) for m in absent}
     write_json(run_dir / "scores.json", _plain(scores))
+    with atomic_open(run_dir / "tables.txt", "w", encoding="utf-8") as f:  # the terminal prints them only when asked
+        f.write(tables_text(report.tables, report.models))
     if not quiet:
         print_tables(report.tables, {m: s for m, s in report.models.items()})
-        print(f"wrote {run_dir / 'scores.json'} and {out}")
+        print(f"wrote {run_dir / 'scores.json'}, {run_dir / 'tables.txt'} and {out}")
     return scores
 
 
