@@ -301,11 +301,18 @@ def test_models_no_map_knows_learn_from_their_refusals_and_the_next_run_starts_l
     assert re.search(r"learned\s+reasoning_effort 'high' instead of 'medium'\s+learned from the provider's "
                      r"refusal on \d{4}-\d\d-\d\d", shown), shown
 
+    # the dry run says what the next run will say
+    capsys.readouterr()
+    data2 = _data(tmp_path / "b.jsonl", 10, 5)
+    assert main(run_args(data2, FUTURE, cfg, tmp_path / "run2", "--samples", "3", "--dry-run")) == 0
+    assert "o9-preview: reasoning_effort 'high' instead of 'medium' (learned from the provider" in "".join(
+        capsys.readouterr())
+
     # the next run (new items, the same cache directory): the learned shape from its first call
     contract.status.clear()
     contract.refusals.clear()
     out2 = tmp_path / "run2"
-    code = main(run_args(_data(tmp_path / "b.jsonl", 10, 5), FUTURE, cfg, out2, "--samples", "3"))
+    code = main(run_args(data2, FUTURE, cfg, out2, "--samples", "3"))
     assert code == 0 and contract.refusals == [] and contract.status[400] == 0
     assert sum(r["error"] is None for r in _rows(out2)) == 45
     body = contract.bodies[FUTURE_REASONING]
