@@ -223,21 +223,20 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
             return _out(sent, replace(shape, fields=fields), params, f"{f} {to!r} instead of {cur!r}")
         if to is not None:
             return None
-    # drop (or a value refused with none named: the provider's default)
-    said = f"{f} not sent (its provider's default)"
-    if f in params:
-        del params[f]
-        return _out(sent, shape, params, said)
+    # drop (or a value refused with none named: the provider's default), wherever the body gets it from:
+    # the config's params, the profile's fields, the suite's sampling
+    before = (params.copy(), dict(fields), shape.drop)
+    params.pop(f, None)
     if top in fields:
         sub = fields[top]
         if "." in f and isinstance(sub, dict) and len(sub) > 1:
             fields[top] = {k: v for k, v in sub.items() if k != f.split(".", 1)[1]}
         else:
             del fields[top]
-        return _out(sent, replace(shape, fields=fields), params, said)
-    if f in SAMPLING - {"n"} and f not in shape.drop:
-        return _out(sent, replace(shape, drop=tuple(sorted({*shape.drop, f}))), params, said)
-    return None
+    drop = tuple(sorted({*shape.drop, f})) if f in SAMPLING - {"n"} else shape.drop
+    if (params, fields, drop) == before:
+        return None
+    return _out(sent, replace(shape, fields=fields, drop=drop), params, f"{f} not sent (its provider's default)")
 
 
 def _set(d: dict[str, Any], f: str, value: Any) -> None:

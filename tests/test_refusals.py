@@ -365,3 +365,14 @@ def test_an_unrecognised_400_stays_an_error_row_and_the_same_refusal_after_adapt
     man = orjson.loads((out / "manifest.json").read_bytes())
     assert FUTURE_UNREADABLE not in man.get("learned", {})
     assert man["learned"][FUTURE_STUBBORN]["changes"] == ["top_p not sent (its provider's default)"]
+
+
+def test_a_dropped_field_leaves_the_body_wherever_it_came_from() -> None:
+    """gpt-5's effort from its profile and from the config's params alike: both go, or the same refusal
+    would come back."""
+    sent, p = _sent("gpt-5", params={"reasoning_effort": "medium"})
+    assert sent.shape.fields == {"reasoning_effort": "medium"}  # type: ignore[union-attr]
+    got, said = adapt(sent, Refusal("reasoning_effort", "drop"), p)  # type: ignore[misc]
+    assert "reasoning_effort" not in got.params and "reasoning_effort" not in got.shape.fields
+    assert said == "reasoning_effort not sent (its provider's default)"
+    assert adapt(got, Refusal("reasoning_effort", "drop"), p) is None
