@@ -31,12 +31,14 @@ def estimate(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """One dict per (run, model), and each run's deviations from its paper as the run will say them;
     `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
+    from runner import learned
     from runner.batch.plan import batch_discount, decide, live_seconds
     from runner.preflight import preflight
     from runner.protocol import judges_of, protocol_deviations, said
     from runner.resume import check_settings
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
+    learned.attach(models, cache_dir)  # what earlier runs learned from refusals, said as the run says it
     lines = []
     for p in plans:
         suite = get_suite(p.spec.suite)

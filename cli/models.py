@@ -54,6 +54,16 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
     return out
 
 
+def learned_of(cfg: Config, name: str) -> list[tuple[str, str]]:
+    """What the providers' refusals taught about the model (runner.learned), from the cache directory."""
+    from pathlib import Path
+
+    from cache.store import default_cache_dir
+    from runner.learned import for_config
+
+    return for_config(cfg, name, Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
+
+
 def cmd_models(argv: list[str], load_config: Any) -> int:
     from core.term import print_table
     from providers.sim import PROFILES
@@ -75,6 +85,8 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
             for k, v in d.items():
                 if isinstance(v, tuple):
                     print(f"  {k:<15} {v[0]:<28} from {v[1]}")
+            for said, where in learned_of(cfg, name):
+                print(f"  {'learned':<15} {said:<28} {where}")
             pr: Prices = d["prices"]
             for k, v in (("$/M in", pr.price_in), ("$/M out", pr.price_out), ("$/M cache read", pr.cache_read),
                          ("$/M cache write", pr.cache_write)):

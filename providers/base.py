@@ -37,6 +37,9 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.limits: dict[str, float] | None = None
         """The answer's x-ratelimit-* headers (providers.http), for the lane to learn from."""
+        self.body: str | None = None
+        """A refused request's whole answer (400/422, a server's validation error), for
+        providers.refusals to read what the model refuses: the message keeps only its start."""
 
     @property
     def kind(self) -> str:
@@ -48,6 +51,13 @@ class ProviderError(Exception):
 
 
 def error_for_status(status: int, body: str, retry_after: float | None = None) -> ProviderError:
+    err = _for_status(status, body, retry_after)
+    if status in (400, 422) or (status >= 500 and _INVALID.search(body)):
+        err.body = body
+    return err
+
+
+def _for_status(status: int, body: str, retry_after: float | None = None) -> ProviderError:
     """Map an answer to a retry class by its meaning first, then its status: quota/billing/disabled
     keys stop the lane (OpenAI sends insufficient_quota as a 429); overloaded (Anthropic 529) and
     429/408/409/5xx retry; 400/401/403/404/422 never do."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from cache.store import AsyncCache
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
+from runner import learned
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
@@ -71,11 +72,13 @@ async def send(
                    f"of {m.context_window:,}")
             return [error_row(req, s, keys[s], msg, "context_exceeded", 0, lane.name) for s in group]
     provider = lane.provider
+    shaped = [0]  # the version of the model's learned request shape this call went out in
 
     async def attempt() -> Completion:
         if breaker.open:  # opened while this call waited for the lane
             raise _BreakerOpen(breaker.reason(m.cfg.name))
-        return await provider.complete(req, m.model_id, n, start, lane.api_key, m.cfg.params, m.shape)
+        shaped[0] = learned.version(m)
+        return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m), m.shape)
 
     try:
         comp, attempts, latency = await lane.call(attempt, est)
@@ -84,6 +87,10 @@ async def send(
     except ProviderError as e:
         if e.quota:  # the lane stopped itself: the model's other keys take its calls
             return await send(req, m, group, keys, breaker, cache)
+        if learned.retry(m, e, shaped[0], n):  # the provider named what the model refuses: sent again as it says
+            groups = [group] if m.supports_n or n == 1 else [[s] for s in group]
+            return [r for g in await asyncio.gather(*(send(req, m, g, keys, breaker, cache) for g in groups))
+                    for r in g]
         breaker.failures += 1
         breaker.last_error = lane.scrub(str(e))[:200]
         if breaker.failures == breaker.threshold:

@@ -16,6 +16,7 @@ from runner import join_view
 from runner.atomic import write_json
 from runner.budgets.leases import worker_name
 from runner.pool import ModelEntry
+from runner.protocol import record_learned
 from runner.results import index
 from runner.rows import error_row
 from runner.scheduler import Scheduler
@@ -55,9 +56,12 @@ def not_running(man_path: Path, e: BaseException) -> None:
 
 
 def finish_manifest(
-    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any
+    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
+    models: dict[str, ModelEntry] | None = None,
 ) -> None:
     man = orjson.loads(man_path.read_bytes())
+    if models is not None:  # requests the providers' refusals changed during the run: deviations too
+        record_learned(man, r.suite, r.spec, models, r.models)
     mine = {
         "status": status,
         "updated": now(),

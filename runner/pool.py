@@ -44,6 +44,8 @@ class ModelEntry:
     context_window: int | None = None
     """Prompt + answer budget above this is an error row before any call (profile.context_window)."""
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
+    learned: Any = None
+    """runner.learned.Learned: what the provider's refusals taught (this run and earlier ones)."""
     _est: dict[int, int] = field(default_factory=dict)
 
     @property

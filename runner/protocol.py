@@ -1,6 +1,6 @@
 """What a run departs from in its paper's protocol: the suite's own departures for the run's options, and
 each model's (a request shaped away from the suite's, an alias that is not the paper's judge, an unknown
-Anthropic max output sent as the fallback). One place, so that the dry run says word for word what the
+Anthropic max output sent as the fallback, a request changed by what the provider refused: runner.learned). One place, so that the dry run says word for word what the
 run says before its first call and records in manifest.json."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 from providers.anthropic import FALLBACK_MAX_TOKENS
 from providers.shape import departures
+from runner import learned
 from runner.pool import ModelEntry
 from suites.base import RunSpec
 
@@ -24,7 +25,8 @@ def protocol_deviations(
     """(the suite's departures for `spec`, the per-model ones) for the models `names` and the run's judge."""
     suite_devs = suite.deviations(spec) if suite.deviations else []
     per_model = [
-        d for n in dict.fromkeys(names + judges_of(spec)) if n in models for d in departures(n, models[n].shape)
+        d for n in dict.fromkeys(names + judges_of(spec)) if n in models
+        for d in (*departures(n, learned.profile_shape(models[n])), *learned.deviations(n, models[n]))
     ]
     judge = spec.options.get("judge")
     if suite.paper_judge and judge in models and suite.paper_judge[0](judge):
@@ -44,3 +46,23 @@ def protocol_deviations(
 def said(run_name: str, deviation: str) -> str:
     """The line a run says before its first call (stderr) and the dry run prints, for one deviation."""
     return f"[{run_name}] deviation from the paper's protocol: {deviation}"
+
+
+def record_learned(man: dict[str, Any], suite: Any, spec: RunSpec, models: dict[str, ModelEntry],
+                   names: list[str]) -> list[str]:
+    """After the calls: the per-model deviations as the run ended (requests changed by a refusal during
+    the run among them) added to those the manifest recorded before the first call, which scoring reads
+    into scores.json and the report; manifest `learned` says what each model learned and what it cost.
+    Returns the deviations that are new."""
+    _, now = protocol_deviations(suite, spec, models, names)
+    had = man.get("model_deviations") or []
+    new = [d for d in now if d not in had]
+    summary = learned.summary(models, names)
+    if summary:
+        man["learned"] = summary
+    if new:
+        man["model_deviations"] = [*had, *new]
+        proto = man.setdefault("protocol", {"protocol": "paper", "deviations": []})
+        proto["deviations"] = [*proto.get("deviations", []), *new]
+        proto["protocol"] = "custom"
+    return new

@@ -24,7 +24,7 @@ from core import __version__ as VERSION
 from core.term import plural
 from core.types import Row
 from providers.pricing import PRICE_KEYS
-from runner import join_view, resume
+from runner import join_view, learned, resume
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
@@ -180,6 +180,7 @@ def execute(
         raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
+    learned.attach(models, None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir()))
     for p in plans:  # a directory the run would refuse is refused before the network is touched
         if p.out is not None:
             check_settings(p.out, p.spec)
@@ -373,7 +374,7 @@ async def _main(
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
-            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why)
+            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models)
     if sched.fault:
         kept = (
             ""

@@ -10,6 +10,8 @@ The rules (each cited where it is applied):
   Claude 4.5+: `temperature` and `top_p` not both.
 - Gemini (OpenAI-compatible endpoint): `reasoning_effort` and a thinking budget not both.
 - DeepSeek reasoner: sampling fields accepted and ignored (its docs); other chat models take all.
+- Future models (the last section): ids that no map and no family rule of ours knows, each refusing
+  what such a model refuses, in its provider's words: only learning from the refusal makes them work.
 Answers are deterministic and their usage is a function of the request (`usage_for`), so a test can
 compute every cost by hand. A prompt containing `[[exhaust]]` sent to a reasoning model gets the
 reasoning-exhausted answer: no text, cut by the limit, every output token spent reasoning.
@@ -91,6 +93,8 @@ class ContractServer(MockServer):
         model = body.get("model", "")
         self.bodies[model] = body
         bare = model.rsplit("/", 1)[-1]
+        if (refused := future_chat(body, bare)) is not None:  # models no map knows (section at the end)
+            return self._answer(refused[0], model, refused[1])
         if CODEX.search(bare):  # Responses-only models (litellm map: supported_endpoints)
             msg = "This model is only supported in v1/responses and not in v1/chat/completions."
             return self._answer(_openai_error(msg, "model", "unsupported_api"), model, "chat for codex")
@@ -170,6 +174,8 @@ class ContractServer(MockServer):
         model = body.get("model", "")
         self.bodies[model] = body
         bare = model.rsplit("/", 1)[-1]
+        if (refused := future_messages(body, bare)) is not None:  # models no map knows (section at the end)
+            return self._answer(refused[0], model, refused[1])
         top = next((v for k, v in CLAUDE_MAX.items() if bare.startswith(k)), 8192)
         mt = body.get("max_tokens")
         if not isinstance(mt, int):
@@ -213,3 +219,65 @@ class ContractServer(MockServer):
                       "cache_read_input_tokens": u["cached"], "cache_creation_input_tokens": u["written"],
                       "output_tokens": u["output"]},
         }), model)
+
+
+# --- Future models: ids no map (litellm's, genai-prices) and no family rule of ours knows ------------
+# Each refuses the 2023-style request a new user's config sends, with its provider's published error
+# body; evalsweep gets them right only by reading the refusal (runner.learned). Sources of the words:
+# OpenAI's `{"error": {"message", "type", "param", "code"}}` with code unsupported_parameter /
+# unsupported_value ("Use 'max_completion_tokens' instead", "Only the default (1) value is supported"
+# (https://platform.openai.com/docs/guides/reasoning#limitations, the rules above); "Supported values
+# are: ..." as OpenAI words it for reasoning_effort, e.g. Kilo-Org/cloud#3807, anomalyco/opencode#3474);
+# Anthropic's invalid_request_error "`temperature` and `top_p` cannot both be specified for this model.
+# Please use only one." (migrating-to-claude-4; infiniflow/ragflow#11815) and "<field>: Extra inputs are
+# not permitted", the form it answers a field a model no longer takes with (claude-opus-4-7's
+# temperature; https://docs.anthropic.com/en/api/errors for the envelope).
+FUTURE_REASONING = "o9-preview"
+"""An OpenAI reasoning model: refuses max_tokens, temperature/top_p but 1, and any effort but high."""
+FUTURE_NO_N = "gpt-7-mini"
+"""An OpenAI chat model that takes one choice per request (n = 1)."""
+FUTURE_CLAUDE = "claude-mythos-5"
+"""A Claude that refuses temperature with top_p, and refuses top_k."""
+FUTURE_STUBBORN = "o9-stubborn"
+"""Refuses top_p whether it is sent or not: after adapting, the same refusal (a final error)."""
+FUTURE_UNREADABLE = "gpt-7-odd"
+"""Refuses every request with a 400 that names nothing: no change can follow from it."""
+
+
+def future_chat(body: dict[str, Any], bare: str) -> tuple[web.Response, str] | None:
+    if bare == FUTURE_REASONING:
+        if "max_tokens" in body:
+            msg = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                   "Use 'max_completion_tokens' instead.")
+            return _openai_error(msg, "max_tokens", "unsupported_parameter"), "future max_tokens"
+        for f in ("temperature", "top_p"):
+            if f in body and body[f] != 1:
+                msg = (f"Unsupported value: '{f}' does not support {body[f]!r} with this model. "
+                       "Only the default (1) value is supported.")
+                return _openai_error(msg, f, "unsupported_value"), f"future {f}"
+        effort = body.get("reasoning_effort")
+        if effort is not None and effort != "high":
+            msg = (f"Unsupported value: 'reasoning_effort' does not support {effort!r} with this model. "
+                   "Supported values are: 'high'.")
+            return _openai_error(msg, "reasoning_effort", "unsupported_value"), "future effort"
+    if bare == FUTURE_NO_N and int(body.get("n", 1)) != 1:
+        msg = (f"Unsupported value: 'n' does not support {body['n']} with this model. "
+               "Only the default (1) value is supported.")
+        return _openai_error(msg, "n", "unsupported_value"), "future n"
+    if bare == FUTURE_STUBBORN:
+        msg = "Unsupported parameter: 'top_p' is not supported with this model."
+        return _openai_error(msg, "top_p", "unsupported_parameter"), "stubborn top_p"
+    if bare == FUTURE_UNREADABLE:
+        return _openai_error("The request could not be processed.", None, "invalid_request"), "unreadable"
+    return None
+
+
+def future_messages(body: dict[str, Any], bare: str) -> tuple[web.Response, str] | None:
+    if bare != FUTURE_CLAUDE:
+        return None
+    if "temperature" in body and "top_p" in body:
+        msg = "`temperature` and `top_p` cannot both be specified for this model. Please use only one."
+        return _anthropic_error(msg), "future temperature+top_p"
+    if "top_k" in body:
+        return _anthropic_error("top_k: Extra inputs are not permitted"), "future top_k"
+    return None

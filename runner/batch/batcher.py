@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from providers.batches import batch_api
+from runner import learned
 from runner.batch.journal import Batch, Journal, load_journal
 from runner.batch.plan import batch_lanes
 from runner.lanes import Lane
@@ -190,7 +191,7 @@ class Batcher:
         for g in groups:
             ks = [keys[s] for s in g]
             try:
-                line = q.api.line(ks[0], req, m.model_id, len(g), m.cfg.params, m.shape)
+                line = q.api.line(ks[0], req, m.model_id, len(g), learned.params(m), m.shape)
             except Exception as e:  # bad input (a missing image...): the live path writes the error row
                 waits.update((s, Result(None, error=f"not batched: {type(e).__name__}: {e}")) for s in g)
                 continue

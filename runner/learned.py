@@ -1,0 +1,213 @@
+"""What the providers' refusals taught us about each model, applied from the model's next call on and
+kept for the next run.
+
+A refusal that names what the model refuses (providers.refusals) changes the model's request shape
+for the rest of the run; the refused call, and every call refused in the old shape meanwhile, is sent
+again. What was learned is a small JSON file per model (endpoint + provider model id) under the cache
+directory's `learned/`, loaded when the next run wires its models, so that run sends the learned shape
+from its first call. The cache keys stay those of the configured request: the learned change is the
+provider's rule, the same for every call, so an answer already paid for is found again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from providers.base import ProviderError
+from providers.refusals import Refusal, Sent, adapt, read
+from runner.atomic import write_json
+from runner.pool import ModelEntry
+
+log = logging.getLogger("evalsweep")
+
+MAX_CHANGES = 12
+"""Changes one model may learn in a run: past them a refusal is final (no endless adapting)."""
+DIR = "learned"
+
+
+@dataclass
+class Learned:
+    sent: Sent
+    path: Path | None = None
+    """The model's file under the cache directory; None: kept for this run only (--no-cache)."""
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    """Each: the refusal (providers.refusals.Refusal.record), what changed, the date and the status."""
+    version: int = 0
+    """Changes applied so far: a call refused in an older shape is sent again without learning."""
+    refused: int = 0
+    """Requests of this run refused and sent again in the new shape (the price of learning)."""
+    endpoint: str = ""
+    base: Any = None
+    """The shape the model's profile gave, before any refusal (providers.shape.departures reads it)."""
+
+
+def endpoint_key(endpoints: list[Any]) -> str:
+    """Where a model is served: its endpoints' kinds and base URLs (names are the user's labels)."""
+    return ",".join(sorted({f"{e.kind}:{e.base_url or 'default'}" for e in endpoints}))
+
+
+def path_for(cache_dir: Path, endpoint: str, model_id: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:80]
+    h = hashlib.sha256(f"{endpoint}\n{model_id}".encode()).hexdigest()[:12]
+    return cache_dir / DIR / f"{slug}.{h}.json"
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("changes"), list) else None
+
+
+def attach(models: dict[str, ModelEntry], cache_dir: Path | None) -> None:
+    """Give every shaped model its memory, and replay what earlier runs learned onto its requests."""
+    for m in models.values():
+        if m.profile is None:
+            continue
+        ep = endpoint_key([ln.endpoint for ln in m.lanes])
+        path = None if cache_dir is None else path_for(cache_dir, ep, m.model_id)
+        mem = Learned(Sent(m.shape, dict(m.cfg.params), not m.supports_n), path, endpoint=ep, base=m.shape)
+        m.learned = mem
+        mem.sent, mem.changes = replay(load(path) if path is not None else None, mem.sent, m.profile)
+        _apply(m, mem)
+
+
+def replay(doc: dict[str, Any] | None, sent: Sent, profile: Any) -> tuple[Sent, list[dict[str, Any]]]:
+    """A model's requests after the refusals `doc` keeps, in the order they came, each change with the
+    words it is said in (a refusal about a field this config no longer sends changes nothing)."""
+    changes = []
+    for c in (doc or {}).get("changes", []):
+        try:
+            got = adapt(sent, Refusal.of(c["refusal"]), profile)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if got is not None:
+            sent = got[0]
+            changes.append({**c, "said": got[1]})
+    return sent, changes
+
+
+def for_config(cfg: Any, name: str, cache_dir: Path) -> list[tuple[str, str]]:
+    """(the change, its source) for each thing a configured model learned (`evalsweep models NAME`)."""
+    from providers.capabilities import resolve
+    from providers.shape import shape_for
+    from runner.config import Endpoint
+
+    m = cfg.resolve(name)
+    kind = cfg.provider_of(m)
+    if kind not in ("openai", "anthropic", "litellm"):
+        return []
+    eps = [cfg.endpoint(e) for e in m.endpoint_names] or [Endpoint(name=name, kind=kind)]
+    profile = resolve(m, kind)
+    shape = shape_for(profile)
+    doc = load(path_for(cache_dir, endpoint_key(eps), m.model_id))
+    _, changes = replay(doc, Sent(None if shape.trivial else shape, dict(m.params), False), profile)
+    return [(c["said"], source(c)) for c in changes]
+
+
+def _apply(m: ModelEntry, mem: Learned) -> None:
+    m.shape = mem.sent.shape
+    if mem.sent.split_n:
+        m.supports_n = False
+
+
+def _of(m: ModelEntry) -> Learned:
+    if m.learned is None:  # a model wired without attach (a library caller): learn for this run only
+        m.learned = Learned(Sent(m.shape, dict(m.cfg.params), not m.supports_n), base=m.shape)
+    return m.learned
+
+
+def profile_shape(m: ModelEntry) -> Any:
+    """The model's shape as its profile made it, before what its refusals taught."""
+    return m.shape if m.learned is None else m.learned.base
+
+
+def version(m: ModelEntry) -> int:
+    return 0 if m.learned is None else m.learned.version
+
+
+def params(m: ModelEntry) -> dict[str, Any]:
+    """The body fields the model's requests carry beyond the suite's: the config's, as learned."""
+    return m.cfg.params if m.learned is None else m.learned.sent.params
+
+
+def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> bool:
+    """True when the refused call (of `n` samples) is to be sent again: its model's requests changed
+    since it went out, or change now because the provider named what it refuses (the caller sends
+    `n` > 1 as single calls once the model takes one sample a call). False: a final error row (a refusal
+    nobody can read, or the same refusal after adapting)."""
+    if m.profile is None:
+        return False
+    refusals = read(err.status, err.body)
+    if not refusals:
+        return False
+    mem = _of(m)
+    if mem.version != sent_version or (n > 1 and mem.sent.split_n and any(r.action == "split" for r in refusals)):
+        mem.refused += 1  # (a group of samples made before the model was known to take one a call)
+        return True
+    if mem.version >= MAX_CHANGES:
+        return False
+    day = datetime.now(UTC).date().isoformat()
+    learned = []
+    known = {(c["refusal"]["field"], c["refusal"]["action"]) for c in mem.changes}
+    for r in refusals:
+        if (r.field, r.action) in known:  # the same refusal after adapting to it: final
+            continue
+        got = adapt(mem.sent, r, m.profile)
+        if got is None:
+            continue
+        mem.sent, said = got
+        learned.append({"refusal": r.record(), "said": said, "date": day, "status": err.status})
+    if not learned:
+        return False
+    mem.changes += learned
+    mem.version += 1
+    mem.refused += 1
+    _apply(m, mem)
+    for c in learned:
+        log.warning("%s (%s): refused by the provider (%s); from now on: %s", m.cfg.name, m.model_id,
+                    c["refusal"]["words"][:200], c["said"])
+    _save(m, mem)
+    return True
+
+
+def _save(m: ModelEntry, mem: Learned) -> None:
+    if mem.path is None:
+        return
+    doc = {"endpoint": mem.endpoint, "model": m.model_id, "changes": [
+        {k: v for k, v in c.items() if k != "said"} for c in mem.changes]}
+    try:
+        mem.path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(mem.path, doc)
+    except OSError as e:
+        log.warning("cannot keep what %s learned in %s: %s", m.cfg.name, mem.path, e.strerror)
+
+
+def source(c: dict[str, Any]) -> str:
+    return f"learned from the provider's refusal on {c.get('date', '?')}"
+
+
+def deviations(name: str, m: ModelEntry) -> list[str]:
+    """One sentence per learned change: recorded beside the model's other departures."""
+    if m.learned is None:
+        return []
+    return [f"{name}: {c['said']} ({source(c)}: \"{c['refusal']['words'][:160]}\")" for c in m.learned.changes]
+
+
+def summary(models: dict[str, ModelEntry], names: list[str]) -> dict[str, Any]:
+    """manifest.json `learned`: per model that learned anything, its changes and the requests they cost."""
+    out = {}
+    for n in names:
+        mem = models[n].learned if n in models else None
+        if mem is not None and (mem.changes or mem.refused):
+            out[n] = {"changes": [c["said"] for c in mem.changes], "requests_refused": mem.refused}
+    return out
