@@ -155,15 +155,41 @@ def departures(name: str, shape: Shape | None) -> list[str]:
         out.append(f"{name}: temperature not sent (the model takes only its provider's default)")
     if shape.extra:
         cap = f", capped at {shape.cap:,}" if shape.cap else ""
-        how = f"extended thinking, budget_tokens {shape.thinking:,}; " if shape.thinking is not None else ""
-        out.append(
-            f"{name}: reasons ({how}{shape.fields.get('reasoning_effort') or ''}); its token limit is the "
-            f"suite's answer budget + {shape.extra:,} reasoning tokens ({shape.limit_field}{cap})".replace(
-                " ()", ""
+        how = "; ".join(
+            x
+            for x in (
+                f"extended thinking, budget_tokens {shape.thinking:,}" if shape.thinking is not None else "",
+                str(shape.fields.get("reasoning_effort") or ""),
             )
+            if x
+        )
+        out.append(
+            f"{name}: reasons{f' ({how})' if how else ''}; its token limit is the suite's answer budget + "
+            f"{shape.extra:,} reasoning tokens ({shape.limit_field}{cap})"
         )
     if shape.exclusive:
         out.append(f"{name}: top_p not sent with temperature (Claude 4.5+ takes one of them)")
     if shape.api == "responses":
         out.append(f"{name}: sent to the Responses API, one sample per call")
+    return out
+
+
+def cells(shape: Shape | None) -> dict[str, str]:
+    """This model's row of the request-shaping table (field → how it is sent), the same facts as
+    `departures` says in sentences: one table for a sweep instead of a sentence per model and fact."""
+    if shape is None:
+        return {}
+    out: dict[str, str] = {}
+    if "temperature" in shape.drop:
+        out["temperature"] = "not sent"
+    if shape.exclusive:
+        out["top_p"] = "not with temperature"
+    if shape.extra:
+        effort = shape.fields.get("reasoning_effort") or (shape.fields.get("reasoning") or {}).get("effort")
+        how = f"thinking {shape.thinking:,}" if shape.thinking is not None else f"effort {effort}" if effort else "on"
+        out["reasoning"] = how
+        cap = f" ≤ {shape.cap:,}" if shape.cap else ""
+        out["token limit"] = f"{shape.limit_field}: answer + {shape.extra:,}{cap}"
+    if shape.api == "responses":
+        out["API"] = "Responses, n=1"
     return out

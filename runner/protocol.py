@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from providers.anthropic import FALLBACK_MAX_TOKENS
-from providers.shape import departures
+from providers.shape import cells, departures
 from runner import learned
 from runner.pool import ModelEntry
 from suites.base import RunSpec
@@ -43,6 +43,28 @@ def protocol_deviations(
     return suite_devs, per_model
 
 
+def request_shaping(
+    suite: Any, spec: RunSpec, models: dict[str, ModelEntry], names: list[str]
+) -> dict[str, dict[str, str]]:
+    """Per model whose request departs from the suite's: field → how it is sent (providers.shape.cells,
+    what a refusal taught it, an unknown maximum output's fallback). The table form of the per-model
+    deviations: manifest.json and scores.json `request_shaping`, the report's table, deviations.txt."""
+    out: dict[str, dict[str, str]] = {}
+    for n in dict.fromkeys(names + judges_of(spec)):
+        if n not in models:
+            continue
+        m = models[n]
+        row = cells(learned.profile_shape(m))
+        if m.learned is not None and m.learned.changes:
+            row["learned"] = "; ".join(str(c["said"]) for c in m.learned.changes)
+        if (suite.open_max_tokens and m.provider_kind == "anthropic" and m.profile is not None
+                and m.profile.max_output_tokens is None):
+            row["max_tokens"] = f"{FALLBACK_MAX_TOKENS:,} (maximum unknown)"
+        if row:
+            out[n] = row
+    return out
+
+
 def said(run_name: str, deviation: str) -> str:
     """The line a run says before its first call (stderr) and the dry run prints, for one deviation."""
     return f"[{run_name}] deviation from the paper's protocol: {deviation}"
@@ -57,6 +79,7 @@ def record_learned(man: dict[str, Any], suite: Any, spec: RunSpec, models: dict[
     _, now = protocol_deviations(suite, spec, models, names)
     had = man.get("model_deviations") or []
     new = [d for d in now if d not in had]
+    man["request_shaping"] = request_shaping(suite, spec, models, names)
     summary = learned.summary(models, names)
     if summary:
         man["learned"] = summary
