@@ -31,7 +31,8 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
     kind = cfg.provider_of(m)
     out: dict[str, Any] = {"name": m.name, "provider": kind, "model id": m.model_id}
     if kind in ("openai", "anthropic", "litellm"):
-        p = resolve(m, kind)
+        eps = [cfg.endpoint(e) for e in m.endpoint_names]
+        p = resolve(m, kind, eps[0].base_url if eps else None)
         src = p.sources
         reasoning = "-"
         if p.thinks:
