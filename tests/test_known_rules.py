@@ -182,3 +182,28 @@ def test_the_mock_refuses_what_we_used_to_send(contract: ContractServer):
     r = post("chat/completions", {"model": "gemini-3-pro-preview", "messages": msgs, "reasoning_effort": "high"})
     assert r.status_code == 200
     assert contract.status[400] == 5
+
+
+def test_price_sources_apart_by_more_than_2x_the_newer_is_used_and_both_shown(tmp_path, capsys):
+    from datetime import date
+
+    from cli.main import main
+    from providers.pricing import fresher, resolve_prices
+
+    ds = resolve_prices(_m("deepseek-reasoner"))  # genai-prices' undated R1-era entry vs the current map
+    assert (ds.source, ds.price_in, ds.price_out, ds.cache_read) == ("litellm map", 0.28, 0.42, 0.028)
+    assert ds.other.startswith("genai-prices (deepseek/deepseek-reasoner): ") and "undated" in ds.other
+    g = (1.0, 8.0, 0.1, None, "genai-prices (x/y)", date(2026, 10, 14))
+    m = (1.0, 2.0, 0.1, None, "litellm map", None)
+    assert fresher(g, m)[0] is g and "dates its price 2026-10-14" in fresher(g, m)[1]  # dated: newer
+    assert fresher((*g[:5], None), m)[0] is m  # undated: the map, refreshed with every litellm release
+    near = (1.0, 3.9, 0.1, None, "genai-prices (x/y)", None)
+    assert fresher(near, m) == (near, None)  # within 2x: genai-prices first, as always
+    assert fresher(None, m) == (m, None) and resolve_prices(_m("gpt-5")).other is None
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[endpoints]]\nname = "d"\nkind = "openai"\nbase_url = "https://api.deepseek.com/v1"\n'
+                   '[[models]]\nname = "ds"\nendpoint = "d"\nmodel = "deepseek-reasoner"\n')
+    assert main(["models", "ds", "--config", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert "0.28" in out and "from litellm map" in out and "other prices    genai-prices (deepseek" in out
+    assert "0.55/2.19/0.14" in out

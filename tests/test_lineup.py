@@ -104,6 +104,12 @@ def test_the_2026_lineup_runs_clean_against_the_providers_rules(
             calc = calc_price(Usage(input_tokens=u["input_tokens"], cache_read_tokens=cached,
                                     cache_write_tokens=writes, output_tokens=u["output_tokens"]), model_ref=ref)
             want = float(calc.total_price)
+        elif prices["price_source"] == "litellm map":  # DeepSeek: genai-prices' undated R1-era entry is >2x apart
+            assert m["model"].startswith("deepseek") and "genai-prices" in prices["price_other"], prices
+            read, write = prices["price_cache_read"], prices["price_cache_write"] or prices["price_in"]
+            want = ((u["input_tokens"] - cached - writes) * prices["price_in"] + cached * read + writes * write
+                    + u["output_tokens"] * prices["price_out"]) / 1e6
+            assert (prices["price_in"], prices["price_out"]) == (0.28, 0.42)  # api-docs.deepseek.com pricing
         else:
             assert prices["price_source"] == "unknown" and r["cost_usd"] is None, (r, prices)
             continue
