@@ -207,3 +207,24 @@ def test_price_sources_apart_by_more_than_2x_the_newer_is_used_and_both_shown(tm
     out = capsys.readouterr().out
     assert "0.28" in out and "from litellm map" in out and "other prices    genai-prices (deepseek" in out
     assert "0.55/2.19/0.14" in out
+
+
+def test_gemini_3_at_the_protocols_temperature_0_is_said_before_the_run(tmp_path, caplog):
+    from cli.main import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[endpoints]]\nname = "g"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                   '[[models]]\nname = "g3"\nendpoint = "g"\nmodel = "gemini-3-pro-preview"\n'
+                   '[[models]]\nname = "g25"\nendpoint = "g"\nmodel = "gemini-2.5-pro"\n')
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "1", "prompt": "hi", "choices": ["a", "b"], "answer": "A"}\n')
+    args = ["run", f"jsonl:{data}", "--models", "g3,g25", "--config", str(cfg), "--dry-run", "--keep-going"]
+    with caplog.at_level(logging.WARNING, logger="evalsweep"):
+        main([*args, "--out", str(tmp_path / "r1")])  # the suite's default: greedy, temperature 0
+    said = [r.getMessage() for r in caplog.records if "the protocol asks temperature" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("[jsonl-d] warning: g3: the protocol asks temperature 0;")
+    assert "looping" in said[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="evalsweep"):
+        main([*args, "--out", str(tmp_path / "r2"), "--temperature", "1.0"])
+    assert not [r for r in caplog.records if "the protocol asks temperature" in r.getMessage()]
