@@ -8,7 +8,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from providers.capabilities import resolve
+from providers.capabilities import resolve, rule_docs
 from providers.pricing import Prices, resolve_prices
 from runner.config import Config
 
@@ -51,6 +51,7 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
             "vision": ({True: "yes", False: "no"}.get(p.vision, "?"), src.get("vision")),
         })
         out["caution"] = p.temperature_caution and f"below temperature 1: {p.temperature_caution}"
+        out["docs"] = "; ".join(rule_docs(p, m.model_id))
         prices = resolve_prices(m, datetime.now(UTC))
     else:
         prices = Prices(m.price_in, m.price_out, source="sim" if kind == "sim" else "config")
@@ -83,6 +84,8 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
             for k, v in (("$/M in", pr.price_in), ("$/M out", pr.price_out), ("$/M cache read", pr.cache_read),
                          ("$/M cache write", pr.cache_write)):
                 print(f"  {k:<15} {_num(v):<28} from {pr.source if v is not None else '-'}")
+            if d.get("docs"):
+                print(f"  {'rules from':<15} {d['docs']}")
             if d.get("caution"):
                 print(f"  {'caution':<15} {d['caution']}")
             if pr.other:  # two price sources more than 2x apart: both shown, the newer one used

@@ -43,6 +43,7 @@ _OPENAI_REASONING = re.compile(r"^(o1|o3|o4)(-|$)|^gpt-5(?!(\.\d+)?-chat)")
 # current OpenAI chat model it takes `max_completion_tokens` (openai-openapi: `max_tokens` is
 # "deprecated in favor of max_completion_tokens").
 _GPT5_CHAT = re.compile(r"^gpt-5(\.\d+)?-chat")
+_GPT5_PRO_ID = re.compile(r"^gpt-5(\.\d+)?-pro")
 _CODEX = re.compile(r"codex")  # served on /v1/responses only (litellm map: supported_endpoints)
 # Claude (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking): thinking on
 # Claude 3.7 and 4+; with thinking, no temperature/top_k, budget_tokens >= 1024 and < max_tokens.
@@ -337,3 +338,46 @@ def _documented(family: str, model_id: str) -> int | None:
     from providers.anthropic import documented_max_output
 
     return documented_max_output(model_id)
+
+
+_FAMILY_DOCS = {
+    "openai": "platform.openai.com/docs/api-reference/chat/create",
+    "openai-reasoning": "platform.openai.com/docs/guides/reasoning; openai-openapi ReasoningEffort",
+    "anthropic": "docs.anthropic.com/en/api/messages",
+    "gemini": "ai.google.dev/gemini-api/docs/openai; ai.google.dev/gemini-api/docs/thinking",
+    "deepseek": "api-docs.deepseek.com/api/create-chat-completion",
+    "xai": "docs.x.ai/docs/guides/reasoning",
+    "other": "docs.vllm.ai OpenAI-compatible server",
+}
+
+
+def rule_docs(p: Profile, model_id: str) -> list[str]:
+    """The provider documents a profile's request follows (for `evalsweep models` and the line-up table)."""
+    b = _bare(model_id)
+    out = [_FAMILY_DOCS.get(p.family, "")]
+    if p.reasoning_form == "openrouter":
+        out = ["openrouter.ai/docs/use-cases/reasoning-tokens"]
+    if p.api == "responses":
+        out.append("platform.openai.com/docs/api-reference/responses (Responses only: litellm map)")
+    if _GPT5_CHAT.search(b):
+        out.append("not a reasoning model (inspect_ai openai.py; openai-openapi max_completion_tokens)")
+    if p.family == "openai-reasoning" and p.default_effort == "none":
+        out.append("default effort none (openai-openapi ReasoningEffort)")
+    if _GPT5_PRO_ID.search(b):
+        out.append("effort high only (openai-openapi ReasoningEffort)")
+    if p.family == "anthropic" and p.thinks:
+        out.append("docs.anthropic.com/en/docs/build-with-claude/extended-thinking")
+    if p.exclusive_sampling:
+        out.append("temperature xor top_p (docs.anthropic.com migrating-to-claude-4; Opus 4.1: open-webui/pipelines#546)")
+    if p.family == "gemini" and p.reasoning:
+        out.append(f"{'thinks by default' if p.default_effort != 'none' else 'no thinking by default'}"
+                   f"{'; levels ' + '/'.join(p.efforts) if p.efforts else ''}")
+    if p.temperature_caution:
+        out.append("ai.google.dev/gemini-api/docs/gemini-3 (temperature 1.0 advised)")
+    if p.family == "deepseek" and p.reasoning:
+        out.append("api-docs.deepseek.com/guides/reasoning_model")
+    if p.family == "xai":
+        out.append("docs.x.ai consumption: reasoning tokens billed as output")
+    if p.reasoning_form == "qwen3" or _QWEN3.search(b):
+        out.append("huggingface.co/Qwen (enable_thinking; Instruct-2507 does not think)")
+    return [d for d in out if d]

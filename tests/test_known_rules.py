@@ -228,3 +228,20 @@ def test_gemini_3_at_the_protocols_temperature_0_is_said_before_the_run(tmp_path
     with caplog.at_level(logging.WARNING, logger="evalsweep"):
         main([*args, "--out", str(tmp_path / "r2"), "--temperature", "1.0"])
     assert not [r for r in caplog.records if "the protocol asks temperature" in r.getMessage()]
+
+
+def test_the_lineup_bodies_table_is_current():
+    """examples/lineup-2026-bodies.md is what examples/lineup_bodies.py makes of today's rules."""
+    import importlib.util
+
+    from tests.helpers import REPO
+
+    spec = importlib.util.spec_from_file_location("lineup_bodies", REPO / "examples" / "lineup_bodies.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    made = mod.table(REPO / "examples" / "lineup-2026.toml")
+    assert made in (REPO / "examples" / "lineup-2026-bodies.md").read_text()
+    rows = made.splitlines()[2:]
+    assert len(rows) == 45
+    pro = next(r for r in rows if r.startswith("| gpt-5-pro |"))
+    assert '"reasoning":{"effort":"high"}' in pro and "effort high only" in pro
