@@ -247,6 +247,8 @@ def resolve(cfg: Any, kind: str, base_url: str | None = None) -> Profile:
                              f"{', '.join(effs.takes)} ({effs.doc})")
         elif form != "openrouter":  # Gemini, grok-3-mini: the nearest level they take, never a 400
             asked = nearest(asked, effs.takes)
+    if asked == "none" and reasoning and form is None and fam not in ("anthropic", "openai-reasoning"):
+        conflicts.append(f"reasoning_effort = 'none': {b} always reasons (no field switches it off)")
     default = effs.default if effs is not None else (DEFAULT_EFFORT if reasoning else None)
     if fam == "anthropic":
         default = "none"  # Claude thinks only when the request asks (extended-thinking docs)
@@ -270,6 +272,8 @@ def resolve(cfg: Any, kind: str, base_url: str | None = None) -> Profile:
         headroom = budget
     elif effort is not None:
         headroom = REASONING_BUDGET[effort]
+    elif asked is not None:  # no effort field (DeepSeek, grok-4, Magistral): the config still sizes its room
+        headroom = REASONING_BUDGET[asked]
     else:  # the model decides how long it thinks: Gemini's dynamic thinking, DeepSeek, grok-4, Qwen3
         headroom = DYNAMIC_HEADROOM if fam == "gemini" else REASONING_BUDGET[DEFAULT_EFFORT]
     sent_budget = budget if thinks and form in ("thinking", "gemini", "openrouter") else None

@@ -111,6 +111,9 @@ def test_hybrid_thinking_open_models():
     assert t.thinks and t.reasoning_form is None
     assert resolve(_m("mistralai/Magistral-Small-2509"), "openai").thinks
     assert not resolve(_m("meta-llama/Llama-3.3-70B-Instruct"), "openai").reasoning
+    # no effort field, but the config still sizes the room for its reasoning; it cannot be switched off
+    assert _body("deepseek-reasoner", reasoning_effort="high")["max_tokens"] == 1000 + 32768
+    assert "always reasons" in problems(resolve(_m("deepseek-reasoner", reasoning_effort="none"), "openai"), "d")[0]
 
 
 def _chat(usage: dict, model: str = "m") -> dict:
