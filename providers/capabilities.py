@@ -181,6 +181,52 @@ def _efforts(fam: str, form: str | None, b: str, entry: dict[str, Any]) -> Effor
     return None
 
 
+def _reasoning(
+    fam: str, form: str | None, effs: Efforts | None, b: str, reasoning: bool, asked: str | None,
+    budget: int | None,
+) -> tuple[str | None, int | None, bool, int, str | None, list[str]]:
+    """(effort sent, thinking budget, thinks, headroom, the provider's default, conflicts) for the
+    config's effort and budget: a provider's default is kept unless the config asks otherwise."""
+    conflicts: list[str] = []
+    effort: str | None = None
+    if effs is not None and asked is not None and asked not in effs.takes:
+        if fam == "openai-reasoning" or (asked == "none" and form != "openrouter"):
+            conflicts.append(f"reasoning_effort = {asked!r} is refused by {b}: it takes "
+                             f"{', '.join(effs.takes)} ({effs.doc})")
+        elif form != "openrouter":  # Gemini, grok-3-mini: the nearest level they take, never a 400
+            asked = nearest(asked, effs.takes)
+    if asked == "none" and reasoning and form is None and fam not in ("anthropic", "openai-reasoning"):
+        conflicts.append(f"reasoning_effort = 'none': {b} always reasons (no field switches it off)")
+    default = effs.default if effs is not None else (DEFAULT_EFFORT if reasoning else None)
+    if fam == "anthropic":
+        default = "none"  # Claude thinks only when the request asks (extended-thinking docs)
+    if form in ("effort", "openrouter", "qwen3") or (form == "gemini" and asked is not None):
+        effort = asked
+    if form == "effort" and effort is None:
+        if budget is not None:  # gpt-5.1 given only a budget must be sent an effort, or it never reasons
+            effort = for_budget(budget, effs.takes if effs else ("low", "medium", "high"))
+        elif default not in (None, "none"):
+            effort = default  # the provider's own default, made explicit
+    if fam == "anthropic":
+        if budget is None and asked not in (None, "none"):
+            budget = REASONING_BUDGET[asked]
+        thinks = reasoning and budget is not None and asked != "none"
+    else:
+        chosen = effort if effort is not None else ("custom" if budget is not None else default)
+        thinks = reasoning and chosen != "none"
+    if not thinks:
+        headroom = 0
+    elif budget is not None:
+        headroom = budget
+    elif effort is not None:
+        headroom = REASONING_BUDGET[effort]
+    elif asked is not None:  # no effort field (DeepSeek, grok-4, Magistral): the config still sizes its room
+        headroom = REASONING_BUDGET[asked]
+    else:  # the model decides how long it thinks: Gemini's dynamic thinking, DeepSeek, grok-4, Qwen3
+        headroom = DYNAMIC_HEADROOM if fam == "gemini" else REASONING_BUDGET[DEFAULT_EFFORT]
+    return effort, budget, thinks, headroom, default, conflicts
+
+
 def resolve(cfg: Any, kind: str, base_url: str | None = None) -> Profile:
     """The profile of a configured model (runner.config.ModelCfg) on an endpoint of `kind` at
     `base_url` (OpenRouter's reasoning object is chosen by host)."""
@@ -238,44 +284,8 @@ def resolve(cfg: Any, kind: str, base_url: str | None = None) -> Profile:
     effs = _efforts(fam, form, b, entry)
     if router and reasoning:
         form = "openrouter"
-    asked, budget = cfg.reasoning_effort, cfg.thinking_budget
-    conflicts: list[str] = []
-    effort: str | None = None
-    if effs is not None and asked is not None and asked not in effs.takes:
-        if fam == "openai-reasoning" or (asked == "none" and form != "openrouter"):
-            conflicts.append(f"reasoning_effort = {asked!r} is refused by {b}: it takes "
-                             f"{', '.join(effs.takes)} ({effs.doc})")
-        elif form != "openrouter":  # Gemini, grok-3-mini: the nearest level they take, never a 400
-            asked = nearest(asked, effs.takes)
-    if asked == "none" and reasoning and form is None and fam not in ("anthropic", "openai-reasoning"):
-        conflicts.append(f"reasoning_effort = 'none': {b} always reasons (no field switches it off)")
-    default = effs.default if effs is not None else (DEFAULT_EFFORT if reasoning else None)
-    if fam == "anthropic":
-        default = "none"  # Claude thinks only when the request asks (extended-thinking docs)
-    if form in ("effort", "openrouter", "qwen3") or (form == "gemini" and asked is not None):
-        effort = asked
-    if form == "effort" and effort is None:
-        if budget is not None:  # gpt-5.1 given only a budget must be sent an effort, or it never reasons
-            effort = for_budget(budget, effs.takes if effs else ("low", "medium", "high"))
-        elif default not in (None, "none"):
-            effort = default  # the provider's own default, made explicit
-    if fam == "anthropic":
-        if budget is None and asked not in (None, "none"):
-            budget = REASONING_BUDGET[asked]
-        thinks = reasoning and budget is not None and asked != "none"
-    else:
-        chosen = effort if effort is not None else ("custom" if budget is not None else default)
-        thinks = reasoning and chosen != "none"
-    if not thinks:
-        headroom = 0
-    elif budget is not None:
-        headroom = budget
-    elif effort is not None:
-        headroom = REASONING_BUDGET[effort]
-    elif asked is not None:  # no effort field (DeepSeek, grok-4, Magistral): the config still sizes its room
-        headroom = REASONING_BUDGET[asked]
-    else:  # the model decides how long it thinks: Gemini's dynamic thinking, DeepSeek, grok-4, Qwen3
-        headroom = DYNAMIC_HEADROOM if fam == "gemini" else REASONING_BUDGET[DEFAULT_EFFORT]
+    r = _reasoning(fam, form, effs, b, reasoning, cfg.reasoning_effort, cfg.thinking_budget)
+    effort, budget, thinks, headroom, default, conflicts = r
     sent_budget = budget if thinks and form in ("thinking", "gemini", "openrouter") else None
     sampling = SAMPLING
     if fam == "openai-reasoning" or (fam == "deepseek" and reasoning):
