@@ -8,7 +8,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from providers.capabilities import resolve
+from providers.capabilities import resolve, rule_docs
 from providers.pricing import Prices, resolve_prices
 from runner.config import Config
 
@@ -31,7 +31,8 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
     kind = cfg.provider_of(m)
     out: dict[str, Any] = {"name": m.name, "provider": kind, "model id": m.model_id}
     if kind in ("openai", "anthropic", "litellm"):
-        p = resolve(m, kind)
+        eps = [cfg.endpoint(e) for e in m.endpoint_names]
+        p = resolve(m, kind, eps[0].base_url if eps else None)
         src = p.sources
         reasoning = "-"
         if p.thinks:
@@ -43,10 +44,14 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
             "sampling": (", ".join(sorted(p.sampling)) or "-", src.get("sampling")),
             "reasons": ("yes" if p.reasoning else "no", src.get("reasoning")),
             "reasoning sent": (reasoning, "config" if (m.reasoning_effort or m.thinking_budget) else "default"),
+            "efforts taken": (", ".join(p.efforts) or "-", "providers.efforts" if p.efforts else "-"),
+            "unless sent": ((p.default_effort or "dynamic") if p.reasoning else "-", "provider's default"),
             "max output": (_k(p.max_output_tokens), src.get("max_output_tokens")),
             "context": (_k(p.context_window), src.get("context_window")),
             "vision": ({True: "yes", False: "no"}.get(p.vision, "?"), src.get("vision")),
         })
+        out["caution"] = p.temperature_caution and f"below temperature 1: {p.temperature_caution}"
+        out["docs"] = "; ".join(rule_docs(p, m.model_id))
         prices = resolve_prices(m, datetime.now(UTC))
     else:
         prices = Prices(m.price_in, m.price_out, source="sim" if kind == "sim" else "config")
@@ -91,6 +96,12 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
             for k, v in (("$/M in", pr.price_in), ("$/M out", pr.price_out), ("$/M cache read", pr.cache_read),
                          ("$/M cache write", pr.cache_write)):
                 print(f"  {k:<15} {_num(v):<28} from {pr.source if v is not None else '-'}")
+            if d.get("docs"):
+                print(f"  {'rules from':<15} {d['docs']}")
+            if d.get("caution"):
+                print(f"  {'caution':<15} {d['caution']}")
+            if pr.other:  # two price sources more than 2x apart: both shown, the newer one used
+                print(f"  {'other prices':<15} {pr.other}")
         return 0
     cols = ["name", "provider", "api", "limit", "reasoning", "ctx", "$/M in", "$/M out", "prices from",
             "endpoints", "rpm", "concurrency"]

@@ -9,10 +9,13 @@ another attempt; odd but harmless fields (usage counts sent as digit strings) ar
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from core.types import Completion
 from providers.base import ProviderError
+
+log = logging.getLogger("evalsweep")
 
 NO_TEXT_OK = frozenset({"length", "content_filter", "max_tokens", "refusal", "tool_calls", "tool_use"})
 """Finish reasons under which an empty answer is the model's real answer (an error row, no retry)."""
@@ -94,16 +97,49 @@ def _sub(d: Any, key: str, field: str) -> Any:
 
 
 def openai_usage(usage: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
-    """(cached input, cache writes, reasoning, reported cost) of an OpenAI-format usage object: OpenAI's
-    prompt_tokens_details.cached_tokens (part of prompt_tokens) and completion_tokens_details.
-    reasoning_tokens (part of completion_tokens); OpenRouter's usage.cost; litellm's Anthropic
-    cache_creation_input_tokens (https://platform.openai.com/docs/api-reference/chat/object)."""
-    return (
-        _sub(usage, "prompt_tokens_details", "cached_tokens"),
-        usage.get("cache_creation_input_tokens"),
-        _sub(usage, "completion_tokens_details", "reasoning_tokens"),
-        usage.get("cost"),
-    )
+    """(cached input, cache writes, reasoning, reported cost) of an OpenAI-format usage object:
+    OpenAI's prompt_tokens_details.cached_tokens and .cache_write_tokens (parts of prompt_tokens) and
+    completion_tokens_details.reasoning_tokens (https://platform.openai.com/docs/api-reference/chat/object);
+    DeepSeek's prompt_cache_hit_tokens (api-docs.deepseek.com/guides/kv_cache); litellm's Anthropic
+    cache_creation_input_tokens; OpenRouter's usage.cost (openrouter.ai/docs/use-cases/usage-accounting);
+    xAI's cost_in_usd_ticks, 1e10 ticks a dollar (docs.x.ai/developers/cost-tracking)."""
+    cached = _sub(usage, "prompt_tokens_details", "cached_tokens")
+    if cached is None:
+        cached = usage.get("prompt_cache_hit_tokens")
+    writes = _sub(usage, "prompt_tokens_details", "cache_write_tokens")
+    if writes is None:
+        writes = usage.get("cache_creation_input_tokens")
+    cost = usage.get("cost")
+    ticks = usage.get("cost_in_usd_ticks")
+    if cost is None and isinstance(ticks, int) and not isinstance(ticks, bool) and ticks >= 0:
+        cost = ticks / 1e10
+    return cached, writes, _sub(usage, "completion_tokens_details", "reasoning_tokens"), cost
+
+
+def output_billed(model: Any, ins: Any, outs: Any, reasoning: Any, total: Any) -> Any:
+    """The output tokens a call is billed for, cross-checked against `total_tokens`.
+
+    input + output must add up to the total. xAI counts reasoning outside `completion_tokens` (total =
+    prompt + completion + reasoning) and bills it as output (docs.x.ai consumption and rate limits), so
+    there the output is completion + reasoning. Any other surplus is billed as output too (a provider
+    bills the total; Gemini bills unreported thoughts at the output rate) and said once per model."""
+    i, o, r, t = tokens(ins), tokens(outs), tokens(reasoning), tokens(total)
+    if i is None or o is None or t is None or i + o == t:
+        return outs
+    if r and i + o + r == t:
+        return o + r
+    if model not in _UNEVEN:
+        _UNEVEN.add(model)
+        log.warning(
+            "model %s: usage does not add up (prompt %d + completion %d%s != total_tokens %d); %s",
+            model or "(unnamed)", i, o, f" + reasoning {r}" if r else "", t,
+            f"the {t - i - o:,} tokens beyond are billed as output" if t > i + o else "billed as its parts",
+        )
+    return max(o, t - i)
+
+
+_UNEVEN: set[Any] = set()
+"""Models already warned about (one warning each per process)."""
 
 
 def openai_chat(body: Any, n: int) -> Completion:
@@ -137,9 +173,10 @@ def openai_chat(body: Any, n: int) -> Completion:
     usage = body.get("usage")
     if not isinstance(usage, dict):
         usage = {}
-    return checked(
-        texts, reasons, usage.get("prompt_tokens"), usage.get("completion_tokens"), seen, openai_usage(usage)
-    )
+    details = openai_usage(usage)
+    ins = usage.get("prompt_tokens")
+    outs = output_billed(body.get("model"), ins, usage.get("completion_tokens"), details[2], usage.get("total_tokens"))
+    return checked(texts, reasons, ins, outs, seen, details)
 
 
 def anthropic_message(body: Any) -> Completion:

@@ -1,5 +1,6 @@
 """USD cost of a call: the config's prices, else genai-prices, else litellm's bundled cost map, else
-unknown (None).
+unknown (None). Where genai-prices and the map disagree by more than 2x for the same model, the newer
+of the two is used and the other is kept beside it (`Prices.other`, shown by `evalsweep models NAME`).
 
 The cost map is read as a JSON file from litellm's installed package, without importing litellm
 (a 3 s import that must stay off the OpenAI-compatible path). Never a made-up number.
@@ -8,8 +9,9 @@ The cost map is read as a JSON file from litellm's installed package, without im
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,7 @@ def cost_usd(
     return (input_tokens * price_in + output_tokens * price_out) / 1e6
 
 
-PRICE_KEYS = ("price_in", "price_out", "price_cache_read", "price_cache_write", "price_source")
+PRICE_KEYS = ("price_in", "price_out", "price_cache_read", "price_cache_write", "price_source", "price_other")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class Prices:
     cache_read: float | None = None
     cache_write: float | None = None
     source: str = "unknown"
+    other: str | None = None
+    """The other source's prices where the two disagree by more than 2x, and why this one won."""
 
     def cost(
         self, ins: int | None, outs: int | None, cached: int | None = None, writes: int | None = None
@@ -84,7 +88,7 @@ class Prices:
         return dict(
             zip(
                 PRICE_KEYS,
-                (self.price_in, self.price_out, self.cache_read, self.cache_write, self.source),
+                (self.price_in, self.price_out, self.cache_read, self.cache_write, self.source, self.other),
                 strict=True,
             )
         )
@@ -92,10 +96,11 @@ class Prices:
 
 def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:
     """The config's prices, else genai-prices (pydantic's maintained database; the price in force on
-    `when`), else litellm's bundled map, else unknown."""
+    `when`), else litellm's bundled map, else unknown; the newer of the two databases where they
+    disagree by more than 2x (`fresher`)."""
     if cfg.price_in is not None and cfg.price_out is not None:
         return Prices(cfg.price_in, cfg.price_out, cfg.price_cache_read, cfg.price_cache_write, "config")
-    found = _genai_prices(cfg.model_id, when) or _map_prices(cfg.model_id)
+    found, other = fresher(_genai_prices(cfg.model_id, when), _map_prices(cfg.model_id))
     if found is None:
         return Prices(
             cfg.price_in,
@@ -104,14 +109,40 @@ def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:
             cfg.price_cache_write,
             "config" if cfg.price_in is not None or cfg.price_out is not None else "unknown",
         )
-    pin, pout, read, write, src = found
+    pin, pout, read, write, src = found[:5]
     return Prices(
         cfg.price_in if cfg.price_in is not None else pin,
         cfg.price_out if cfg.price_out is not None else pout,
         cfg.price_cache_read if cfg.price_cache_read is not None else read,
         cfg.price_cache_write if cfg.price_cache_write is not None else write,
         src,
+        other,
     )
+
+
+def apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Input, output or cache-read prices more than 2x apart (a price one side lacks is no evidence)."""
+    return any(x and y and max(x / y, y / x) > 2 for x, y in zip(a[:3], b[:3], strict=True))
+
+
+def fresher(g: tuple[Any, ...] | None, m: tuple[Any, ...] | None) -> tuple[tuple[Any, ...] | None, str | None]:
+    """(the prices to use, the other source's in words) for genai-prices' `g` and the map's `m`.
+
+    Agreeing within 2x, or only one known: genai-prices first (as always). Apart by more than 2x: the
+    newer. genai-prices says how recent its price is only when it dates it (the start date of the price
+    in force, or a "checked on" date in its comments); the map has no dates but is refreshed with every
+    litellm release, so it is the newer one against an undated genai-prices entry (DeepSeek's R1-era,
+    hour-of-day prices, while api-docs.deepseek.com/quick_start/pricing lists one V3.2 price since
+    2025-09-05) and the older one against a dated entry."""
+    if g is None or m is None or not apart(g, m):
+        return g or m, None
+    use, other = (g, m) if g[5] is not None else (m, g)
+    why = f"genai-prices dates its price {g[5]}" if g[5] is not None else "genai-prices' price is undated"
+    return use, (f"{other[4]}: {_mtok(other)} (more than 2x apart; {why}, so {use[4]} is used)")
+
+
+def _mtok(p: tuple[Any, ...]) -> str:
+    return "/".join("?" if x is None else f"{x:g}" for x in p[:3]) + " $/M in/out/cache read"
 
 
 def _num(x: Any) -> float | None:
@@ -141,7 +172,22 @@ def _genai_prices(model_id: str, when: datetime | None) -> tuple[Any, ...] | Non
         _num(mp.cache_read_mtok),
         _num(mp.cache_write_mtok),
         f"genai-prices ({r.provider.id}/{r.model.id})",
+        _dated(r.model, r.provider, mp),
     )
+
+
+_ISO = re.compile(r"\b(20\d\d)-(\d\d)-(\d\d)\b")
+
+
+def _dated(model: Any, provider: Any, mp: Any) -> date | None:
+    """When genai-prices says its price holds from (a StartDateConstraint) or was checked (a date in its
+    comments); None when it does not say."""
+    prices = model.prices if isinstance(model.prices, list) else []
+    starts = [c.constraint.start_date for c in prices
+              if c.prices is mp and getattr(c.constraint, "start_date", None) is not None]
+    notes = f"{getattr(model, 'price_comments', None) or ''} {getattr(provider, 'price_comments', None) or ''}"
+    found = starts + [date(int(y), int(mo), int(d)) for y, mo, d in _ISO.findall(notes)]
+    return max(found) if found else None
 
 
 def _map_prices(model_id: str) -> tuple[Any, ...] | None:
@@ -159,4 +205,5 @@ def _map_prices(model_id: str) -> tuple[Any, ...] | None:
         per_m("cache_read_input_token_cost"),
         per_m("cache_creation_input_token_cost"),
         "litellm map",
+        None,
     )

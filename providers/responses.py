@@ -15,7 +15,7 @@ import orjson
 
 from core.types import Completion, Request, TextPart
 from providers.base import apply_params
-from providers.parse import checked, malformed
+from providers.parse import checked, malformed, output_billed
 
 
 def responses_body(req: Request, model_id: str, params: dict[str, Any], shape: Any) -> dict[str, Any]:
@@ -107,4 +107,6 @@ def _usage(body: dict[str, Any]) -> tuple[Any, Any, None, tuple[Any, Any, Any, A
         if isinstance(u.get("output_tokens_details"), dict)
         else None
     )
-    return u.get("input_tokens"), u.get("output_tokens"), None, (cached, None, reasoning, None)
+    outs = output_billed(body.get("model"), u.get("input_tokens"), u.get("output_tokens"), reasoning,
+                         u.get("total_tokens"))
+    return u.get("input_tokens"), outs, None, (cached, None, reasoning, None)

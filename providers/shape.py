@@ -104,27 +104,32 @@ def _thinking_top_p(body: dict[str, Any]) -> None:
         del body["top_p"]
 
 
+def reasoning_fields(p: Profile) -> dict[str, Any]:
+    """The body fields that carry the model's reasoning settings, in its provider's form."""
+    e, budget = p.effort, p.thinking_budget
+    if p.reasoning_form == "effort" and e:
+        return {"reasoning": {"effort": e}} if p.api == "responses" else {"reasoning_effort": e}
+    if p.reasoning_form == "gemini":
+        if e:
+            return {"reasoning_effort": e}
+        if budget is not None:  # a token budget: Google's OpenAI-compatible extension (ai.google.dev/gemini-api/docs/openai)
+            return {"extra_body": {"google": {"thinking_config": {"thinking_budget": budget}}}}
+    if p.reasoning_form == "openrouter":  # openrouter.ai/docs/use-cases/reasoning-tokens
+        if e:
+            return {"reasoning": {"effort": e}}
+        if budget is not None:
+            return {"reasoning": {"max_tokens": budget}}
+    if p.reasoning_form == "qwen3" and e == "none":  # the chat template's switch (vLLM, SGLang)
+        return {"chat_template_kwargs": {"enable_thinking": False}}
+    if p.reasoning_form == "thinking" and p.thinks and budget is not None:
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    return {}
+
+
 def shape_for(p: Profile) -> Shape:
     drop = tuple(sorted(SAMPLING - p.sampling - {"n"}))  # n: the scheduler never asks it of such models
-    fields: dict[str, Any] = {}
-    thinking = None
-    if p.thinks:
-        if p.reasoning_form == "effort" and p.effort:
-            fields = (
-                {"reasoning": {"effort": p.effort}}
-                if p.api == "responses"
-                else {"reasoning_effort": p.effort}
-            )
-        elif p.reasoning_form == "gemini":
-            if p.effort:
-                fields = {"reasoning_effort": p.effort}
-            else:  # a token budget: Google's OpenAI-compatible extension (ai.google.dev/gemini-api/docs/openai)
-                fields = {
-                    "extra_body": {"google": {"thinking_config": {"thinking_budget": p.thinking_budget}}}
-                }
-        elif p.reasoning_form == "thinking":
-            thinking = p.thinking_budget
-            fields = {"thinking": {"type": "enabled", "budget_tokens": thinking}}
+    fields = reasoning_fields(p)
+    thinking = p.thinking_budget if "thinking" in fields else None
     return Shape(
         family=p.family,
         api=p.api,
@@ -155,11 +160,19 @@ def departures(name: str, shape: Shape | None) -> list[str]:
         out.append(f"{name}: temperature not sent (the model takes only its provider's default)")
     if shape.extra:
         cap = f", capped at {shape.cap:,}" if shape.cap else ""
+<<<<<<< HEAD
         how = "; ".join(
             x
             for x in (
                 f"extended thinking, budget_tokens {shape.thinking:,}" if shape.thinking is not None else "",
                 str(shape.fields.get("reasoning_effort") or ""),
+=======
+        how = f"extended thinking, budget_tokens {shape.thinking:,}; " if shape.thinking is not None else ""
+        out.append(
+            f"{name}: reasons ({how}{_effort_of(shape.fields)}); its token limit is the "
+            f"suite's answer budget + {shape.extra:,} reasoning tokens ({shape.limit_field}{cap})".replace(
+                " ()", ""
+>>>>>>> main
             )
             if x
         )
@@ -167,13 +180,16 @@ def departures(name: str, shape: Shape | None) -> list[str]:
             f"{name}: reasons{f' ({how})' if how else ''}; its token limit is the suite's answer budget + "
             f"{shape.extra:,} reasoning tokens ({shape.limit_field}{cap})"
         )
+    elif _effort_of(shape.fields):
+        out.append(f"{name}: reasoning {_effort_of(shape.fields)} (no reasoning tokens added to its limit)")
     if shape.exclusive:
-        out.append(f"{name}: top_p not sent with temperature (Claude 4.5+ takes one of them)")
+        out.append(f"{name}: top_p not sent with temperature (Claude 4.5+ and Opus 4.1 take one of them)")
     if shape.api == "responses":
         out.append(f"{name}: sent to the Responses API, one sample per call")
     return out
 
 
+<<<<<<< HEAD
 def cells(shape: Shape | None) -> dict[str, str]:
     """This model's row of the request-shaping table (field → how it is sent), the same facts as
     `departures` says in sentences: one table for a sweep instead of a sentence per model and fact."""
@@ -193,3 +209,15 @@ def cells(shape: Shape | None) -> dict[str, str]:
     if shape.api == "responses":
         out["API"] = "Responses, n=1"
     return out
+=======
+def _effort_of(fields: dict[str, Any]) -> str:
+    """The reasoning setting a shaped body carries, in words (for the recorded departures)."""
+    r = fields.get("reasoning")
+    if isinstance(r, dict):
+        return f"effort {r['effort']}" if "effort" in r else f"max_tokens {r.get('max_tokens'):,}"
+    if "reasoning_effort" in fields:
+        return str(fields["reasoning_effort"])
+    if "chat_template_kwargs" in fields:
+        return "enable_thinking false"
+    return ""
+>>>>>>> main

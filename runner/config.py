@@ -103,8 +103,9 @@ class ModelCfg(BaseModel):
     max_consecutive_failures: int = Field(10, ge=1)
     max_output_tokens: int | None = Field(None, ge=1)
     """Sent as max_tokens when a suite leaves it unset (native Anthropic; default: litellm's model map)."""
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    """A reasoning model's effort, in its provider's form (providers.capabilities); sets its budget."""
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    """A reasoning model's effort, in its provider's form (providers.capabilities; OpenAI's enum,
+    openai-openapi ReasoningEffort); sets its budget. Each model's accepted values: providers.efforts."""
     thinking_budget: int | None = Field(None, ge=1)
     """Tokens a reasoning model may think (Claude: budget_tokens, which turns thinking on)."""
     api: Literal["chat", "responses"] | None = None

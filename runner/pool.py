@@ -157,7 +157,7 @@ def build_models(cfg: Config, names: list[str]) -> dict[str, ModelEntry]:
         provider = lanes[0].provider
         profile = shape = None
         if kind in ("openai", "anthropic", "litellm"):
-            profile = resolve(m, kind)
+            profile = resolve(m, kind, lanes[0].endpoint.base_url)
             bad = problems(profile, m.name, m.model_id)
             if bad:
                 raise ConfigError("; ".join(bad))

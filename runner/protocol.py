@@ -5,6 +5,7 @@ run says before its first call and records in manifest.json."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from providers.anthropic import FALLBACK_MAX_TOKENS
@@ -12,6 +13,8 @@ from providers.shape import cells, departures
 from runner import learned
 from runner.pool import ModelEntry
 from suites.base import RunSpec
+
+log = logging.getLogger("evalsweep")
 
 
 def judges_of(spec: RunSpec) -> list[str]:
@@ -40,6 +43,8 @@ def protocol_deviations(
             for n in dict.fromkeys(names) if n in models and models[n].provider_kind == "anthropic"
             and models[n].profile is not None and models[n].profile.max_output_tokens is None
         ]  # fmt: skip
+    for c in cautions(suite, spec, models, names):  # the paper's request, against its provider's advice
+        log.warning("[%s] warning: %s", suite.run_name(spec), c)
     return suite_devs, per_model
 
 
@@ -63,6 +68,25 @@ def request_shaping(
         if row:
             out[n] = row
     return out
+
+
+def cautions(suite: Any, spec: RunSpec, models: dict[str, ModelEntry], names: list[str]) -> list[str]:
+    """Where the protocol asks for what a model's provider warns against (Gemini 3 below temperature 1):
+    the request stays the paper's (not a deviation), and the run says so before it starts."""
+    warned = [n for n in dict.fromkeys(names) if n in models and models[n].profile is not None
+              and models[n].profile.temperature_caution]  # fmt: skip
+    if not warned:
+        return []
+    t = spec.temperature
+    if t is None:  # the suite's own default: read off its first request
+        try:
+            first = next(iter(suite.build(spec)), None)
+        except Exception:  # noqa: BLE001 - data not loadable here: the run itself will say why
+            first = None
+        t = first.decoding.temperature if first is not None else None
+    if t is None or t >= 1.0:
+        return []
+    return [f"{n}: the protocol asks temperature {t:g}; {models[n].profile.temperature_caution}" for n in warned]
 
 
 def said(run_name: str, deviation: str) -> str:

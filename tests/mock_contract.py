@@ -3,13 +3,18 @@ provider's own error bodies, and each family's usage shapes in its answers.
 
 The rules (each cited where it is applied):
 - OpenAI reasoning models (o1/o3/o4-mini, gpt-5 family but gpt-5-chat): `max_tokens` refused, any
-  `temperature` or `top_p` but the default refused, `reasoning_effort` taken (minimal only on gpt-5);
-  codex models refused on chat completions (Responses API only).
+  `temperature` or `top_p` but the default refused, `reasoning_effort` only among the model's values
+  (`KNOWN_EFFORTS`: gpt-5-pro high only, gpt-5.1 none..high, codex low..high, o-series low..high);
+  gpt-5.1 does not reason unless sent an effort; gpt-5-chat refuses `reasoning_effort`; codex models
+  refused on chat completions (Responses API only).
 - Anthropic Messages: `max_tokens` required and within the model's maximum; with `thinking`,
   `budget_tokens` >= 1024 and < `max_tokens`, and no `temperature` (other than 1) or `top_k`;
-  Claude 4.5+: `temperature` and `top_p` not both.
-- Gemini (OpenAI-compatible endpoint): `reasoning_effort` and a thinking budget not both.
-- DeepSeek reasoner: sampling fields accepted and ignored (its docs); other chat models take all.
+  Claude 4.5+ and Opus 4.1: `temperature` and `top_p` not both.
+- Gemini (OpenAI-compatible endpoint): `reasoning_effort` and a thinking budget not both; Gemini 3 Pro
+  takes low|high only; 2.5 Flash-Lite thinks only when asked, the others by default.
+- DeepSeek reasoner: sampling fields accepted and ignored (its docs); usage reports its cache as
+  `prompt_cache_hit_tokens`. xAI: reasoning tokens outside `completion_tokens`, inside `total_tokens`.
+  Other chat models take all.
 - Future models (the last section): ids that no map and no family rule of ours knows, each refusing
   what such a model refuses, in its provider's words: only learning from the refusal makes them work.
 Answers are deterministic and their usage is a function of the request (`usage_for`), so a test can
@@ -28,9 +33,10 @@ from aiohttp import web
 
 from tests.mock_openai import MockServer, answer_text
 
-REASONING = re.compile(r"^(o1|o3|o4)(-|$)|^gpt-5(?!-chat)")
+REASONING = re.compile(r"^(o1|o3|o4)(-|$)|^gpt-5(?!(\.\d+)?-chat)")
 CODEX = re.compile(r"codex")
-CLAUDE_45 = re.compile(r"claude-(opus|sonnet|haiku)-4-5")
+# Opus 4.1 refuses the pair too (open-webui/pipelines#546, aws-samples/bedrock-chat#979)
+CLAUDE_45 = re.compile(r"claude-(opus|sonnet|haiku)-4-5|claude-opus-4-1")
 CLAUDE_MAX = {"claude-sonnet-4-5": 64000, "claude-opus-4-5": 64000, "claude-haiku-4-5": 64000,
               "claude-opus-4-1": 32000, "claude-sonnet-4": 64000, "claude-3-5-haiku": 8192}
 REASONING_TOKENS = 120
@@ -48,6 +54,66 @@ def _anthropic_error(message: str) -> web.Response:
     return web.json_response(
         {"type": "error", "error": {"type": "invalid_request_error", "message": message}}, status=400
     )
+
+
+# --- Known models: the efforts each takes, as the providers refuse the others ---------------------
+# OpenAI: openai-openapi ReasoningEffort ("gpt-5-pro defaults to (and only supports) high"; gpt-5.1:
+# none, low, medium, high); codex: low|medium|high; o-series: low|medium|high. The 400 body is OpenAI's
+# published wording: "Unsupported value: 'medium' is not supported with the 'gpt-5-pro' model.
+# Supported values are: 'high'." (anomalyco/opencode PR#3474), "... 'minimal' is not supported with the
+# 'gpt-5.1' model. Supported values are: 'none', 'low', 'medium', and 'high'." (openai-agents-python#2089).
+KNOWN_EFFORTS = [
+    (re.compile(r"^gpt-5(\.\d+)?-pro"), ("high",)),
+    (re.compile(r"codex-max"), ("low", "medium", "high", "xhigh")),
+    (re.compile(r"codex"), ("low", "medium", "high")),
+    (re.compile(r"^gpt-5\.1"), ("none", "low", "medium", "high")),
+    (re.compile(r"^gpt-5\.\d"), ("none", "low", "medium", "high", "xhigh")),
+    (re.compile(r"^gpt-5"), ("minimal", "low", "medium", "high")),
+    (re.compile(r"^(o1|o3|o4)"), ("low", "medium", "high")),
+]
+GPT5_CHAT = re.compile(r"^gpt-5(\.\d+)?-chat")
+GEMINI_3_PRO = re.compile(r"gemini-3-pro")
+
+
+def _listed(values: tuple[str, ...]) -> str:
+    q = [f"'{v}'" for v in values]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + f", and {q[-1]}" if len(q) > 2 else " and ".join(q)
+
+
+def effort_refusal(bare: str, effort: Any, param: str) -> web.Response | None:
+    """OpenAI's 400 for an effort the model does not take."""
+    takes = next((t for rx, t in KNOWN_EFFORTS if rx.search(bare)), None)
+    if effort is None or takes is None or effort in takes:
+        return None
+    msg = (f"Unsupported value: '{effort}' is not supported with the '{bare}' model. "
+           f"Supported values are: {_listed(takes)}.")
+    return _openai_error(msg, param, "unsupported_value")
+
+
+def gemini_error(message: str) -> web.Response:
+    """Google's 400 as its OpenAI-compatible endpoint sends it: a list around a google.rpc Status
+    (google-gemini/gemini-cli#14025; jenslys/opencode-gemini-auth#14)."""
+    return web.json_response([{"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}],
+                             status=400)
+
+
+def reasons(model: str, body: dict[str, Any]) -> bool:
+    """Whether the real provider reasons on this chat or Responses request (Claude: see `messages`)."""
+    bare = model.rsplit("/", 1)[-1]
+    effort = body.get("reasoning_effort") or (body.get("reasoning") or {}).get("effort")
+    budget = (((body.get("extra_body") or {}).get("google") or {}).get("thinking_config") or {}).get(
+        "thinking_budget")
+    if effort == "none" or budget == 0:
+        return False
+    if re.search(r"^gpt-5\.\d", bare) and not re.search(r"codex|pro", bare):
+        return effort is not None  # gpt-5.1+ default to none (openai-openapi ReasoningEffort)
+    if REASONING.search(bare):
+        return True
+    if "gemini" in bare:  # ai.google.dev/gemini-api/docs/thinking: Flash-Lite does not think by default
+        if "flash-lite" in bare:
+            return effort is not None or bool(budget)
+        return bool(re.search(r"gemini-(2\.5|[3-9])", bare))
+    return "reasoner" in bare or bool(re.search(r"grok-(3-mini|4)", bare))
 
 
 def _text_of(content: Any) -> str:
@@ -98,7 +164,10 @@ class ContractServer(MockServer):
         if CODEX.search(bare):  # Responses-only models (litellm map: supported_endpoints)
             msg = "This model is only supported in v1/responses and not in v1/chat/completions."
             return self._answer(_openai_error(msg, "model", "unsupported_api"), model, "chat for codex")
-        reasoning = bool(REASONING.search(bare)) or "reasoner" in bare or "gemini-2.5" in bare
+        reasoning = reasons(model, body)
+        if GPT5_CHAT.search(bare) and "reasoning_effort" in body:  # not a reasoning model (Laisky/one-api#120)
+            msg = "Unsupported parameter: 'reasoning_effort' is not supported with this model."
+            return self._answer(_openai_error(msg, "reasoning_effort", "unsupported_parameter"), model, "effort")
         if REASONING.search(bare):
             # https://platform.openai.com/docs/guides/reasoning#limitations
             if "max_tokens" in body:
@@ -110,9 +179,14 @@ class ContractServer(MockServer):
                     msg = (f"Unsupported value: '{f}' does not support {body[f]!r} with this model. "
                            "Only the default (1) value is supported.")
                     return self._answer(_openai_error(msg, f, "unsupported_value"), model, f)
-            if body.get("reasoning_effort") == "minimal" and not bare.startswith("gpt-5"):
-                msg = "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model."
-                return self._answer(_openai_error(msg, "reasoning_effort", "unsupported_value"), model, "effort")
+            refused = effort_refusal(bare, body.get("reasoning_effort"), "reasoning_effort")
+            if refused is not None:
+                return self._answer(refused, model, "effort")
+        if GEMINI_3_PRO.search(bare) and body.get("reasoning_effort") not in (None, "low", "high"):
+            # Gemini 3 Pro: thinking levels low|high (discuss.ai.google.dev/t/112648, confirmed by Google)
+            level = str(body["reasoning_effort"]).upper()
+            return self._answer(gemini_error(f"Thinking level {level} is not supported for this model."),
+                                model, "gemini effort")
         if "gemini" in bare and "reasoning_effort" in body and "extra_body" in body:
             # https://ai.google.dev/gemini-api/docs/openai#thinking: the two overlap
             msg = "reasoning_effort and thinking_budget cannot both be set"
@@ -134,6 +208,12 @@ class ContractServer(MockServer):
             "prompt_tokens_details": {"cached_tokens": u["cached"]},
             "completion_tokens_details": {"reasoning_tokens": reas_total},
         }
+        if "grok" in bare:  # xAI: reasoning tokens outside completion_tokens, inside total_tokens, billed as
+            # output (docs.x.ai consumption and rate limits; Vertex "Reasoning for Grok models")
+            usage["completion_tokens"] = out_total - reas_total
+        if "deepseek" in bare:  # DeepSeek's own cache fields (api-docs.deepseek.com/guides/kv_cache)
+            del usage["prompt_tokens_details"]
+            usage.update(prompt_cache_hit_tokens=u["cached"], prompt_cache_miss_tokens=u["input"] - u["cached"])
         return self._answer(web.json_response({
             "id": "chatcmpl-contract", "object": "chat.completion", "model": model, "choices": choices,
             "usage": usage}), model)
@@ -150,6 +230,10 @@ class ContractServer(MockServer):
         if "temperature" in body and body["temperature"] != 1:
             msg = "Unsupported parameter: 'temperature' is not supported with this model."
             return self._answer(_openai_error(msg, "temperature", "unsupported_parameter"), model, "temperature")
+        refused = effort_refusal(model.rsplit("/", 1)[-1], (body.get("reasoning") or {}).get("effort"),
+                                 "reasoning.effort")
+        if refused is not None:
+            return self._answer(refused, model, "effort")
         items = body.get("input") or [{}]
         prompt = _text_of(items[-1].get("content"))
         exhaust = "[[exhaust]]" in prompt

@@ -16,18 +16,19 @@ from genai_prices import Usage, calc_price
 
 from cli.main import main
 from tests.helpers import REPO, run_args
-from tests.mock_contract import REASONING, REASONING_TOKENS, ContractServer
+from tests.mock_contract import REASONING_TOKENS, ContractServer, reasons
 
 LINEUP = REPO / "examples" / "lineup-2026.toml"
 KEYS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY"]
 
 
-def _mock_reasons(model_id: str, thinking: bool) -> bool:
-    """Which requests the mock answers as a reasoning model (and exhausts on `[[exhaust]]`)."""
-    bare = model_id.rsplit("/", 1)[-1]
-    if bare.startswith("claude"):
+def _mock_reasons(model_id: str, thinking: bool, body: dict) -> bool:
+    """Whether the mock answered as a reasoning model (and exhausts on `[[exhaust]]`): the provider's
+    own rule applied to the body it was sent (two configured models sharing an id send the same
+    reasoning fields, but Claude's plain and thinking configurations: by the config)."""
+    if model_id.rsplit("/", 1)[-1].startswith("claude"):
         return thinking
-    return bool(REASONING.search(bare)) or "reasoner" in bare or "gemini-2.5" in bare
+    return reasons(model_id, body)
 
 
 @pytest.fixture
@@ -70,7 +71,8 @@ def test_the_2026_lineup_runs_clean_against_the_providers_rules(
     for r in rows:
         m = next(x for x in models if x["name"] == r["model"])
         thinking = "thinking_budget" in m or "reasoning_effort" in m
-        reasons = _mock_reasons(m["model"], thinking)
+        sent = contract.bodies.get(m["model"]) or contract.bodies[m["model"].rsplit("/", 1)[-1]]  # litellm strips openai/
+        reasons = _mock_reasons(m["model"], thinking, sent)
         u = r["usage"]
         if reasons and r["item"] == "q1":
             assert r["error_kind"] == "reasoning_exhausted" and r["text"] is None, r
@@ -86,6 +88,9 @@ def test_the_2026_lineup_runs_clean_against_the_providers_rules(
             assert u["reasoning_tokens"] in ((REASONING_TOKENS,) if reasons else (None, 0)), r
         elif m["endpoint"] == "anthropic":  # Anthropic reports no reasoning count (litellm estimates one)
             assert u["reasoning_tokens"] is None, r
+        if m["endpoint"] == "xai" and reasons:  # xAI bills reasoning outside completion_tokens as output
+            text_tokens = len(r["text"] or "") // 4 + 1 if r["text"] else u["output_tokens"] - REASONING_TOKENS
+            assert u["output_tokens"] == text_tokens + REASONING_TOKENS, r
         # the cost by hand, from the config's prices or genai-prices' own calculation
         prices = snap[r["model"]]
         cached, writes = u["cached_input_tokens"] or 0, u["cache_write_tokens"] or 0
@@ -99,6 +104,12 @@ def test_the_2026_lineup_runs_clean_against_the_providers_rules(
             calc = calc_price(Usage(input_tokens=u["input_tokens"], cache_read_tokens=cached,
                                     cache_write_tokens=writes, output_tokens=u["output_tokens"]), model_ref=ref)
             want = float(calc.total_price)
+        elif prices["price_source"] == "litellm map":  # DeepSeek: genai-prices' undated R1-era entry is >2x apart
+            assert m["model"].startswith("deepseek") and "genai-prices" in prices["price_other"], prices
+            read, write = prices["price_cache_read"], prices["price_cache_write"] or prices["price_in"]
+            want = ((u["input_tokens"] - cached - writes) * prices["price_in"] + cached * read + writes * write
+                    + u["output_tokens"] * prices["price_out"]) / 1e6
+            assert (prices["price_in"], prices["price_out"]) == (0.28, 0.42)  # api-docs.deepseek.com pricing
         else:
             assert prices["price_source"] == "unknown" and r["cost_usd"] is None, (r, prices)
             continue
@@ -114,6 +125,14 @@ def test_the_2026_lineup_runs_clean_against_the_providers_rules(
     t = b["claude-opus-4-1-20250805"]
     assert "thinking" in t or "temperature" in t  # two configured models share the id: either was last
     assert b["gemini-2.5-flash"]["reasoning_effort"] == "low"
+    # the three the real providers refused on every call, and the provider defaults kept
+    assert b["gpt-5-pro"]["reasoning"] == {"effort": "high"}
+    assert "reasoning_effort" not in b["gpt-5-chat-latest"] and b["gpt-5-chat-latest"]["temperature"] == 0
+    assert "reasoning_effort" not in b["gemini-3-pro-preview"]
+    assert b["gpt-5.1"]["reasoning_effort"] == "medium"  # thinking_budget 8192: the effort that covers it
+    assert not {"reasoning_effort", "extra_body"} & set(b["gemini-2.5-flash-lite"])
+    g = b["gemini-2.5-pro"]  # two configured models share the id: its dynamic default, or the budget
+    assert "reasoning_effort" not in g and ("extra_body" in g or g["max_tokens"] == 1024 + 32768)
     assert b["gpt-4o-2024-08-06"]["max_tokens"] == 1024 and b["gpt-4o-2024-08-06"]["temperature"] == 0
     if os.environ.get("LINEUP_NOTE"):  # the closing note's figures: fields sent per family, rows by kind
         kinds = Counter(r.get("error_kind") or "ok" for r in rows)

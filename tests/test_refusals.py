@@ -179,8 +179,9 @@ def test_adapting_changes_only_what_the_refusal_names_and_never_twice() -> None:
     assert adapt(s3, Refusal("presence_penalty", "drop"), p) is None  # a field we never send
     s4, _ = adapt(s3, Refusal("n", "split"), p)  # type: ignore[misc]
     assert s4.split_n and adapt(s4, Refusal("n", "split"), p) is None
-    # a field the profile sends: gpt-5-pro's effort on the Responses API
-    sent, p = _sent("gpt-5-pro")
+    # a field the profile sends: an effort on the Responses API (o3-pro is sent its default, medium; the
+    # refusal's words are gpt-5-pro's, which our rules now send `high` from the start)
+    sent, p = _sent("o3-pro")
     got, said = adapt(sent, read(400, CASES[4][1])[0], p)  # type: ignore[misc]
     assert got.shape.fields["reasoning"] == {"effort": "high"} and said == "reasoning.effort 'high' instead of 'medium'"
 
