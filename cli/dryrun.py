@@ -33,17 +33,22 @@ def estimate(
     `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
     from runner import learned
     from runner.batch.plan import batch_discount, decide, live_seconds
+    from runner.deviations import block, of_manifest
     from runner.preflight import preflight
-    from runner.protocol import judges_of, protocol_deviations, said
+    from runner.protocol import judges_of, protocol_deviations, request_shaping
     from runner.resume import check_settings
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
     learned.attach(models, cache_dir)  # what earlier runs learned from refusals, said as the run says it
-    lines = []
+    said = []
     for p in plans:
         suite = get_suite(p.spec.suite)
         devs, per_model = protocol_deviations(suite, p.spec, models, list(p.models))
-        lines += [said(suite.run_name(p.spec), d) for d in devs + per_model]
+        man = {"run_name": suite.run_name(p.spec), "protocol": {"deviations": devs + per_model},
+               "model_deviations": per_model,
+               "request_shaping": request_shaping(suite, p.spec, models, list(p.models))}
+        said.append(of_manifest(man, p.out))
+    lines = block(said)
     for p in plans:  # what the real run refuses, refused here too, before any network
         if p.out is not None:
             check_settings(p.out, p.spec)
@@ -145,8 +150,9 @@ def dry_run(
         chosen = [d["batch_cost_usd_max"] if d["mode"] == "batch" else d["est_cost_usd_max"] for d in rows]
         print(total_line(f"total max with --batch {batch}", rows, chosen))
     print(
-        "cost: expected uses each model's mean output so far in this run (else half of max_tokens); "
-        "max assumes every call writes max_tokens. live time: rough, from RPM/TPM/concurrency and "
+        "cost: expected uses each model's mean output so far in this run, else the suite's typical answer "
+        "plus half of a reasoning model's budget, else half of the token limit; max assumes every call "
+        "writes its whole limit (reasoning budget included). live time: rough, from RPM/TPM/concurrency and "
         f"~1 s + output at 50 tok/s per call; batches: {BATCH_WALL}"
     )
     for line in said_lines:  # what the run will record in manifest.json and under every table

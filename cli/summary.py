@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cli.live import abbreviate
+from cli.live import abbreviate, fmt_cost
 from runner.results import RESULTS, final_rows, read_manifest
 
 MODEL_ROWS = 10
@@ -65,8 +65,7 @@ def tally(run_dirs: list[Path]) -> dict[str, Tally]:
 
 
 def _money(x: float, known: bool = True) -> str:
-    s = f"${x:,.2f}" if x >= 0.01 or x == 0 else f"${x:.2g}"
-    return s if known else s + "+?"
+    return fmt_cost(x) + ("" if known else "+?")
 
 
 def _kinds(c: Counter[str]) -> str:
@@ -156,14 +155,17 @@ def _next(t: dict[str, Tally], command: str, width: int) -> list[str]:
 
 
 def _where(run_dirs: list[Path], report: Path | None, tables_shown: bool, width: int) -> list[str]:
+    """Where the tables and the report are: paths whole, to copy, however long."""
+    parents = {d.parent for d in run_dirs}
     if len(run_dirs) == 1:
         tables = f"{run_dirs[0] / 'tables.txt'}"
+    elif len(parents) == 1:
+        tables = f"{parents.pop() / '*' / 'tables.txt'}"
     else:
-        tables = f"tables.txt in each run directory ({len(run_dirs)})"
+        tables = f"tables.txt in each of the {len(run_dirs)} run directories"
     how = "" if tables_shown else " (--tables prints them)"
-    out = [f"tables: {tables}{how}"]
-    out.append(f"report: {report}" if report is not None else "report: not written (--no-score)")
-    return _wrap(out, width)
+    return [f"tables{how}: {tables}",
+            f"report: {report}" if report is not None else "report: not written (--no-score)"]
 
 
 def _wrap(lines: list[str], width: int) -> list[str]:

@@ -160,20 +160,11 @@ def departures(name: str, shape: Shape | None) -> list[str]:
         out.append(f"{name}: temperature not sent (the model takes only its provider's default)")
     if shape.extra:
         cap = f", capped at {shape.cap:,}" if shape.cap else ""
-<<<<<<< HEAD
+        effort = _effort_of(shape.fields)
         how = "; ".join(
             x
-            for x in (
-                f"extended thinking, budget_tokens {shape.thinking:,}" if shape.thinking is not None else "",
-                str(shape.fields.get("reasoning_effort") or ""),
-=======
-        how = f"extended thinking, budget_tokens {shape.thinking:,}; " if shape.thinking is not None else ""
-        out.append(
-            f"{name}: reasons ({how}{_effort_of(shape.fields)}); its token limit is the "
-            f"suite's answer budget + {shape.extra:,} reasoning tokens ({shape.limit_field}{cap})".replace(
-                " ()", ""
->>>>>>> main
-            )
+            for x in (f"extended thinking, budget_tokens {shape.thinking:,}" if shape.thinking is not None else "",
+                      effort)
             if x
         )
         out.append(
@@ -189,7 +180,18 @@ def departures(name: str, shape: Shape | None) -> list[str]:
     return out
 
 
-<<<<<<< HEAD
+def _effort_of(fields: dict[str, Any]) -> str:
+    """The reasoning setting a shaped body carries, in words (for the recorded departures)."""
+    r = fields.get("reasoning")
+    if isinstance(r, dict):
+        return f"effort {r['effort']}" if "effort" in r else f"max_tokens {r.get('max_tokens'):,}"
+    if "reasoning_effort" in fields:
+        return str(fields["reasoning_effort"])
+    if "chat_template_kwargs" in fields:
+        return "enable_thinking false"
+    return ""
+
+
 def cells(shape: Shape | None) -> dict[str, str]:
     """This model's row of the request-shaping table (field → how it is sent), the same facts as
     `departures` says in sentences: one table for a sweep instead of a sentence per model and fact."""
@@ -201,23 +203,12 @@ def cells(shape: Shape | None) -> dict[str, str]:
     if shape.exclusive:
         out["top_p"] = "not with temperature"
     if shape.extra:
-        effort = shape.fields.get("reasoning_effort") or (shape.fields.get("reasoning") or {}).get("effort")
-        how = f"thinking {shape.thinking:,}" if shape.thinking is not None else f"effort {effort}" if effort else "on"
+        how = f"thinking {shape.thinking:,}" if shape.thinking is not None else _effort_of(shape.fields) or "on"
         out["reasoning"] = how
         cap = f" ≤ {shape.cap:,}" if shape.cap else ""
         out["token limit"] = f"{shape.limit_field}: answer + {shape.extra:,}{cap}"
+    elif _effort_of(shape.fields):
+        out["reasoning"] = _effort_of(shape.fields)
     if shape.api == "responses":
         out["API"] = "Responses, n=1"
     return out
-=======
-def _effort_of(fields: dict[str, Any]) -> str:
-    """The reasoning setting a shaped body carries, in words (for the recorded departures)."""
-    r = fields.get("reasoning")
-    if isinstance(r, dict):
-        return f"effort {r['effort']}" if "effort" in r else f"max_tokens {r.get('max_tokens'):,}"
-    if "reasoning_effort" in fields:
-        return str(fields["reasoning_effort"])
-    if "chat_template_kwargs" in fields:
-        return "enable_thinking false"
-    return ""
->>>>>>> main

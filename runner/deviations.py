@@ -43,6 +43,16 @@ def write(run_dir: Path, run_name: str, suite_devs: list[str], model_devs: list[
     return path
 
 
+def of_manifest(man: dict, run_dir: Path | None) -> tuple[str, list[str], dict[str, dict[str, str]], Path | None]:
+    """(run name, the departures said one by one, request shaping, run dir) for `block`: the suite's own
+    departures and any per-model sentence the shaping table does not hold (a judge alias, say)."""
+    devs = list((man.get("protocol") or {}).get("deviations") or [])
+    shaping = man.get("request_shaping") or {}
+    per_model = set(man.get("model_deviations") or [])
+    own = [d for d in devs if d not in per_model or not any(d.startswith(f"{m}: ") for m in shaping)]
+    return str(man.get("run_name") or ""), own, shaping, run_dir
+
+
 def _fit(line: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -59,7 +69,7 @@ def block(runs: list[tuple[str, list[str], dict[str, dict[str, str]], Path | Non
         return []
     where = [str(d / FILE) for _, _, _, d in runs if d is not None]
     path = where[0] if len(where) == 1 else f"{Path(where[0]).parent}/*/{FILE}" if where else FILE
-    out = [_fit(f"deviations from the paper's protocol (every line: {path}):", width)]
+    out = ["deviations from the paper's protocol:"]
     for i, (text, names) in enumerate(by_text.items()):
         if i == MAX_LINES:
             out.append(f"  … {len(by_text) - MAX_LINES} more")
@@ -71,4 +81,5 @@ def block(runs: list[tuple[str, list[str], dict[str, dict[str, str]], Path | Non
         models = {m for _, _, _, _ in runs for m in shaped}
         parts = " · ".join(f"{f} {n}" for f, n in counts.most_common())
         out.append(_fit(f"  request shaping, {len(models)} models: {parts}", width))
+    out.append(f"  every line: {path}")  # whole, to copy
     return out

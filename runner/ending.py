@@ -15,6 +15,7 @@ from core.types import row_identity
 from runner import join_view
 from runner.atomic import write_json
 from runner.budgets.leases import worker_name
+from runner.deviations import write as write_devs
 from runner.pool import ModelEntry
 from runner.protocol import record_learned
 from runner.results import index
@@ -60,8 +61,10 @@ def finish_manifest(
     models: dict[str, ModelEntry] | None = None,
 ) -> None:
     man = orjson.loads(man_path.read_bytes())
-    if models is not None:  # requests the providers' refusals changed during the run: deviations too
-        record_learned(man, r.suite, r.spec, models, r.models)
+    if models is not None and record_learned(man, r.suite, r.spec, models, r.models):
+        model_devs = man.get("model_deviations") or []  # changed by a refusal during the run: deviations too
+        own = [d for d in man["protocol"]["deviations"] if d not in model_devs]
+        write_devs(r.run_dir, r.name, own, model_devs, man.get("request_shaping") or {})
     mine = {
         "status": status,
         "updated": now(),

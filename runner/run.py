@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import shutil
 import signal
 import sys
 import time
@@ -32,13 +33,15 @@ from runner.batch.plan import choose
 from runner.budgets.leases import open_leases, results_name
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
+from runner.deviations import block, of_manifest
+from runner.deviations import write as write_devs
 from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
 from runner.identity import identities, spec_fingerprint
 from runner.lanes import worst_state
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
-from runner.protocol import judges_of, protocol_deviations, said
+from runner.protocol import judges_of, protocol_deviations, request_shaping
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.resume import check_settings
 from runner.scheduler import Scheduler
@@ -123,12 +126,12 @@ def _prepare(
             "suite_revision": suite.revision,
         }
     )
-    deviations, manifest["model_deviations"] = protocol_deviations(suite, plan.spec, models, all_models)
-    deviations = deviations + manifest["model_deviations"]
+    own, manifest["model_deviations"] = protocol_deviations(suite, plan.spec, models, all_models)
+    deviations = own + manifest["model_deviations"]
     manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
-    for d in deviations:  # said before anything is sent, so a missing judge is not a morning surprise
-        print(said(run_name, d), file=sys.stderr)
-    write_json(man_path, manifest)
+    manifest["request_shaping"] = request_shaping(suite, plan.spec, models, all_models)
+    write_devs(out, run_name, own, manifest["model_deviations"], manifest["request_shaping"])
+    write_json(man_path, manifest)  # said before anything is sent (`execute`): no morning surprise
     results = out / (results_name() if plan.join else RESULTS)
     done, _ = index(results)
     writer = ResultsWriter(results)
@@ -197,6 +200,8 @@ def execute(
                 print(f"evalsweep: stopped before any call: {write_error(where, e)}. Free space, then "
                       f"rerun:\n  {command}", file=sys.stderr)
                 return EXIT_ABORTED
+        for line in block([of_manifest(read_manifest(r.run_dir), r.run_dir) for r in runs], _width()):
+            print(line, file=sys.stderr)
         handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
         for r in runs:
             total = _count(r)
@@ -409,6 +414,11 @@ async def _main(
         )
         return 3
     return 0
+
+
+def _width() -> int:
+    """The terminal's columns on a TTY, else 80: the block said before the first call fits either."""
+    return shutil.get_terminal_size((80, 24)).columns if sys.stderr.isatty() else 80
 
 
 async def _unwatched(*_: Any, **__: Any) -> None:

@@ -36,7 +36,7 @@ def test_sim_sweep_every_variant(tmp_path: Path, variant: str, capsys: pytest.Ca
     assert main(args) == 0
     # the deviations are said before the run, kept in the manifest, scores.json and under every table
     said = capsys.readouterr().err
-    assert "deviation from the paper's protocol: --limit 12: a subset of the 515 questions" in said
+    assert "] --limit 12: a subset of the 515 questions" in said and str(out / "deviations.txt") in said
     manifest = json.loads((out / "manifest.json").read_text())
     assert main(["score", str(out)]) == 0
     scores = json.loads((out / "scores.json").read_text())

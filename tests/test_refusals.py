@@ -306,8 +306,7 @@ def test_models_no_map_knows_learn_from_their_refusals_and_the_next_run_starts_l
     capsys.readouterr()
     data2 = _data(tmp_path / "b.jsonl", 10, 5)
     assert main(run_args(data2, FUTURE, cfg, tmp_path / "run2", "--samples", "3", "--dry-run")) == 0
-    assert "o9-preview: reasoning_effort 'high' instead of 'medium' (learned from the provider" in "".join(
-        capsys.readouterr())
+    assert "request shaping, 3 models: learned 3" in "".join(capsys.readouterr())  # counted; words: models NAME
 
     # the next run (new items, the same cache directory): the learned shape from its first call
     contract.status.clear()
@@ -321,8 +320,9 @@ def test_models_no_map_knows_learn_from_their_refusals_and_the_next_run_starts_l
     assert "max_tokens" not in body and "temperature" not in body
     assert "top_p" not in contract.bodies[FUTURE_CLAUDE] and "top_k" not in contract.bodies[FUTURE_CLAUDE]
     assert "n" not in contract.bodies[FUTURE_NO_N]
-    said = capsys.readouterr().err  # said before the first call, as every deviation is
-    assert "deviation from the paper's protocol: o9-preview: max_tokens sent as max_completion_tokens (learned" in said
+    said = capsys.readouterr().err  # said before the first call (counted), every word in deviations.txt
+    assert "request shaping, 3 models:" in said and "learned 3" in said, said
+    assert "o9-preview: max_tokens sent as max_completion_tokens (learned" in (out2 / "deviations.txt").read_text()
     man2 = orjson.loads((out2 / "manifest.json").read_bytes())
     assert all(d in man2["model_deviations"] for d in learned_devs)
     assert {m: v["requests_refused"] for m, v in man2["learned"].items()} == {

@@ -63,8 +63,14 @@ def test_run_and_sweep_score_and_report_by_themselves(tmp_path: Path, capsys: py
     scores = json.loads((one / "scores.json").read_text())
     assert set(scores["models"]) == {"sim/strong", "sim/weak"} and (one / "scored.jsonl").exists()
     assert (one / "report" / "index.html").is_file()
-    out = capsys.readouterr().out
-    assert "accuracy" in out and str(one / "report" / "index.html") in out  # the tables, then where
+    out, err = capsys.readouterr()
+    # two models: the tables go to tables.txt and the report, not the terminal; the outcome comes last
+    assert "accuracy" not in out and "accuracy" in (one / "tables.txt").read_text()
+    assert err.rstrip().endswith(f"report: {one / 'report' / 'index.html'}"), err
+    assert "nothing to retry: every planned row is in" in err and "sim/strong" in err.split("evalsweep: ")[-1]
+    assert main(["run", f"jsonl:{data}", "--models", "sim/strong,sim/weak", "--out", str(one), *common,
+                 "--tables"]) == 0  # asked for: printed
+    assert "accuracy" in capsys.readouterr().out
 
     (tmp_path / "sweep.toml").write_text(
         f'config = "c.toml"\nout = "{tmp_path / "runs"}"\n'
