@@ -115,6 +115,8 @@ class ModelCfg(BaseModel):
     """USD per million cached input tokens (OpenAI cached / Anthropic cache reads)."""
     price_cache_write: float | None = Field(None, ge=0)
     """USD per million cache-write input tokens (Anthropic cache_creation_input_tokens)."""
+    max_cost: float | None = Field(None, gt=0)
+    """USD this model's calls may be billed in the command's run directories (runner.spend)."""
     open_weights: bool | None = None
     reasoning: bool | None = None
     release_date: str | None = None
