@@ -112,7 +112,7 @@ class Spend:
         token = _HELD.set(True)
         try:
             rows = await call()
-        except BaseException:  # cancelled mid-call: it may have been billed, count its worst case
+        except BaseException:  # cancelled (or a bug) mid-call: it may have been billed, count its worst case
             for c in self.ceilings:
                 c.settle(usd, usd)
             raise

@@ -170,3 +170,21 @@ def test_live_view_and_command_helpers():
     assert with_max_cost("evalsweep run x --max-cost 0.2 --no-live", 0.5) == "evalsweep run x --max-cost 0.5 --no-live"
     assert with_max_cost("evalsweep run x --max-cost=0.2", 1) == "evalsweep run x --max-cost 1"
     assert round_up(0.04131) == 0.042 and round_up(12.3) == 13 and round_up(0.2) == 0.2
+
+
+def test_a_sweep_shares_one_ceiling_and_goes_on(tmp_path: Path, mock: MockServer, capsys: pytest.CaptureFixture[str]):
+    a, b = write_dataset(tmp_path / "a.jsonl", 6), write_dataset(tmp_path / "b.jsonl", 6, prefix="Task")
+    write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"])
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        f'config = "c.toml"\nout = "{tmp_path / "runs"}"\n'
+        f'[[runs]]\nsuite = "jsonl:{a}"\nmodels = ["ok-a"]\n[[runs]]\nsuite = "jsonl:{b}"\nmodels = ["ok-a"]\n'
+    )
+    args = ["sweep", str(sweep), "--no-live", "--no-score", "--no-cache", "--max-cost", str(WORST + 0.0002)]
+    assert main(args) == 5
+    err = capsys.readouterr().err
+    line = next(ln.strip() for ln in err.splitlines() if ln.strip().startswith("evalsweep sweep "))
+    sent = mock.total
+    assert 0 < sent < 12 and "--max-cost" in line
+    assert main(shlex.split(line)[1:]) == 0
+    assert mock.total == 12 and set(mock.prompts.values()) == {1}
