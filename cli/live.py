@@ -31,6 +31,11 @@ def fmt_cost(x: float | None) -> str:
     return f"${x:.2f}" if x >= 1 or x == 0 else f"${x:.3f}" if x >= 0.001 else "<$0.001"
 
 
+def cost_cell(d: dict[str, Any]) -> str:
+    """A model's cost, and the share of its input read from the providers' prompt caches: `$1.20 c40%`."""
+    return fmt_cost(d["cost"]) + (f" c{d['cached_in']:.0%}" if d.get("cached_in") else "")
+
+
 def fmt_eta(s: float | None) -> str:
     """`done`, `?` (no rate yet) or the time left."""
     if s is None:
@@ -97,7 +102,7 @@ def _cut(s: str, width: int, lcp: int) -> str:
 COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
     ("done", "done/total", lambda d: f"{d['done']}/{d['total']}"),
     ("rate", "rate", lambda d: fmt_rate(d["rps"])),
-    ("cost", "cost", lambda d: fmt_cost(d["cost"])),
+    ("cost", "cost", lambda d: cost_cell(d)),
     ("errors", "err", lambda d: str(d["errors"]) + (f"({d['exhausted']}x)" if d.get("exhausted") else "")
      + (f"+{d['skipped']}s" if d["skipped"] else "")),
     ("eta", "ETA", lambda d: fmt_eta(d["eta_s"])),

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cli.live import fit_line, fmt_cost, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
+from cli.live import cost_cell, fit_line, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
@@ -50,6 +50,7 @@ def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None) -> l
                     "total": st.total,
                     "rps": (st.done - st.cached) / elapsed,
                     "tokens": st.input_tokens + st.output_tokens,
+                    "cached_in": st.cached_input_tokens / st.input_tokens if st.input_tokens else 0.0,
                     "cost": st.cost_usd if st.cost_known else None,
                     "errors": st.errors,
                     "skipped": st.skipped,
@@ -70,7 +71,7 @@ def _line(d: dict[str, Any]) -> str:
     """One model, for a log file."""
     return (
         f"[{d['run']}] {d['model']}: {d['done']}/{d['total']} {fmt_rate(d['rps'])} "
-        f"tok {fmt_tokens(d['tokens'])} {fmt_cost(d['cost'])} err {d['errors']} skip {d['skipped']} "
+        f"tok {fmt_tokens(d['tokens'])} {cost_cell(d)} err {d['errors']} skip {d['skipped']} "
         f"retry {d['retries']} resumed {d['resumed']} cached {d['cached']} ETA {d['eta']}"
         + (f" lane {d['state']}" if d["state"] not in ("", "ok") else "")
         + (f" batches: {d['batches']}" if d["batches"] else "")
