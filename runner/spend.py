@@ -102,9 +102,20 @@ class Spend:
         return n * (tin * self.in_usd + out * self.out_usd)
 
     async def paid(
-        self, req: Request, group: list[int], keys: dict[int, str], call: Callable[[], Awaitable[list[Row]]]
+        self,
+        req: Request,
+        group: list[int],
+        keys: dict[int, str],
+        call: Callable[[], Awaitable[list[Row]]],
+        sent: bool = False,
     ) -> list[Row]:
-        """`call()` under the ceilings, or skipped rows when it may not be sent."""
+        """`call()` under the ceilings, or skipped rows when it may not be sent; `sent`: it went out
+        before (a batch of an earlier run, re-attached): never refused, its cost spent when it comes."""
+        if sent:
+            rows = await call()
+            for c in self.ceilings:
+                c.spent += _real(rows, 0.0)
+            return rows
         usd = self.worst(req, len(group))
         why = await self._reserve(usd)
         if why is not None:
@@ -118,12 +129,7 @@ class Spend:
             raise
         finally:
             _HELD.reset(token)
-        each = usd / max(1, len(rows))
-        real = sum(
-            r["cost_usd"] if r["cost_usd"] is not None else each if r["error"] is None else 0.0
-            for r in rows
-            if not r["cached"]
-        )  # an answer without usage counts at its worst case
+        real = _real(rows, usd)
         for c in self.ceilings:
             c.settle(usd, real)
         return rows
@@ -147,14 +153,29 @@ class Spend:
                 await short.freed()
 
 
+def _real(rows: list[Row], worst: float) -> float:
+    """What a call's rows were billed; an answer without usage (no cost) counts at its worst case."""
+    each = worst / max(1, len(rows))
+    return sum(
+        r["cost_usd"] if r["cost_usd"] is not None else each if r["error"] is None else 0.0
+        for r in rows
+        if not r["cached"]
+    )
+
+
 async def paid(
-    m: ModelEntry, req: Request, group: list[int], keys: dict[int, str], call: Callable[[], Awaitable[list[Row]]]
+    m: ModelEntry,
+    req: Request,
+    group: list[int],
+    keys: dict[int, str],
+    call: Callable[[], Awaitable[list[Row]]],
+    sent: bool = False,
 ) -> list[Row]:
     """The hook where a call is sent (runner.call, the batcher): `call()` as is without a ceiling or
-    inside a call already reserved; else under the model's ceilings."""
+    inside a call already reserved; else under the model's ceilings (`sent`: Spend.paid)."""
     if m.spend is None or _HELD.get():
         return await call()
-    return await m.spend.paid(req, group, keys, call)
+    return await m.spend.paid(req, group, keys, call, sent)
 
 
 def _max_out(m: ModelEntry) -> int:

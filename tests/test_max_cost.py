@@ -188,3 +188,28 @@ def test_a_sweep_shares_one_ceiling_and_goes_on(tmp_path: Path, mock: MockServer
     assert 0 < sent < 12 and "--max-cost" in line
     assert main(shlex.split(line)[1:]) == 0
     assert mock.total == 12 and set(mock.prompts.values()) == {1}
+
+
+def test_a_batch_sent_before_is_collected_whatever_the_ceiling(tmp_path: Path):
+    """Re-attaching to a batch of an earlier run sends nothing: its answers are collected (they are billed
+    anyway) and counted as spent, even under a ceiling smaller than one call's worst case."""
+    srv = MockBatchServer(delay_s=0.05).start()
+    try:
+        data = write_dataset(tmp_path / "d.jsonl", 5)
+        fast = "batch = true\nbatch_poll_s = 0.02\nbatch_idle_s = 0.02\n"
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], extra_endpoint=fast)
+        run = tmp_path / "run"
+        assert main(run_args(data, "ok-a", cfg, run, "--no-cache")) == 0
+        paid = sum(r["cost_usd"] for r in rows(run))
+        # as if killed right after the batch was created: its id journaled, no row written yet
+        journal = run / "batches.jsonl"
+        journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[:2]))
+        (run / "results.jsonl").unlink()
+        assert main(run_args(data, "ok-a", cfg, run, "--no-cache", "--max-cost", "0.0001")) == 0
+        rs = rows(run)
+        assert len(rs) == 5 and all(r["error"] is None and r["batch_id"] for r in rs)
+        assert sum(srv.submissions.values()) == 5 and len(srv.batches) == 1 and srv.total == 0
+        spend = _manifest(run)["spend"]["--max-cost"]
+        assert spend["spent_usd"] == pytest.approx(paid) and spend["reached"] is False
+    finally:
+        srv.stop()

@@ -94,8 +94,9 @@ class Batcher:
     # --- the scheduler's entry point ----------------------------------------------------------
 
     async def send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
-        if m.spend is not None:  # a spend ceiling: the items' worst case reserved at the live price (runner.spend)
-            return await paid(m, req, group, keys, lambda: self._send(req, m, group, keys))
+        if m.spend is not None:  # a spend ceiling (runner.spend): worst case reserved at the live price,
+            sent = all(keys[s] in self.attached or keys[s] in self.ready for s in group)  # unless sent before
+            return await paid(m, req, group, keys, lambda: self._send(req, m, group, keys), sent)
         return await self._send(req, m, group, keys)
 
     async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
