@@ -13,7 +13,8 @@ loop: no lock, no I/O.
 A ceiling covers its run directories' whole bill: what earlier invocations of the same runs paid (rows
 not served from the cache) is spent from the start, so going on after a stop takes a higher ceiling,
 and no finished call is sent again. Batched calls reserve at the live price: an item that fails inside
-a batch goes live under the same reservation (a call made while one is held is covered by it).
+a batch goes live under the same reservation (a call made while one is held is covered by it). A call
+that ended without an answer (a 5xx, a timeout after its retries) is taken as unbilled.
 """
 
 from __future__ import annotations

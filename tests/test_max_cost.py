@@ -162,6 +162,14 @@ def test_dry_run_says_how_far_the_ceiling_reaches(tmp_path: Path, capsys: pytest
     assert m and 70 <= int(m.group(1)) <= 73 and int(m.group(2)) == int(m.group(1)), line
 
 
+@pytest.mark.parametrize("bad", ["-1", "0", "nan", "lots"])
+def test_max_cost_must_be_a_positive_amount(tmp_path: Path, bad: str, capsys: pytest.CaptureFixture[str]):
+    data = write_dataset(tmp_path / "d.jsonl", 1)
+    with pytest.raises(SystemExit) as e:
+        main([*run_args(data, "sim/weak", None, tmp_path / "run"), "--max-cost", bad])
+    assert e.value.code == 2 and "--max-cost" in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
 def test_live_view_and_command_helpers():
     d = {"run": "r", "model": "m", "done": 1, "total": 2, "rps": 0.0, "tokens": 0, "cost": 0.0, "errors": 0,
          "skipped": 0, "exhausted": 0, "retries": 0, "cached": 0, "resumed": 0, "eta_s": None, "eta": "?",
