@@ -258,11 +258,15 @@ def stop_message(ceilings: list[Ceiling], command: str) -> str:
             f"(their worst case ${c.wanted:.4f})."
         )
     top = next((c for c in reached(ceilings) if c.what == "--max-cost"), None)
+    own = [c.what.removeprefix("max_cost of ") for c in reached(ceilings) if c is not top]
+    raise_own = f"raise max_cost of {', '.join(own)} in the config" if own else ""
     if top is not None:
         higher = round_up(max(top.spent + top.wanted, top.usd * 1.01))
-        lines.append(f"Go on with a higher ceiling (no finished call is sent again):\n  {with_max_cost(command, higher)}")
+        also = f" ({raise_own} too)" if own else ""
+        lines.append(f"Go on with a higher ceiling{also} (no finished call is sent again):\n  "
+                     f"{with_max_cost(command, higher)}")
     else:
-        lines.append(f"Raise the model's max_cost in the config, then go on (no finished call is sent again):\n  {command}")
+        lines.append(f"To go on, {raise_own}, then rerun (no finished call is sent again):\n  {command}")
     return "\n".join(lines)
 
 

@@ -124,7 +124,7 @@ def test_a_models_own_max_cost_stops_only_that_model(
     by = Counter((r["model"], r["error_kind"] if r["error"] else "ok") for r in rows(tmp_path / "run"))
     assert by[("ok-a", "ok")] == 10 and 0 < by[("ok-b", "ok")] < 10
     assert by[("ok-b", "ok")] + by[("ok-b", "skipped")] == 10
-    assert "stopped by max_cost of ok-b" in err and "Raise the model's max_cost" in err
+    assert "stopped by max_cost of ok-b" in err and "To go on, raise max_cost of ok-b in the config" in err
     assert mock.per_model["ok-b"] == by[("ok-b", "ok")]
 
 
