@@ -58,6 +58,7 @@ def not_running(man_path: Path, e: BaseException) -> None:
 def finish_manifest(
     r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
     models: dict[str, ModelEntry] | None = None,
+    spend: dict[str, Any] | None = None,
 ) -> None:
     man = orjson.loads(man_path.read_bytes())
     if models is not None:  # requests the providers' refusals changed during the run: deviations too
@@ -80,6 +81,8 @@ def finish_manifest(
     man["lanes"] = lanes
     if batch_why:
         man["batch"] = batch_why
+    if spend:  # the spend ceilings (runner.spend.summary): spent, ceiling, whether one stopped the run
+        man["spend"] = spend
     write_manifest(man_path, man)
 
 
