@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.types import Request, Row, text_of, user
+from core.types import Message, Request, Row, user
 from suites.base import (
     RunSpec,
     ScoreReport,
@@ -24,6 +24,7 @@ from suites.base import (
     Truncation,
     by_model,
     judge_request,
+    ranked,
     with_protocol,
 )
 from suites.jeebench.baselines import (
@@ -35,6 +36,7 @@ from suites.jeebench.baselines import (
     year_table,
 )
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
+from suites.jeebench.exam import exam_table, fig8_png
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
     EXTRACTORS,
@@ -48,6 +50,7 @@ from suites.jeebench.metrics import (
 )
 from suites.jeebench.prompts import JUDGE, VARIANTS, critique_prompt, prompt
 from suites.jeebench.report import (
+    PAPER_TAU,
     calibration,
     calibration_pairs,
     reliability_png,
@@ -57,6 +60,8 @@ from suites.jeebench.report import (
 )
 from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
 
+SYSTEM = Message(role="system", content="")
+"""inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 MAX_TOKENS = 2048
 SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
 CRITIQUE_JUDGE = "critique-judge"
@@ -141,7 +146,7 @@ def build(spec: RunSpec) -> Iterator[Request]:
         yield Request(
             suite="jeebench",
             item=it.id,
-            messages=[user(prompt(it, variant, few_shot))],
+            messages=[SYSTEM, user(prompt(it, variant, few_shot))],
             decoding={"temperature": temp, "max_tokens": MAX_TOKENS, "n": n},
             sim=answer_sim(it),
             meta={"type": it.type, "subject": it.subject},
@@ -165,7 +170,7 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
                 model=req.model,
                 sample=row["sample"],
                 pass_="critique",
-                messages=[user(critique_prompt(text_of(req.messages[0].content), row.get("text") or ""))],
+                messages=[SYSTEM, user(critique_prompt(it, row.get("text") or ""))],
                 decoding={"temperature": 0.0, "max_tokens": MAX_TOKENS},
                 sim=critique_sim(it),
                 meta=req.meta,
@@ -285,7 +290,11 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
     asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
     extra["random_baseline"] = rand = random_row(asked)
-    more = [random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant)]
+    order = ranked(models, "overall")
+    exam = exam_table(models, variant, order)
+    if exam is not None and fig8_png(exam.rows, run_dir / "jeebench_fig8.png", f"jeebench ({variant}): Fig. 8"):
+        extra["fig8_png"] = "jeebench_fig8.png"
+    more = [random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant), exam]
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
@@ -352,10 +361,12 @@ def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) 
     variant, out = _variant(spec), []
     sc = variant == "cot-sc"
     ts, tm = _taus(spec)
-    if ts != 0.0:
-        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0)")
-    if tm != 0.5:
-        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5)")
+    if ts not in (0.0, PAPER_TAU[0]):
+        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0 for "
+                   f"Table 2, {PAPER_TAU[0]:g} tuned in §4.5.3)")  # fmt: skip
+    if tm not in (0.5, PAPER_TAU[1]):
+        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5 for "
+                   f"Table 2, {PAPER_TAU[1]:g} tuned in §4.5.3)")  # fmt: skip
     changed = Marks.parse(spec.opt("marks")).changed()
     if changed:
         out.append("exam marks " + ", ".join(changed))
@@ -367,8 +378,11 @@ def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) 
         )
     if variant == "cot-critique":
         out.append(
-            "the critique pass's framing is ours: the CoT prompt, the answer and §4.4's instruction joined by "
-            "blank lines (the authors' code has no critique mode; the paper quotes only the instruction)"
+            "the critique prompt is the authors' released one (200 prompts of 2016-2019: the problem, the CoT "
+            "answer, a '-----------' line, 'Find any problems(if any) with the given solution...'), whose "
+            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); their "
+            "critique decoding and the prompts of the other 315 questions are not released (T=0, 2048 tokens and "
+            "the same framing assumed)"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
