@@ -12,7 +12,15 @@ import pytest
 
 from suites.base import RunSpec, Sink
 from suites.jeebench import score
-from suites.jeebench.baselines import mcq_marks
+from suites.jeebench.baselines import (
+    latest_vs_rest,
+    mcq_marks,
+    mcq_marks_table,
+    random_row,
+    random_table,
+    table1,
+    year_table,
+)
 from suites.jeebench.data import load_items
 from suites.jeebench.exam import exam_rows, fig7_table, fig8_png, table6
 from suites.jeebench.extract import parse_answer
@@ -118,3 +126,21 @@ def test_released_cot_extracts_give_tables_5_and_6() -> None:
     th = thresholding(qs, Marks(), 0.0, 0.5)
     assert tuple(th["test"]["single_sample"].values()) == (109, -43, 66)
     assert tuple(th["test_all_types"]["single_sample"].values()) == (140, -43, 97)  # every type
+
+
+def test_table1_year_random_and_table5_rows_beside_the_papers() -> None:
+    t1 = table1(load_items())
+    assert t1.rows[-1] == ["Total", 236, 123, 156, 515, 236, 123, 156, 515]  # Table 1's totals, both sides
+    assert all(r[1:5] == r[5:9] for r in t1.rows)  # the bundled data are the paper's 515
+    assert random_table(random_row(load_items()), "cot").rows[1] == [
+        "paper: Random", 0.108, 0.105, 0.103, 0.0, 0.25, 0.144, 0.0, 0.105]  # fmt: skip
+    rows = [{"year": 2023, "score": 0.5}, {"year": 2016, "score": 1.0}, {"year": 2017, "score": 0.0}]
+    assert latest_vs_rest(rows) == {"2023": 0.5, "other years": 0.5}
+    t = year_table({"m": {"by_year": {2016: 1.0, 2017: 0.0, 2023: 0.5}, "latest_vs_rest": latest_vs_rest(rows)}},
+                   "cot-sc")  # fmt: skip
+    assert t is not None and t.rows == [["m", 1.0, 0.0, 0.5, 0.5, 0.5], ["paper: GPT-4+CoT+SC@8", None, None, None,
+                                                                        0.338, 0.396]]  # fmt: skip
+    m = {"m": {"overall": 0.3, "marks_mcq": {"positive": 9.0, "negative": -2.0, "total": 7.0, "questions": 5}}}
+    t5 = mcq_marks_table(m, "cot-exam")
+    assert t5 is not None and t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", "cot-exam", 404, -206, 198, 296]
+    assert len(mcq_marks_table(m, "normal").rows) == 1  # type: ignore[union-attr]  (Table 5 has no normal row)

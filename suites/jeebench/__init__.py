@@ -29,10 +29,12 @@ from suites.base import (
 )
 from suites.jeebench.baselines import (
     by_year,
+    latest_vs_rest,
     mcq_marks,
     mcq_marks_table,
     random_row,
     random_table,
+    table1,
     year_table,
 )
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
@@ -274,6 +276,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     for model, groups in by_model(trunc.watch(rows)):
         srows: list[Row] = []
         qs: list[dict[str, Any]] = []
+        failed = [0, 0]  # questions with no answered sample, samples whose call failed
         for item, grp in groups:
             it = items.get(item)
             if it is None:
@@ -283,10 +286,13 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 continue  # only follow-up rows survived (cannot happen in a complete run)
             row = _scored(model, it, q, variant, ts, tm, marks, ex)
             sink(row)
+            failed[0] += row["score"] is None
+            failed[1] += q["errors"]
             if row["score"] is not None:
                 srows.append(row)
                 qs.append(q)
         models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir, ex)
+        models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
     asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
     extra["random_baseline"] = rand = random_row(asked)
@@ -294,11 +300,13 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     exam = exam_table(models, variant, order)
     if exam is not None and fig8_png(exam.rows, run_dir / "jeebench_fig8.png", f"jeebench ({variant}): Fig. 8"):
         extra["fig8_png"] = "jeebench_fig8.png"
-    more = [random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant), exam]
+    more = [table1(asked), random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant),
+            exam]  # fmt: skip
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
-    return with_protocol(report, deviations(spec, unread(models)), trunc)
+    lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
+    return with_protocol(report, deviations(spec, unread(models), lost), trunc)
 
 
 def _model_scores(
@@ -318,6 +326,7 @@ def _model_scores(
     s["marks_ci95"] = marks_ci(srows)
     s["marks_mcq"] = mcq_marks(srows)
     s["by_year"] = by_year(srows)
+    s["latest_vs_rest"] = latest_vs_rest(srows)
     s["marks_by_year"] = {
         str(y): {"total": float(sum(r["marks"] for r in srows if r["year"] == y)),
                  "questions": sum(r["year"] == y for r in srows)}
@@ -355,9 +364,11 @@ def reading(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> 
     return f"{line}; unread answers (scored 0): {per or 'none scored'}"
 
 
-def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> list[str]:
-    """Departures from the paper's protocol (README.md: Protocol). `counts` (at scoring time): each model's
-    unread answers, said in the reading line."""
+def deviations(
+    spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None, lost: dict[str, dict[str, int]] | None = None
+) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol). At scoring time, `counts`: each model's
+    unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples)."""
     variant, out = _variant(spec), []
     sc = variant == "cot-sc"
     ts, tm = _taus(spec)
@@ -395,6 +406,10 @@ def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) 
         )
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of the 515 questions")
+    if lost:
+        per = ", ".join(f"{m} {v['questions']} questions, {v['samples']} samples" for m, v in sorted(lost.items()))
+        out.append(f"calls that failed are left out (the authors' inference.py retries until it gets an answer): "
+                   f"{per}; scores are over the answered questions")  # fmt: skip
     return out + [reading(spec, counts)]
 
 
