@@ -105,6 +105,7 @@ def test_sc_run_prints_section_4_6(tmp_path: Path) -> None:
     titles = [t.title for t in rep.tables]
     assert any("§4.6" in t for t in titles) and any("Table 6" in t for t in titles)
     assert rep.extra["fig8_png"] == "jeebench_fig8.png" and (tmp_path / "jeebench_fig8.png").is_file()
+    assert (tmp_path / rep.extra["fig7_png"]).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_released_cot_extracts_give_tables_5_and_6() -> None:

@@ -38,7 +38,7 @@ from suites.jeebench.baselines import (
     year_table,
 )
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
-from suites.jeebench.exam import exam_table, fig8_png
+from suites.jeebench.exam import exam_table, fig7_png, fig8_png
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
     EXTRACTORS,
@@ -78,13 +78,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tau-single",
         type=float,
         default=None,
-        help="cot-sc: keep an MCQ vote winner only at this vote share (default 0)",
+        help="cot-sc: keep an MCQ vote winner only at this vote share (default 0; the paper's tuned 0.125 is "
+        "its own too)",
     )
     p.add_argument(
         "--tau-multiple",
         type=float,
         default=None,
-        help="cot-sc: select MCQ(multiple) letters at this vote share (default 0.5)",
+        help="cot-sc: select MCQ(multiple) letters at this vote share (default 0.5; the paper's tuned 0.75 "
+        "is its own too)",
     )
     p.add_argument(
         "--marks", default=None, metavar="KEY=V,...", help="exam marks, e.g. mcq_wrong=-1,multi_wrong=-2"
@@ -300,6 +302,9 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     exam = exam_table(models, variant, order)
     if exam is not None and fig8_png(exam.rows, run_dir / "jeebench_fig8.png", f"jeebench ({variant}): Fig. 8"):
         extra["fig8_png"] = "jeebench_fig8.png"
+    f7 = {m: s["thresholding"]["fig7"] for m in order if (s := models[m]).get("thresholding")}
+    if fig7_png(f7, run_dir / "jeebench_fig7.png", f"jeebench ({variant}): Fig. 7"):
+        extra["fig7_png"] = "jeebench_fig7.png"
     more = [table1(asked), random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant),
             exam]  # fmt: skip
     report = ScoreReport(

@@ -151,3 +151,31 @@ def fig8_png(rows: Sequence[Sequence[Any]], path: Path, title: str) -> Path | No
     fig.tight_layout()
     fig.savefig(path)
     return path
+
+
+def fig7_png(curves: dict[str, dict[str, list[list[float]]]], path: Path, title: str) -> Path | None:
+    """Fig. 7: per MCQ type (single-correct top, multi-correct bottom), positive, negative and total marks of
+    the validation years along its threshold, a line per model; the paper's optimum dashed."""
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 6), dpi=100)
+    axes = fig.subplots(2, 3)
+    for row, (kind, key) in enumerate((("MCQ", "tau_single"), ("MCQ(multiple)", "tau_multiple"))):
+        for col, what in enumerate(("positive", "negative", "total")):
+            ax = axes[row][col]
+            for model, c in curves.items():
+                pts = c.get(kind) or []
+                ax.plot([p[0] for p in pts], [p[col + 1] for p in pts], "-o", ms=3, lw=1.2, label=model)
+            ax.axvline(FIG7[key], ls="--", lw=1, color="gray")
+            ax.set(xlabel=f"{key} ({kind})", ylabel=f"{what} marks, 2016-2021")
+            ax.grid(True, alpha=0.3)
+    axes[0][2].legend(fontsize=7)
+    axes[0][0].set_title(f"{title} (dashed: the paper's optimum)", fontsize=9, loc="left")
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
