@@ -106,6 +106,11 @@ def test_sc_run_prints_section_4_6(tmp_path: Path) -> None:
     assert any("§4.6" in t for t in titles) and any("Table 6" in t for t in titles)
     assert rep.extra["fig8_png"] == "jeebench_fig8.png" and (tmp_path / "jeebench_fig8.png").is_file()
     assert (tmp_path / rep.extra["fig7_png"]).read_bytes()[:4] == b"\x89PNG"
+    # the paper's tuned thresholds are its own (no deviation), and Table 2 says they are not its SC@8 row's
+    spec = RunSpec("jeebench", {"variant": "cot-sc", "tau_single": 0.125, "tau_multiple": 0.75}, samples=2)
+    rep = score(rows, spec, tmp_path, Sink())
+    assert not any("--tau" in d for d in rep.extra["protocol"]["deviations"])
+    assert "SC answers thresholded at tau 0.125/0.75 (Table 2's SC@8 row: 0/0.5)" in rep.tables[0].note
 
 
 def test_released_cot_extracts_give_tables_5_and_6() -> None:

@@ -310,6 +310,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
+    if (ts, tm) != (0.0, 0.5):  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers, not Table 2's SC@8
+        report.tables[0].note += f"; SC answers thresholded at tau {ts:g}/{tm:g} (Table 2's SC@8 row: 0/0.5)"
     lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
     return with_protocol(report, deviations(spec, unread(models), lost), trunc)
 
