@@ -92,7 +92,9 @@ def table5(runs: Sequence[Mapping[str, Any]]) -> Table | None:
 
 def human_view(runs: Sequence[Mapping[str, Any]]) -> Table | None:
     """§4.6: each run's marks on the 2023 paper out of its 229 marks, scaled to the exam's 360, beside the
-    candidates' top 10% and top 20% and the paper's GPT-4 (`exam.exam_rows`)."""
+    candidates' top 10% and top 20% and the paper's GPT-4 (`exam.exam_rows`). One run: its own table has it."""
+    if len(runs) < 2:
+        return None
     rows, used = [], []
     for r in sorted(runs, key=_variant_key):
         for m, s in sorted(r["models"].items()):
