@@ -28,8 +28,10 @@ def estimate(
     prefer: str = "latency",
     cache_dir: Path | None = None,
     keep_going: bool = False,
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """One dict per (run, model), and each run's deviations from its paper as the run will say them;
+    max_cost: float | None = None,
+) -> tuple[list[dict[str, Any]], list[str], list[Any]]:
+    """One dict per (run, model), each run's deviations from its paper as the run will say them, and the
+    spend ceilings as the run would start them (runner.spend: an unpriced model under one is refused);
     `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
     from runner import learned
     from runner.batch.plan import batch_discount, decide, live_seconds
@@ -37,9 +39,11 @@ def estimate(
     from runner.preflight import preflight
     from runner.protocol import judges_of, protocol_deviations, request_shaping
     from runner.resume import check_settings
+    from runner.spend import attach
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
     learned.attach(models, cache_dir)  # what earlier runs learned from refusals, said as the run says it
+    ceilings = attach(models, max_cost, [p.out or Path("runs") / get_suite(p.spec.suite).run_name(p.spec) for p in plans])
     said = []
     for p in plans:
         suite = get_suite(p.spec.suite)
@@ -82,7 +86,7 @@ def estimate(
                 "mode": "batch" if t.calls and decide(m, batch, deadline_s, prefer, live_s) else "live",
             }
         )
-    return rows, lines
+    return rows, lines, ceilings
 
 
 def money(x: float | None) -> str:
@@ -110,12 +114,13 @@ def dry_run(
     prefer: str = "latency",
     cache_dir: Path | None = None,
     keep_going: bool = False,
+    max_cost: float | None = None,
 ) -> int:
     from core.term import print_table
     from runner.batch.plan import BATCH_WALL, fmt_duration
     from suites.base import Table
 
-    rows, said_lines = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going)
+    rows, said_lines, ceilings = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going, max_cost)
     cols = ["model", "to do", "done", "cached", "tokens in", "out (max)", "cost", "max", "live", "batch max"]
     cols.append("mode")
     for run in dict.fromkeys(d["run"] for d in rows):  # one table per run: fitted to the terminal
@@ -149,6 +154,8 @@ def dry_run(
     if any(d["mode"] == "batch" for d in rows):
         chosen = [d["batch_cost_usd_max"] if d["mode"] == "batch" else d["est_cost_usd_max"] for d in rows]
         print(total_line(f"total max with --batch {batch}", rows, chosen))
+    for c in ceilings:
+        print(reach_line(c, rows))
     print(
         "cost: expected uses each model's mean output so far in this run, else the suite's typical answer "
         "plus half of a reasoning model's budget, else half of the token limit; max assumes every call "
@@ -158,3 +165,29 @@ def dry_run(
     for line in said_lines:  # what the run will record in manifest.json and under every table
         print(line)
     return 0
+
+
+def reach_line(c: Any, rows: list[dict[str, Any]]) -> str:
+    """How far a spend ceiling reaches into the remaining calls, at their expected and at their max cost
+    (batched ones at the batch price): what is left of it after what its run directories were billed."""
+    model = c.what.removeprefix("max_cost of ") if c.what != "--max-cost" else None
+    mine = [d for d in rows if d["calls"] and (model is None or d["model"] == model)]
+    calls = sum(d["calls"] for d in mine)
+    left = max(0.0, c.usd - c.spent)
+    head = f"{c.what} {money(c.usd)}" + (f" ({money(c.spent)} billed already)" if c.spent else "")
+    parts = []
+    for label, key in (("expected", "est_cost_usd"), ("max", "est_cost_usd_max")):
+        total = sum(
+            (d["batch_cost_usd_max"] * (d[key] or 0) / d["est_cost_usd_max"])
+            if d["mode"] == "batch" and d["batch_cost_usd_max"] is not None and d["est_cost_usd_max"]
+            else d[key] or 0.0
+            for d in mine
+        )
+        share = 1.0 if total <= left else left / total
+        parts.append(
+            f"all {calls:,} calls at their {label} cost ({money(total)})"
+            if share >= 1
+            else f"~{share:.0%} of the {calls:,} calls (~{int(calls * share):,}) at their {label} cost ({money(total)})"
+        )
+    return f"{head} reaches {parts[0]}; {parts[1]}"
+

@@ -31,6 +31,11 @@ def fmt_cost(x: float | None) -> str:
     return f"${x:.2f}" if x >= 1 or x == 0 else f"${x:.3f}" if x >= 0.001 else "<$0.001"
 
 
+def cost_cell(d: dict[str, Any]) -> str:
+    """A model's cost, and the share of its input read from the providers' prompt caches: `$1.20 c40%`."""
+    return fmt_cost(d["cost"]) + (f" c{d['cached_in']:.0%}" if d.get("cached_in") else "")
+
+
 def fmt_eta(s: float | None) -> str:
     """`done`, `?` (no rate yet) or the time left."""
     if s is None:
@@ -97,7 +102,7 @@ def _cut(s: str, width: int, lcp: int) -> str:
 COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
     ("done", "done/total", lambda d: f"{d['done']}/{d['total']}"),
     ("rate", "rate", lambda d: fmt_rate(d["rps"])),
-    ("cost", "cost", lambda d: fmt_cost(d["cost"])),
+    ("cost", "cost", lambda d: cost_cell(d)),
     ("errors", "err", lambda d: str(d["errors"]) + (f"({d['exhausted']}x)" if d.get("exhausted") else "")
      + (f"+{d['skipped']}s" if d["skipped"] else "")),
     ("eta", "ETA", lambda d: fmt_eta(d["eta_s"])),
@@ -136,8 +141,9 @@ def _row(name: str, vals: list[str], widths: list[int], name_w: int) -> str:
     return name.ljust(name_w) + "".join(" " + v.rjust(w) for v, w in zip(vals, widths, strict=True))
 
 
-def summary_parts(rows: list[dict[str, Any]], eta_s: float | None) -> list[tuple[int, str]]:
-    """(priority, text) pieces of a summary (a run's or the sweep's); lower priority is kept longer."""
+def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = "") -> list[tuple[int, str]]:
+    """(priority, text) pieces of a summary (a run's or the sweep's); lower priority is kept longer.
+    `spend`: the spend ceilings (`spent $0.12/$0.20`), kept as long as the cost."""
     done, total = sum(d["done"] for d in rows), sum(d["total"] for d in rows)
     known = sum(d["cost"] for d in rows if d["cost"] is not None)
     cost = fmt_cost(known) + ("+?" if any(d["cost"] is None for d in rows) else "")  # +?: a model unpriced
@@ -148,6 +154,7 @@ def summary_parts(rows: list[dict[str, Any]], eta_s: float | None) -> list[tuple
         (0, f"{done}/{total}{pct}"),
         (1, fmt_rate(sum(d["rps"] for d in rows))),
         (1, cost),
+        (1, f"spent {spend}") if spend else (9, ""),
         (0, f"err {errors}"),
         (3, f"retry {sum(d['retries'] for d in rows)}"),
         (2, f"resumed {resumed}") if resumed else (9, ""),
@@ -189,15 +196,18 @@ def _urgency(d: dict[str, Any]) -> tuple[int, float]:
     return (1, -d["eta_s"]) if d["eta_s"] > 0 else (3, 0.0)
 
 
-def screen(rows: list[dict[str, Any]], lanes: list[dict[str, Any]], width: int, height: int) -> list[str]:
-    """The live view as lines of at most `width` characters, at most `height` of them."""
+def screen(
+    rows: list[dict[str, Any]], lanes: list[dict[str, Any]], width: int, height: int, spend: str = ""
+) -> list[str]:
+    """The live view as lines of at most `width` characters, at most `height` of them; `spend`: the
+    spend ceilings on the sweep's line."""
     width = max(width, 40)
     runs = list(dict.fromkeys(d["run"] for d in rows))
     shown, widths, name_w = _fit_columns(rows, width - 2)
     names, prefix = abbreviate(list(dict.fromkeys(d["model"] for d in rows)), name_w)
     head = "model" + (f" ({prefix}*)" if prefix else "")
     header = "  " + _row(head[:name_w], [COLUMNS[i][1] for i in shown], [widths[i] for i in shown], name_w)
-    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows)), width), header]
+    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows), spend), width), header]
     bad = [ln for ln in lanes if ln.get("state", "ok") not in ("ok", "")]
     lane_lines = [_lane_line(ln, width) for ln in bad[:4]]
     if lanes:

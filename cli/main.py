@@ -16,7 +16,7 @@ from runner.config import Config, ConfigError, load_config
 from runner.results import disk_full, write_error
 from suites.base import RunSpec, SuiteError, get_suite
 
-EXIT_OK, EXIT_USAGE, EXIT_ROW_ERRORS, EXIT_ABORTED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+EXIT_OK, EXIT_USAGE, EXIT_ROW_ERRORS, EXIT_ABORTED, EXIT_MAX_COST, EXIT_INTERRUPTED = 0, 2, 3, 4, 5, 130
 
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
@@ -71,6 +71,24 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
         "--deadline", type=_duration, default=8 * 3600.0, help="for --batch auto: e.g. 8h (default), 90m"
     )
     p.add_argument("--prefer", choices=("latency", "cost"), default="latency", help="for --batch auto")
+    p.add_argument(
+        "--max-cost",
+        type=_usd,
+        metavar="USD",
+        help="a hard ceiling on what the providers bill for these run directories (earlier runs included): "
+        "each call's worst case is reserved before it is sent; calls that would cross it are not sent "
+        "(skipped rows) and the run exits 5",
+    )
+
+
+def _usd(s: str) -> float:
+    try:
+        v = float(s.removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an amount in USD: {s!r} (e.g. 0.20)") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive amount: {s!r}")
+    return v
 
 
 def _duration(s: str) -> float:
@@ -168,6 +186,7 @@ def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str)
         prefer=a.prefer,
         keep_going=a.keep_going,
         watch=watch,
+        max_cost=a.max_cost,
     )
 
 
@@ -180,7 +199,8 @@ def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
     if not (a.no_cache or a.refresh):
         cache = a.cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
     return dry_run(
-        plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache, keep_going=a.keep_going
+        plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache, keep_going=a.keep_going,
+        max_cost=a.max_cost,
     )
 
 

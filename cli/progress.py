@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cli.live import fit_line, fmt_cost, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
+from cli.live import cost_cell, fit_line, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
@@ -50,6 +50,7 @@ def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None) -> l
                     "total": st.total,
                     "rps": (st.done - st.cached) / elapsed,
                     "tokens": st.input_tokens + st.output_tokens,
+                    "cached_in": st.cached_input_tokens / st.input_tokens if st.input_tokens else 0.0,
                     "cost": st.cost_usd if st.cost_known else None,
                     "errors": st.errors,
                     "skipped": st.skipped,
@@ -70,17 +71,17 @@ def _line(d: dict[str, Any]) -> str:
     """One model, for a log file."""
     return (
         f"[{d['run']}] {d['model']}: {d['done']}/{d['total']} {fmt_rate(d['rps'])} "
-        f"tok {fmt_tokens(d['tokens'])} {fmt_cost(d['cost'])} err {d['errors']} skip {d['skipped']} "
+        f"tok {fmt_tokens(d['tokens'])} {cost_cell(d)} err {d['errors']} skip {d['skipped']} "
         f"retry {d['retries']} resumed {d['resumed']} cached {d['cached']} ETA {d['eta']}"
         + (f" lane {d['state']}" if d["state"] not in ("", "ok") else "")
         + (f" batches: {d['batches']}" if d["batches"] else "")
     )
 
 
-def sweep_line(rows: list[dict[str, Any]]) -> str:
+def sweep_line(rows: list[dict[str, Any]], spend: str = "") -> str:
     n_runs = len({d["run"] for d in rows})
     head = f"progress ({n_runs} run{'s' * (n_runs != 1)}, {len(rows)} model-runs):"
-    return fit_line(head, summary_parts(rows, sweep_eta(rows)), 10_000)
+    return fit_line(head, summary_parts(rows, sweep_eta(rows), spend), 10_000)
 
 
 def _lanes_table(lanes: list[dict[str, Any]]) -> Any:
@@ -171,20 +172,24 @@ async def watch(
     every_s: float = 10.0,
     lanes: Callable[[], list[dict[str, Any]]] | None = None,
     state: Callable[[str], str] | None = None,
+    spend: Callable[[], str] | None = None,
 ) -> None:
     """Until cancelled: refresh the live view (TTY), or every `every_s` log the sweep's summary line
     and a line per model or lane whose state changed. `lanes` describes each lane (limit, source,
-    use, state); `state` gives a model's lane state."""
+    use, state); `state` gives a model's lane state; `spend` the spend ceilings (`spent $0.12/$0.20`)."""
     lanes = lanes or list
     live = sys.stderr.isatty() if live is None else live
     if live:
-        await _watch_live(runs, lanes, state)
+        await _watch_live(runs, lanes, state, spend)
     else:
-        await _watch_log(runs, lanes, state, every_s)
+        await _watch_log(runs, lanes, state, every_s, spend)
 
 
 async def _watch_live(
-    runs: list[RunCtx], lanes: Callable[[], list[dict[str, Any]]], state: Callable[[str], str] | None
+    runs: list[RunCtx],
+    lanes: Callable[[], list[dict[str, Any]]],
+    state: Callable[[str], str] | None,
+    spend: Callable[[], str] | None = None,
 ) -> None:
     from rich.console import Console
     from rich.live import Live
@@ -195,7 +200,7 @@ async def _watch_live(
     def view() -> Any:
         w, h = console.size
         # a few lines above the area stay for the latest warnings; never taller than the terminal
-        lines = screen(snapshot(runs, state), lanes(), w, max(3, min(h - 1, max(8, h - 6))))
+        lines = screen(snapshot(runs, state), lanes(), w, max(3, min(h - 1, max(8, h - 6))), spend() if spend else "")
         return Text("\n".join(lines), no_wrap=True, overflow="crop")
 
     with _logs_above(console), Live(
@@ -214,6 +219,7 @@ async def _watch_log(
     lanes: Callable[[], list[dict[str, Any]]],
     state: Callable[[str], str] | None,
     every_s: float,
+    spend: Callable[[], str] | None = None,
 ) -> None:
     seen = {(d["run"], d["model"]): _state_key(d) for d in snapshot(runs, state)}
     lane_seen = {ln["lane"]: ln.get("state", "ok") for ln in lanes()}
@@ -233,12 +239,12 @@ async def _watch_log(
         while True:
             await asyncio.sleep(every_s)
             rows = snapshot(runs, state)
-            log.info(sweep_line(rows))
+            log.info(sweep_line(rows, spend() if spend else ""))
             changes(rows)
     finally:
         rows = snapshot(runs, state)
         changes(rows)
-        log.info(sweep_line(rows))
+        log.info(sweep_line(rows, spend() if spend else ""))
         for run in dict.fromkeys(d["run"] for d in rows):
             mine = [d for d in rows if d["run"] == run]
             log.info(fit_line(f"[{run}]", summary_parts(mine, sweep_eta(mine)), 10_000))

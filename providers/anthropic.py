@@ -79,7 +79,9 @@ def anthropic_headers(api_key: str | None, extra: dict[str, str] | None = None) 
 
 def messages_body(req: Request, model_id: str, params: dict[str, Any], shape: Any = None) -> dict[str, Any]:
     """Our messages in Anthropic's format: system prompt apart, images as base64 source blocks."""
-    system = [text_of(m.content) for m in req.messages if m.role == "system"]
+    # An empty system message (JEEBench's, as its authors send it) is no system prompt: Anthropic refuses
+    # empty text blocks ("text content blocks must be non-empty"), and an absent `system` means the same.
+    system = [t for m in req.messages if m.role == "system" and (t := text_of(m.content))]
     msgs: list[dict[str, Any]] = []
     for m in req.messages:
         if m.role == "system":

@@ -1,5 +1,8 @@
-"""OpenAI's Batch API: JSONL of chat requests → `/files` (purpose batch) → `/batches` (24h) → poll →
-output and error files. Half the live price; no SDK, the same wire body as a live call."""
+"""OpenAI's Batch API: JSONL of requests → `/files` (purpose batch) → `/batches` (24h) → poll → output
+and error files. Half the live price; no SDK, the same wire body as a live call: `/v1/chat/completions`
+lines, or `/v1/responses` lines for a model served only on the Responses API (gpt-5-pro, o3-pro, the
+codex models; https://platform.openai.com/docs/api-reference/batch/create). A batch holds one URL:
+the batcher fills a file with one model's requests."""
 
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ from core.types import Request
 from providers.base import ProviderError, wire_body
 from providers.batch_base import BatchHTTP, BatchStatus, LineResult, register
 from providers.parse import openai_chat
+from providers.responses import responses_body, responses_completion
+
+CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 
 ENDED = {"completed", "expired", "cancelled", "failed"}
 
@@ -37,13 +43,13 @@ class OpenAIBatchAPI:
     def line(
         self, custom_id: str, req: Request, model_id: str, n: int, params: dict[str, Any], shape: Any = None
     ) -> bytes:
-        body = wire_body(req, model_id, n, params, shape)
-        return (
-            orjson.dumps(
-                {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
-            )
-            + b"\n"
-        )
+        if shape is not None and shape.api == "responses":
+            if n != 1:
+                raise ValueError("the Responses API takes one sample per request")
+            url, body = RESPONSES, responses_body(req, model_id, params, shape)
+        else:
+            url, body = CHAT, wire_body(req, model_id, n, params, shape)
+        return orjson.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body}) + b"\n"
 
     async def submit(self, lines: list[bytes], api_key: str | None, tag: str) -> str:
         form = aiohttp.FormData()
@@ -53,7 +59,7 @@ class OpenAIBatchAPI:
         f = await self.http.json("POST", self.http.base_url + "/files", h, data=form)
         body = {
             "input_file_id": f["id"],
-            "endpoint": "/v1/chat/completions",
+            "endpoint": orjson.loads(lines[0]).get("url", CHAT),  # every line of a file has one URL
             "completion_window": "24h",
             "metadata": {"evalsweep": tag},
         }
@@ -104,6 +110,8 @@ def _parse(d: dict[str, Any], n: int) -> tuple[Any, str | None]:
         code = e.get("code") or e.get("type") or f"HTTP {resp.get('status_code')}"
         return None, f"{code}: {str(e.get('message', ''))[:200]}"
     try:
+        if isinstance(body, dict) and body.get("object") == "response":
+            return responses_completion(body), None
         return openai_chat(body, n), None
     except ProviderError as e:
         return None, str(e)

@@ -84,6 +84,15 @@ class Prices:
         write = self.price_in if self.cache_write is None else self.cache_write
         return ((max(0, ins - c - w)) * self.price_in + c * read + w * write + outs * self.price_out) / 1e6
 
+    def saved(self, cached: int | None, writes: int | None) -> float | None:
+        """USD the prompt cache saved on these input tokens against no caching (reads at their price
+        instead of price_in, minus the writes' surcharge): negative when writes outweigh reads."""
+        if self.price_in is None:
+            return None if cached or writes else 0.0
+        read = self.price_in if self.cache_read is None else self.cache_read
+        write = self.price_in if self.cache_write is None else self.cache_write
+        return ((cached or 0) * (self.price_in - read) + (writes or 0) * (self.price_in - write)) / 1e6
+
     def record(self) -> dict[str, Any]:
         return dict(
             zip(
@@ -92,6 +101,13 @@ class Prices:
                 strict=True,
             )
         )
+
+
+def recorded(d: dict[str, Any] | None) -> Prices:
+    """Prices as `Prices.record` wrote them (manifest.json `prices`)."""
+    d = d or {}
+    return Prices(d.get("price_in"), d.get("price_out"), d.get("price_cache_read"), d.get("price_cache_write"),
+                  d.get("price_source") or "unknown")
 
 
 def resolve_prices(cfg: Any, when: datetime | None = None) -> Prices:

@@ -220,6 +220,15 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
     return v
 
 
+def prompt_cache_of(e: Entry) -> dict[str, Any]:
+    """scores.json's per-model `prompt_cache`: share of input read from the providers' prompt caches,
+    tokens written to them, USD saved against no caching (None when absent: scored before #29)."""
+    pc = e.scores.get("prompt_cache")
+    pc = pc if isinstance(pc, dict) else {}
+    return {"cached_input_share": pc.get("cached_share"), "cache_write_tokens": pc.get("cache_write_tokens"),
+            "cache_saved_usd": pc.get("saved_usd")}
+
+
 def coverage_of(e: Entry) -> dict[str, Any]:
     """scores.json's per-model `n_planned, n_scored, n_errors, coverage` (None when absent)."""
     out: dict[str, Any] = {}
@@ -288,6 +297,7 @@ def leaderboard_rows(v: SuiteView) -> list[dict[str, Any]]:
                 "priced_calls": e.cost.priced_calls,
                 "cached_calls": e.cost.cached_calls,
                 "error_calls": e.cost.errors,
+                **prompt_cache_of(e),
                 **coverage_of(e),
                 "on_frontier_price": v.on(e, "price_in"),
                 "on_frontier_run_cost": v.on(e, "run_cost_usd"),

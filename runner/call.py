@@ -16,6 +16,7 @@ from runner import learned
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
+from runner.spend import paid
 
 log = logging.getLogger("evalsweep")
 
@@ -52,6 +53,14 @@ async def send(
     cache: AsyncCache | None,
 ) -> list[Row]:
     """Samples `group` of `req` in one call to `m` (`n` = len(group)): one row each, never raised."""
+    if m.spend is not None:  # a spend ceiling: reserved before the call is sent (runner.spend)
+        return await paid(m, req, group, keys, lambda: _send(req, m, group, keys, breaker, cache))
+    return await _send(req, m, group, keys, breaker, cache)
+
+
+async def _send(
+    req: Request, m: ModelEntry, group: list[int], keys: dict[int, str], breaker: Breaker, cache: AsyncCache | None
+) -> list[Row]:
     if breaker.open:
         return [error_row(req, s, keys[s], breaker.reason(m.cfg.name), "skipped") for s in group]
     lane = pick_lane(m)

@@ -40,7 +40,11 @@ class Endpoint(BaseModel):
     latency_ms: float | None = Field(None, ge=0)
     """sim only: median simulated latency."""
     batch: bool | None = None
-    """true: always send as batches; false: never (a server without a batch API); unset: --batch decides."""
+    """true: always send as batches; false: never (a server without a batch API); unset: --batch decides,
+    for an endpoint with a batch API (runner.batch.plan.has_batch_api)."""
+    batch_api: bool | None = None
+    """true: this endpoint implements its kind's batch API though its host is not api.openai.com /
+    api.anthropic.com (Azure OpenAI, a proxy); unset: the host decides."""
     batch_discount: float = Field(0.5, ge=0, le=1)
     """Fraction of the live price saved on batch calls (OpenAI and Anthropic: 50%)."""
     batch_poll_s: float = Field(30.0, gt=0)
@@ -69,8 +73,9 @@ class Endpoint(BaseModel):
 
     @model_validator(mode="after")
     def _batch_kind(self) -> Endpoint:
-        if self.batch and self.kind not in ("openai", "anthropic"):
-            raise ValueError(f"batch = true needs kind 'openai' or 'anthropic', not {self.kind!r}")
+        for f in ("batch", "batch_api"):
+            if getattr(self, f) and self.kind not in ("openai", "anthropic"):
+                raise ValueError(f"{f} = true needs kind 'openai' or 'anthropic', not {self.kind!r}")
         if self.retry_max_s < self.retry_initial_s:
             raise ValueError(
                 f"retry_max_s ({self.retry_max_s:g}) is below retry_initial_s ({self.retry_initial_s:g})"
@@ -116,6 +121,8 @@ class ModelCfg(BaseModel):
     """USD per million cached input tokens (OpenAI cached / Anthropic cache reads)."""
     price_cache_write: float | None = Field(None, ge=0)
     """USD per million cache-write input tokens (Anthropic cache_creation_input_tokens)."""
+    max_cost: float | None = Field(None, gt=0)
+    """USD this model's calls may be billed in the command's run directories (runner.spend)."""
     open_weights: bool | None = None
     reasoning: bool | None = None
     release_date: str | None = None

@@ -59,6 +59,7 @@ def not_running(man_path: Path, e: BaseException) -> None:
 def finish_manifest(
     r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
     models: dict[str, ModelEntry] | None = None,
+    spend: dict[str, Any] | None = None,
 ) -> None:
     man = orjson.loads(man_path.read_bytes())
     if models is not None and record_learned(man, r.suite, r.spec, models, r.models):
@@ -83,6 +84,8 @@ def finish_manifest(
     man["lanes"] = lanes
     if batch_why:
         man["batch"] = batch_why
+    if spend:  # the spend ceilings (runner.spend.summary): spent, ceiling, whether one stopped the run
+        man["spend"] = spend
     write_manifest(man_path, man)
 
 

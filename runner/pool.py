@@ -34,6 +34,8 @@ class ModelEntry:
     supports_n: bool = True
     batch: bool = False
     """Send this model's calls as provider batches (decided per run by runner.batch.plan)."""
+    spend: Any = None
+    """runner.spend.Spend when a ceiling (--max-cost, the model's max_cost) holds its calls."""
     prices: Prices = field(default_factory=Prices)
     """All of its prices (cache reads and writes too) and their source, resolved once."""
     profile: Profile | None = None

@@ -25,7 +25,7 @@ from core import __version__ as VERSION
 from core.term import plural
 from core.types import Row
 from providers.pricing import PRICE_KEYS
-from runner import join_view, learned, resume
+from runner import join_view, learned, resume, spend
 from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
@@ -67,6 +67,8 @@ class RunPlan:
 
 EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
+EXIT_MAX_COST = 5
+"""A spend ceiling stopped the run (runner.spend): status `stopped` in the manifest."""
 
 
 def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: str) -> RunCtx:
@@ -170,11 +172,13 @@ def execute(
     prefer: str = "latency",
     keep_going: bool = False,
     watch: Watch | None = None,
+    max_cost: float | None = None,
 ) -> int:
     """Run every plan in one scheduler. Returns the exit code (0 ok, 1 errors in rows, 130 interrupted).
 
     `batch` (off | on | auto), `deadline_s` and `prefer` pick the models whose calls go out as provider
-    batches (runner.batch.plan); models with batches still in flight in a run directory always do."""
+    batches (runner.batch.plan); models with batches still in flight in a run directory always do.
+    `max_cost`: the ceiling in USD on what the run directories are billed (runner.spend)."""
     for p in plans:
         s = get_suite(p.spec.suite)
         if s.check is not None:
@@ -184,6 +188,8 @@ def execute(
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
     learned.attach(models, None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir()))
+    outs = [p.out or Path("runs") / get_suite(p.spec.suite).run_name(p.spec) for p in plans]
+    ceilings = spend.attach(models, max_cost, outs)  # an unpriced model under a ceiling: refused here
     for p in plans:  # a directory the run would refuse is refused before the network is touched
         if p.out is not None:
             check_settings(p.out, p.spec)
@@ -232,6 +238,7 @@ def execute(
                 command=command,
                 batch_why=batch_why,
                 watch=watch,
+                ceilings=ceilings,
             )
         )
     finally:
@@ -259,7 +266,9 @@ async def _main(
     command: str,
     batch_why: dict[str, str] | None = None,
     watch: Watch | None = None,
+    ceilings: list[spend.Ceiling] | None = None,
 ) -> int:
+    ceilings = ceilings or []
     shared = shared_urls(cfg)
     pg = None
     if shared.cache_url and not no_cache:
@@ -328,6 +337,7 @@ async def _main(
             every_s=progress_s,
             lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)],
             state=lambda m: worst_state([ln.state for ln in models[m].lanes if ln in lanes]) if lanes else "",
+            **({"spend": lambda: spend.live_text(ceilings)} if ceilings else {}),
         )
     )
     t0 = time.monotonic()
@@ -363,23 +373,18 @@ async def _main(
             if not r.join:  # a --join worker runs only the units it won (runner.budgets.leases checks those)
                 account(r, sched)
     n_err = 0
+    stopped = spend.reached(ceilings) and not sched.fault and not interrupted
     for r in runs:
         warn_exhausted(r, models)
         r_err = sum(st.errors + st.skipped for st in r.stats.values())
         n_err += r_err
-        status = (
-            "aborted"
-            if sched.fault
-            else "interrupted"
-            if interrupted
-            else "complete_with_errors"
-            if r_err
-            else "complete"
-        )
+        status = ("aborted" if sched.fault else "interrupted" if interrupted else "stopped" if stopped
+                  else "complete_with_errors" if r_err else "complete")
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
-            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models)
+            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models,
+                            spend.summary(ceilings) if ceilings else None)
     if sched.fault:
         kept = (
             ""
@@ -407,6 +412,9 @@ async def _main(
         return 128 + signalled  # 130 for Ctrl-C, 143 for SIGTERM (the shell's convention)
     for r in runs:
         print(resume.summary(r), file=sys.stderr)
+    if stopped:
+        print(spend.stop_message(ceilings, command), file=sys.stderr)
+        return EXIT_MAX_COST
     if n_err:
         print(
             f"{plural(n_err, 'call')} ended in an error row (see log.txt; what to do comes last).",

@@ -343,6 +343,7 @@ class Scheduler:
                 stats.retries += row["attempts"] - 1
             u = row["usage"]
             stats.input_tokens += u.get("input_tokens") or 0
+            stats.cached_input_tokens += u.get("cached_input_tokens") or 0
             stats.output_tokens += u.get("output_tokens") or 0
             if row["cost_usd"] is not None:
                 stats.cost_usd += row["cost_usd"]

@@ -23,8 +23,10 @@ import orjson
 
 from core.term import tables_text
 from core.types import Row, answer_problem
+from providers.pricing import Prices, recorded
 from runner.atomic import atomic_open
 from runner.config import ConfigError
+from runner.prompt_cache import PromptCache
 from runner.results import RESULTS, final_rows
 from runner.run import write_json
 from suites.base import RunSpec, Sink, Suite, SuiteError, Table, get_suite
@@ -53,10 +55,13 @@ class Coverage:
     (the answer call's final row is an error, or an LLM-judge pass its extraction needed failed, so it
     was never read). Rows come sorted, so each (model, item, sample) is one run of rows."""
 
-    def __init__(self) -> None:
+    def __init__(self, prices: dict[str, Prices] | None = None) -> None:
         self.ok: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.exhausted: Counter[str] = Counter()
+        self.prices = prices or {}
+        self.cache: dict[str, PromptCache] = {}
+        """Per model, its rows' prompt caching (a judge's rows priced at the judge's prices)."""
 
     def watch(self, rows: Iterable[Row]) -> Iterator[Row]:
         unit: tuple[str, str, int] | None = None
@@ -73,6 +78,8 @@ class Coverage:
                 self.exhausted[r["model"]] += r.get("error_kind") == "reasoning_exhausted"
             elif p in JUDGE_PASSES and r.get("error"):
                 failed = True
+            pc = self.cache.get(r["model"]) or self.cache.setdefault(r["model"], PromptCache())
+            pc.add(r, self.prices.get(r.get("via") or r["model"]) or Prices())
             yield r
         if unit is not None and answered:
             (self.errors if failed else self.ok)[unit[0]] += 1
@@ -128,7 +135,8 @@ def planned_calls(suite: Suite, spec: RunSpec) -> int | None:
 def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     spec = load_spec(run_dir)
     suite = get_suite(spec.suite)
-    cov = Coverage()
+    man = orjson.loads((run_dir / "manifest.json").read_bytes())
+    cov = Coverage({m: recorded(d) for m, d in (man.get("prices") or {}).items()})
     out, tmp = run_dir / "scored.jsonl", run_dir / "scored.jsonl.tmp"
     opt = orjson.OPT_SERIALIZE_NUMPY
     try:
@@ -149,6 +157,8 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     planned = planned_calls(suite, spec)
     for m, s in report.models.items():
         s.update(cov.fields(m, planned))
+        if m in cov.cache:  # the providers' prompt caches: share of input read, writes, USD saved
+            s["prompt_cache"] = cov.cache[m].fields()
     _model_deviations(report, run_dir)
     scores = {"suite": spec.suite, "headline": suite.headline, "models": report.models, **report.extra}
     scores["tables"] = [  # the report shows them in the suite's section

@@ -29,6 +29,8 @@ class Stats:
     """Of errors: reasoning that used the whole token limit before any answer."""
     retries: int = 0
     input_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of input_tokens, read from the providers' prompt caches (the live view's cost cell)."""
     output_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True

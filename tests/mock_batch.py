@@ -10,6 +10,8 @@ Anthropic: HTTP 400 "credit balance is too low"), and `quota_polls` makes status
 (credit ran out while a batch was in flight).
 It counts every submission of every custom_id, the files it was sent (lines, bytes, models) and live
 calls per prompt (`prompts`, `_seen`), so tests can prove nothing was sent twice or lost.
+OpenAI batches take `/v1/chat/completions` or `/v1/responses` lines (every line's `url` the batch's
+`endpoint`, as OpenAI requires); a live `/v1/responses` answers like the batch's Responses lines.
 """
 
 from __future__ import annotations
@@ -27,6 +29,30 @@ from aiohttp import web
 from tests.mock_openai import _QUOTA, MockServer, _last_user_text, answer_text, chat_completion
 
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
+
+
+def response_object(model: str, prompt: str) -> dict[str, Any]:
+    """A Responses API answer (https://platform.openai.com/docs/api-reference/responses/object)."""
+    text = answer_text(model, prompt, 0)
+    return {
+        "id": "resp_mock", "object": "response", "model": model, "status": "completed",
+        "output": [{"type": "reasoning", "id": "rs_1", "summary": []},
+                   {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": len(prompt) // 4 + 1, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": 12, "output_tokens_details": {"reasoning_tokens": 4}, "total_tokens": 0},
+    }
+
+
+def _prompt(url: str, body: dict[str, Any]) -> str:
+    """The last user text of a chat or Responses body."""
+    if url != RESPONSES:
+        return _last_user_text(body["messages"])
+    user = [i for i in body["input"] if i.get("role") == "user"][-1]
+    return "".join(p.get("text", "") for p in user["content"] if p.get("type") == "input_text")
 
 
 def _message(model: str, prompt: str) -> dict[str, Any]:
@@ -74,6 +100,7 @@ class MockBatchServer(MockServer):
         r.add_get("/v1/batches", self.list_openai)
         r.add_get("/v1/batches/{bid}", self.get_openai)
         r.add_post("/v1/messages", self.live_anthropic)
+        r.add_post("/v1/responses", self.live_responses)
         r.add_post("/v1/messages/batches", self.create_anthropic)
         r.add_get("/v1/messages/batches/{bid}", self.get_anthropic)
         r.add_get("/v1/messages/batches/{bid}/results", self.results_anthropic)
@@ -128,12 +155,18 @@ class MockBatchServer(MockServer):
         if self.fail_creates > 0:
             self.fail_creates -= 1
             return web.json_response({"error": {"message": "try again"}}, status=500)
-        assert body["endpoint"] == "/v1/chat/completions" and body["completion_window"] == "24h", body
+        url = body["endpoint"]
+        assert url in (CHAT, RESPONSES) and body["completion_window"] == "24h", body
         data = self.files[body["input_file_id"]]
         reqs = []
         for line in data.splitlines():
             d = orjson.loads(line)
-            assert d["method"] == "POST" and d["url"] == "/v1/chat/completions", d
+            assert d["method"] == "POST", d
+            if d["url"] != url:  # OpenAI: every request of a batch goes to the batch's endpoint
+                msg = f"The URL provided for this request does not match the batch endpoint {url}"
+                return web.json_response({"error": {"message": msg}}, status=400)
+            if url == RESPONSES:
+                assert "n" not in d["body"] and "messages" not in d["body"] and "max_tokens" not in d["body"], d
             reqs.append((d["custom_id"], d["body"]))
         ids = [c for c, _ in reqs]
         if len(set(ids)) != len(ids):
@@ -145,6 +178,7 @@ class MockBatchServer(MockServer):
         bid = self._id("batch_")
         self.batches[bid] = {
             "kind": "openai",
+            "url": url,
             "t": time.monotonic(),
             "reqs": reqs,
             "metadata": body.get("metadata") or {},
@@ -158,7 +192,7 @@ class MockBatchServer(MockServer):
         view = {
             "id": bid,
             "object": "batch",
-            "endpoint": "/v1/chat/completions",
+            "endpoint": b["url"],
             "completion_window": "24h",
             "metadata": b["metadata"],
             "output_file_id": None,
@@ -171,14 +205,15 @@ class MockBatchServer(MockServer):
         if b["files"] is None:
             ok, bad = [], []
             for cid, body in b["reqs"]:
-                prompt = _last_user_text(body["messages"])
+                prompt = _prompt(b["url"], body)
                 fate = self.outcome(prompt)
                 if fate == "ok":
-                    resp = {
-                        "status_code": 200,
-                        "request_id": "r",
-                        "body": chat_completion(body["model"], prompt, int(body.get("n", 1))),
-                    }
+                    answer = (
+                        response_object(body["model"], prompt)
+                        if b["url"] == RESPONSES
+                        else chat_completion(body["model"], prompt, int(body.get("n", 1)))
+                    )
+                    resp = {"status_code": 200, "request_id": "r", "body": answer}
                     ok.append({"id": "batch_req", "custom_id": cid, "response": resp, "error": None})
                 elif fate == "errored":
                     resp = {
@@ -191,7 +226,7 @@ class MockBatchServer(MockServer):
                     err = {"code": "batch_expired", "message": "not executed before the window expired"}
                     bad.append({"id": "batch_req", "custom_id": cid, "response": None, "error": err})
             b["expired"] = any(
-                self.outcome(_last_user_text(body["messages"])) not in ("ok", "errored")
+                self.outcome(_prompt(b["url"], body)) not in ("ok", "errored")
                 for _, body in b["reqs"]
             )
             b["files"] = (self._store(ok), self._store(bad))
@@ -244,6 +279,20 @@ class MockBatchServer(MockServer):
             self._seen[(body["model"], prompt)] += 1
             self.max_tokens[body["model"]] = body["max_tokens"]
         return web.json_response(_message(body["model"], prompt))
+
+    async def live_responses(self, request: web.Request) -> web.Response:
+        """A live Responses call (a batch item's fallback), counted like a live chat call."""
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        body = await request.json()
+        prompt = _prompt(RESPONSES, body)
+        with self._lock:
+            self.total += 1
+            self.prompts[prompt] += 1
+            self.per_model[body["model"]] += 1
+            self.keys[key] += 1
+            self._seen[(body["model"], prompt)] += 1
+            self.last_body[body["model"]] = body
+        return web.json_response(response_object(body["model"], prompt))
 
     async def create_anthropic(self, request: web.Request) -> web.Response:
         if (refused := self._no_credit(request)) is not None:

@@ -22,6 +22,9 @@ from tests.helpers import fake_key, rows, run_args, write_config, write_dataset
 from tests.mock_batch import MockBatchServer
 
 FAST = "batch_poll_s = 0.05\nbatch_idle_s = 0.05\nretry_initial_s = 0.01\nretry_max_s = 0.05\n"
+API = "batch_api = true\n"
+"""The mock on 127.0.0.1 implements OpenAI's batch API: said in the config, as for a proxy (by host, only
+api.openai.com and api.anthropic.com endpoints have one)."""
 
 
 @pytest.fixture
@@ -59,7 +62,7 @@ def test_openai_batches_score_like_live_at_half_price(tmp_path: Path, mock: Mock
     live_cfg = write_config(tmp_path / "live.toml", mock.base_url, ["ok-a", "ok-b"])
     code, live = _run(tmp_path, live_cfg, "ok-a,ok-b", data, "live", "--samples", "3", "--temperature", "0.7")
     assert code == 0 and mock.total == 24 and not mock.batches  # n=3 in one live call per item
-    cfg = write_config(tmp_path / "b.toml", mock.base_url, ["ok-a", "ok-b"], extra_endpoint=FAST)
+    cfg = write_config(tmp_path / "b.toml", mock.base_url, ["ok-a", "ok-b"], extra_endpoint=FAST + API)
     code, run = _run(
         tmp_path, cfg, "ok-a,ok-b", data, "batch", "--samples", "3", "--temperature", "0.7", "--batch", "on"
     )
@@ -138,7 +141,7 @@ def test_failed_items_inside_a_batch_go_live_once(tmp_path: Path, mock: MockBatc
 def test_files_split_at_request_count_and_size_limits(tmp_path: Path, mock: MockBatchServer):
     data = write_dataset(tmp_path / "d.jsonl", 10)
     cfg = write_config(
-        tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b"], extra_endpoint=FAST + "batch_max_requests = 4\n"
+        tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b"], extra_endpoint=FAST + API + "batch_max_requests = 4\n"
     )
     code, run = _run(tmp_path, cfg, "ok-a,ok-b", data, "count", "--batch", "auto", "--prefer", "cost")
     assert code == 0 and len(rows(run)) == 20 and mock.total == 0
@@ -156,7 +159,7 @@ def test_files_split_at_request_count_and_size_limits(tmp_path: Path, mock: Mock
         tmp_path / "s.toml",
         mock.base_url,
         ["ok-c"],
-        extra_endpoint=FAST + f"rpm = 60\nbatch_max_bytes = {limit}\n",
+        extra_endpoint=FAST + API + f"rpm = 60\nbatch_max_bytes = {limit}\n",
     )
     code, run = _run(tmp_path, cfg, "ok-c", data, "size", "--batch", "auto", "--deadline", "5s")
     assert code == 0 and len(rows(run)) == 10  # 10 calls at 60 RPM: ~10 s live, over the 5 s deadline
@@ -201,7 +204,7 @@ def test_endpoint_without_batch_api_goes_live(tmp_path: Path, mock: MockBatchSer
     mock.no_batch_api = True
     data = write_dataset(tmp_path / "d.jsonl", 6)
     cfg = write_config(
-        tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=FAST + "batch_max_requests = 2\n"
+        tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=FAST + API + "batch_max_requests = 2\n"
     )
     code, run = _run(tmp_path, cfg, "ok-a", data, "run", "--batch", "on")
     assert code == 0 and len(rows(run)) == 6 and all(r["error"] is None for r in rows(run))
@@ -230,7 +233,7 @@ def test_refused_create_is_retried_and_lost_id_is_found_not_resubmitted(
 
 def test_dry_run_shows_live_and_batch_cost_and_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     data = write_dataset(tmp_path / "d.jsonl", 600)
-    cfg = write_config(tmp_path / "c.toml", "http://127.0.0.1:9/v1", ["slow"], extra_endpoint="rpm = 60\n")
+    cfg = write_config(tmp_path / "c.toml", "http://127.0.0.1:9/v1", ["slow"], extra_endpoint=API + "rpm = 60\n")
     args = ["run", f"jsonl:{data}", "--models", "slow", "--config", str(cfg), "--dry-run", "--batch", "auto"]
     args.append("--keep-going")  # a placeholder URL: no server there
     assert main([*args, "--deadline", "5m"]) == 0
@@ -244,7 +247,7 @@ def test_dry_run_shows_live_and_batch_cost_and_time(tmp_path: Path, capsys: pyte
 
 def test_auto_stays_live_within_the_deadline(tmp_path: Path, mock: MockBatchServer):
     data = write_dataset(tmp_path / "d.jsonl", 4)
-    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=FAST)
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=FAST + API)
     code, run = _run(tmp_path, cfg, "ok-a", data, "run", "--batch", "auto")
     assert code == 0 and mock.total == 4 and not mock.batches and not (run / "batches.jsonl").exists()
 

@@ -187,3 +187,15 @@ def test_an_image_over_the_providers_size_limit_is_refused_before_sending(tmp_pa
     with pytest.raises(ValueError, match=r"6\.0 MB is over Anthropic's 5 MB per-image limit"):
         messages_body(req, "claude-sonnet-4-5", {})
     assert wire_body(req, "gpt-4o", 1, {})["messages"][0]["content"][1]["type"] == "image_url"  # 20 MB for OpenAI
+
+
+def test_an_empty_system_message_is_not_sent_to_anthropic():
+    """JEEBench sends its authors' empty system message; Anthropic refuses empty text, and no `system`
+    is what an empty one means."""
+    from core.types import Decoding, Message, Request
+
+    msgs = [Message(role="system", content=""), Message(role="user", content="q")]
+    req = Request(suite="t", item="i", messages=msgs, decoding=Decoding(max_tokens=16))
+    assert "system" not in messages_body(req, "claude-sonnet-4-5", {})
+    req2 = req.model_copy(update={"messages": [Message(role="system", content="be brief"), msgs[1]]})
+    assert messages_body(req2, "claude-sonnet-4-5", {})["system"] == "be brief"

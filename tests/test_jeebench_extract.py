@@ -82,9 +82,11 @@ def test_variant_prompts_and_decoding() -> None:
     }
     ex = load_few_shot()["phy"]["MCQ"]
     one_shot = pre + "\n\nProblem: " + ex["problem"] + "\nSolution: " + ex["solution"] + "\n\nProblem: " + q
-    assert text_of(reqs["cot-1shot"].messages[0].content) == one_shot + "\nSolution:"
+    assert text_of(reqs["cot-1shot"].messages[1].content) == one_shot + "\nSolution:"
     assert reqs["normal"].decoding.temperature == 0.0 and reqs["normal"].decoding.max_tokens == 2048
-    assert len(reqs["normal"].messages) == 1 and reqs["normal"].messages[0].role == "user"
+    # inference.py: [{"role": "system", "content": ""}, {"role": "user", ...}]
+    assert [(m.role, m.content) for m in reqs["normal"].messages[:1]] == [("system", "")]
+    assert [m.role for m in reqs["normal"].messages] == ["system", "user"]
     assert (reqs["cot-sc"].decoding.n, reqs["cot-sc"].decoding.temperature) == (8, 0.5)
     spec = RunSpec("jeebench", {"variant": "cot-sc"}, samples=3, temperature=0.7)
     assert next(iter(build(spec))).decoding.n == 3
@@ -115,9 +117,10 @@ def test_follow_up_critique_then_judge_terminates() -> None:
     out = follow_up(req, _row(req, hedge), spec)
     assert [r.pass_ for r in out] == ["critique", "judge"]
     crit, judge = out
-    assert text_of(crit.messages[0].content).endswith(
-        hedge + "\n\nFind problems(if any) with the given solutions. If there are any errors, "
-        "correct it and give the new answer."  # §4.4's text
+    assert crit.messages[0].role == "system" and crit.messages[0].content == ""
+    assert text_of(crit.messages[1].content).endswith(
+        hedge + "\n-----------\nFind any problems(if any) with the given solution. If there are any errors, "
+        "correct it and give the new answer."  # the authors' released critique prompts
     )
     assert judge.via == "sim/judge" and judge.model == "m"
     assert [r.pass_ for r in follow_up(crit, _row(crit, hedge, "critique"), spec)] == ["critique-judge"]

@@ -262,3 +262,36 @@ def test_rules_added_on_dev_halves(text: str, qtype: str, question: str | None, 
     """Rules added on the dev halves of the GPT-4 sets and on the authors' two sets (suites/jeebench/README.md);
     the held-out halves were measured after, never read."""
     assert extract(text, qtype, question) == want
+
+
+POINT_Q = "For which point(s) $Q$?\n(A) $\\hat{k}-\\frac{1}{2} \\hat{j}$\n(B) $\\hat{k}$\n(C) $\\hat{k}+\\hat{j}$\n(D) $\\hat{j}$"
+
+
+@pytest.mark.parametrize(
+    ("text", "qtype", "question", "want"),
+    [
+        # an option's content boxed: that option (exactly one option's text equals it, markup dropped)
+        ("Thus, the only possible point $Q$ is $\\boxed{\\hat{k}}$.", "MCQ(multiple)", POINT_Q, "B"),
+        ("So $Q = \\boxed{\\hat{k} + \\hat{j}}$.", "MCQ", POINT_Q, "C"),
+        ("So $Q = \\boxed{2\\hat{k}}$.", "MCQ", POINT_Q, None),  # no option is that
+        # the response ends by declaring the problem faulty, nothing answer-like after the claim: None
+        ("$x_A = -0.85$\nThis indicates that there is an error in the problem statement or the given "
+         "information. Please check the problem statement.", "Numeric", None, None),
+        ("Since $W = 0$ the ratio is undefined. There is an error in the problem statement, and the value "
+         "cannot be determined.", "Numeric", None, None),
+        # ... but an answer given after the claim still counts
+        ("There must be an error in the problem statement. However, assuming the data, x = 1.4 / (-0.4) = "
+         "-3.50", "Numeric", None, -3.5),
+        ("There must be an error in the given options. The closest answer is [B] 198.\nFinal answer: [B] 198",
+         "MCQ", None, "B"),
+        # a number cut off mid-formula is working, not the answer (Integer/Numeric; MCQ letters still read)
+        ("$\\frac{1}{5!}(\\beta - \\alpha) = \\frac{1}{120} \\left[", "Numeric", None, None),
+        ("so we have:\n\\[y =", "Numeric", None, None),
+        ("The value is $\\frac{1}{2} \\left( 3 \\right) = 1.5$", "Numeric", None, 1.5),
+        ("Therefore, the answer is (D).\n(D) $\\frac{1}{2} \\left(", "MCQ", None, "D"),
+    ],
+)  # fmt: skip
+def test_rules_added_on_tuned_sets_for_issue_30(text: str, qtype: str, question: str | None, want: object) -> None:
+    """Added on the tuned sets only (the dev halves of the authors' GPT-4 sets, the extractor CSVs, the GPT-3/3.5
+    sets): +5 there, no loss on any tuned set."""
+    assert extract(text, qtype, question) == want

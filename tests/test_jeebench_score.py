@@ -20,7 +20,8 @@ from suites.jeebench.metrics import (
     score_answer,
     self_consistency,
 )
-from suites.jeebench.report import calibration, thresholding
+from suites.jeebench.paper import FIG7
+from suites.jeebench.report import best_tau, calibration, thresholding
 
 
 @pytest.mark.parametrize(
@@ -130,19 +131,30 @@ def test_thresholding_picks_validation_best_and_reports_test_years() -> None:
         {"year": 2018, "type": "MCQ(multiple)", "gold": "AB", "answers": ["AB"] * 4 + ["ABC"] * 4},
         {"year": 2023, "type": "MCQ", "gold": "D", "answers": ["C"] * 3 + ["D"] * 2 + ["A"] * 3},
         {"year": 2022, "type": "MCQ(multiple)", "gold": "AB", "answers": ["ABC"] * 4 + ["AB"] * 4},
+        {"year": 2022, "type": "Integer", "gold": "5", "answers": [5.0] * 8},  # not in Table 6
     ]
     th = thresholding(qs, Marks(), tau_single=0.0, tau_multiple=0.5)
-    # tau_single: the smallest value > 3/8 (0.5) skips the split MCQ; tau_multiple: C (0.5) out needs > 0.5
-    assert th["tau_single"] == 0.5 and th["tau_multiple"] == 0.625
+    # Fig. 7, validation years, each type along its own threshold: the split MCQ costs -1 up to 3/8; the
+    # MCQ(multiple) has C (0.5) in up to 0.5 (-2), then AB (+4)
+    fig7 = th["fig7"]
+    assert [r[0] for r in fig7["MCQ"]] == [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
+    assert [r[1:] for r in fig7["MCQ"]] == [[3.0, -1.0, 2.0]] * 4 + [[3.0, 0.0, 3.0]] * 5
+    assert [r[1:] for r in fig7["MCQ(multiple)"]] == [[0.0, -2.0, -2.0]] * 5 + [[4.0, 0.0, 4.0]] * 4
+    # ties: the middle of the tied thresholds (0.5-1.0 → 0.75; 0.625-1.0 → the lower middle, 0.75)
+    assert th["tau_single"] == 0.75 and th["tau_multiple"] == 0.75
     assert th["validation_marks"] == {"positive": 7.0, "negative": 0.0, "total": 7.0}
-    t = th["test"]
-    assert t["cot_sc"] == {"positive": 0.0, "negative": -3.0, "total": -3.0}  # C wrong (-1), ABC wrong (-2)
+    t = th["test"]  # Table 6: the MCQ types of 2022-2023 only
+    assert th["test_questions"] == 2
+    assert t["cot_sc"] == {"positive": 0.0, "negative": -3.0, "total": -3.0}  # A wrong (-1), ABC wrong (-2)
     assert t["cot_sc_thresholding"] == {"positive": 4.0, "negative": 0.0, "total": 4.0}  # MCQ skipped, AB
     assert t["single_sample"] == {"positive": 0.0, "negative": -3.0, "total": -3.0}
-    # the curve: validation totals along tau_single (tau_multiple 0.625) and tau_multiple (tau_single 0.5);
-    # 3 (confident MCQ) + the split MCQ (-1 answered, 0 skipped from 0.5) + the MCQ(multiple) (-2 with C, +4)
+    every = th["test_all_types"]  # the Integer's +3 counts only here
+    assert every["cot_sc"]["total"] == 0.0 and every["single_sample"]["total"] == 0.0
+    assert every["cot_sc_thresholding"] == {"positive": 7.0, "negative": 0.0, "total": 7.0}
+    # §4.6 on the 2023 questions: skipped at the tuned 0.75; at the paper's 0.125 A (3/8) is answered, wrong
+    assert th["exam_2023"] == {"total": 0.0, "questions": 1, "paper_tau": -1.0}
+    # the curve: validation totals along tau_single (tau_multiple 0.75) and tau_multiple (tau_single 0.75)
     curve = th["curve"]
-    assert [t for t, _ in curve["tau_single"]] == [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
     assert [v for _, v in curve["tau_single"]] == [6.0] * 4 + [7.0] * 5
     assert [v for _, v in curve["tau_multiple"]] == [1.0] * 5 + [7.0] * 4
     # the authors' per-type plots, every year: MCQ along tau_single (the two split ones -1 each up to 3/8),
@@ -150,7 +162,22 @@ def test_thresholding_picks_validation_best_and_reports_test_years() -> None:
     by = th["by_type"]
     assert [r[1:] for r in by["MCQ"]] == [[3.0, -2.0, 1.0]] * 4 + [[3.0, 0.0, 3.0]] * 5
     assert [r[1:] for r in by["MCQ(multiple)"]] == [[0.0, -4.0, -4.0]] * 5 + [[8.0, 0.0, 8.0]] * 4
-    assert [r[0] for r in by["MCQ"]] == [t for t, _ in curve["tau_single"]]
+
+
+def test_tie_rule_gives_the_papers_optimum_on_the_authors_curves() -> None:
+    """The authors' released marks_dump (GPT-4 CoT+SC; cs678-jeebench data/responses/GPT4_CoT+SC_responses/
+    marks_dump/{positive,negative}_marks_τ.json, 0.99 standing for 1.0): positive minus negative marks per type.
+    The single-correct curve is flat at 185 from 0 to 0.25; the paper's optimum is 0.125 and 0.75 (Fig. 7)."""
+    grid = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
+    pos_s, neg_s = [208, 208, 208, 196, 172, 136, 100, 76, 48], [23, 23, 23, 23, 20, 12, 10, 8, 3]
+    pos_m, neg_m = [4, 151, 208, 249, 289, 294, 279, 243, 188], [350, 270, 228, 192, 138, 104, 86, 58, 32]
+    single = [[t, p, -n, p - n] for t, p, n in zip(grid, pos_s, neg_s, strict=True)]
+    multiple = [[t, p, -n, p - n] for t, p, n in zip(grid, pos_m, neg_m, strict=True)]
+    assert [r[3] for r in single[:3]] == [185, 185, 185]
+    assert (best_tau(single), best_tau(multiple)) == (FIG7["tau_single"], FIG7["tau_multiple"]) == (0.125, 0.75)
+    # the middle of a tie: odd and even counts; a unique maximum wins outright
+    assert best_tau([[0.0, 0, 0, 1], [0.5, 0, 0, 1], [1.0, 0, 0, 0]]) == 0.0
+    assert best_tau([[0.0, 0, 0, 0], [0.5, 0, 0, 2], [1.0, 0, 0, 1]]) == 0.5
 
 
 EXPECTED = {

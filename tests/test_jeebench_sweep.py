@@ -44,16 +44,23 @@ def test_tables_from_the_runs(sweep: Path, capsys: pytest.CaptureFixture[str]) -
         {"label": "b", "variant": "cot-exam", "models": exam["models"], "deviations": []},
     ]
     t2, t5, human = sweep_tables(runs)
-    assert [(r[0], r[1], r[-2]) for r in t2.rows] == [
+    assert [(r[0], r[1], r[-2]) for r in t2.rows if not r[0].startswith("paper")] == [
         (m, v, round(s["models"][m]["overall"], 3)) for m in sorted(cot["models"]) for v, s in
         (("cot", cot), ("cot-exam", exam))
     ]  # fmt: skip
-    for r in t5.rows:
+    # the paper's numbers beside ours: Table 2's GPT-4+CoT row, Table 5's GPT-4 row (negatives signed)
+    assert t2.rows[-1] == ["paper: GPT-4+CoT", "cot", 0.468, 0.280, 0.335, 0.256, 0.473, 0.448, 0.175, 0.350, 515]
+    assert t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", 489, -181, 308, 404, -206, 198, -110]
+    for r in t5.rows[:-1]:
         a, b = cot["models"][r[0]]["marks_mcq"], exam["models"][r[0]]["marks_mcq"]
         assert r[1:] == [a["positive"], a["negative"], a["total"], b["positive"], b["negative"], b["total"],
                          b["total"] - a["total"]]  # fmt: skip
-    for r in human.rows:  # only the cot run answered the whole 2023 paper
-        assert r[1] == "cot" and r[3] == MAX_2023 and r[4] == round(r[2] * 360 / 229, 1)
+    ours, ref = human.rows[:-3], human.rows[-3:]
+    assert len(ours) == 2
+    for r in ours:  # only the cot run answered the whole 2023 paper
+        assert r[1:3] == ["cot", "as answered"] and r[4] == MAX_2023 and r[5] == round(r[3] * 360 / 229, 1)
+    # §4.6's reference points: GPT-4's 49/229 → 77/360, the candidates' top 10% (97) and top 20% (70)
+    assert [(r[3], r[4], r[5]) for r in ref] == [(49, 229, 77), (None, None, 97), (None, None, 70)]
     assert "a: answers read by rules" in t2.note and "b:" not in t2.note
 
 

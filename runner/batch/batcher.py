@@ -29,12 +29,13 @@ from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from providers.batches import batch_api
 from runner import learned
-from runner.batch.journal import Batch, Journal, load_journal
+from runner.batch.journal import Batch, Journal, age, batch_errors, counts_text, load_journal
 from runner.batch.plan import batch_lanes
 from runner.lanes import Lane
 from runner.pool import ModelEntry
 from runner.rows import answer_row, billed, contiguous, error_row, exhausted, exhausted_row
 from runner.scheduler import Scheduler
+from runner.spend import paid
 
 log = logging.getLogger("evalsweep")
 T = TypeVar("T")
@@ -94,6 +95,12 @@ class Batcher:
     # --- the scheduler's entry point ----------------------------------------------------------
 
     async def send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
+        if m.spend is not None:  # a spend ceiling (runner.spend): worst case reserved at the live price,
+            sent = all(keys[s] in self.attached or keys[s] in self.ready for s in group)  # unless sent before
+            return await paid(m, req, group, keys, lambda: self._send(req, m, group, keys), sent)
+        return await self._send(req, m, group, keys)
+
+    async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
         why = self.live_only.get(m.cfg.name)
         if why is not None:
             return await self._rows(req, m, keys, {s: Result(None, error=why) for s in group})
@@ -295,7 +302,7 @@ class Batcher:
                         self._deliver(b, lane, b.lines[cid], comp, err)
 
             await self._retry(ep, download)
-            missing = f"missing from the results of batch {b.id} ({st.state}{_errors(st.raw)})"
+            missing = f"missing from the results of batch {b.id} ({st.state}{batch_errors(st.raw)})"
             for cid in b.lines.keys() - seen:
                 self._deliver(b, lane, b.lines[cid], None, missing)
         except asyncio.CancelledError:
@@ -316,7 +323,7 @@ class Batcher:
                 self._deliver(b, lane, b.lines[cid], None, f"batch {b.id or b.local} failed: {msg}")
         b.ended = True
         self.journal.ended(b)
-        log.info("batch %s of %s %s: %s", b.id or b.local, b.model, b.state, _fmt_counts(b))
+        log.info("batch %s of %s %s: %s", b.id or b.local, b.model, b.state, counts_text(b))
 
     def _resubmit(self, b: Batch, lines: list[bytes] | None) -> bool:
         """A batch its key's quota refused before it existed goes to the model's next batch key (at
@@ -414,11 +421,11 @@ class Batcher:
         queued = len(self.queues[model].lines) if model in self.queues else 0
         parts = [f"{queued} queued"] if queued else []
         if active:
-            age = _age(time.time() - min(b.t for b in active))
+            oldest = age(time.time() - min(b.t for b in active))
             states = ",".join(sorted({b.state for b in active}))
             total = sum(b.counts.get("total") or len(b.lines) for b in active)
             n_done = sum(b.counts.get("done", 0) for b in active)
-            parts.append(f"{len(active)} {states} ({n_done:,}/{total:,} done, oldest {age})")
+            parts.append(f"{len(active)} {states} ({n_done:,}/{total:,} done, oldest {oldest})")
         if done:
             parts.append(f"{len(done)} ended")
         return " · ".join(parts)
@@ -433,18 +440,3 @@ class Batcher:
         for api in self._apis.values():
             await api.close()
         self.journal.close()
-
-
-def _age(s: float) -> str:
-    return f"{s / 3600:.1f}h" if s >= 3600 else f"{s / 60:.0f}m" if s >= 60 else f"{s:.0f}s"
-
-
-def _fmt_counts(b: Batch) -> str:
-    n = b.n_keys
-    return f"{n - len(b.failed)}/{n} answered" + (f", {len(b.failed)} go live" if b.failed else "")
-
-
-def _errors(raw: dict[str, Any]) -> str:
-    """The provider's reason when a whole batch failed validation (OpenAI `errors.data`)."""
-    data = (raw.get("errors") or {}).get("data") or []
-    return f": {str(data[0].get('message', ''))[:200]}" if data and isinstance(data[0], dict) else ""

@@ -112,3 +112,18 @@ def pending_models(run_dir: Path) -> set[str]:
     """Models with journaled batches not yet ended: they stay in batch mode on resume, whatever the
     flags now say, so that nothing in flight is paid for twice."""
     return {b.model for b in load_journal(run_dir).values() if not b.ended}
+
+
+def age(s: float) -> str:
+    return f"{s / 3600:.1f}h" if s >= 3600 else f"{s / 60:.0f}m" if s >= 60 else f"{s:.0f}s"
+
+
+def counts_text(b: Batch) -> str:
+    n = b.n_keys
+    return f"{n - len(b.failed)}/{n} answered" + (f", {len(b.failed)} go live" if b.failed else "")
+
+
+def batch_errors(raw: dict[str, Any]) -> str:
+    """The provider's reason when a whole batch failed validation (OpenAI `errors.data`)."""
+    data = (raw.get("errors") or {}).get("data") or []
+    return f": {str(data[0].get('message', ''))[:200]}" if data and isinstance(data[0], dict) else ""

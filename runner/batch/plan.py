@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from providers.batches import BATCH_APIS
 from runner.lanes import Lane
@@ -25,12 +26,27 @@ OUT_TOKENS_PER_S = 50.0
 BATCH_WALL = "≤24h (~1h typical)"
 
 
+BATCH_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+"""The hosts whose batch APIs we implement, by endpoint kind. Other servers of kind openai (DeepSeek,
+xAI, vLLM, Together...) speak the chat API but have no batch API: they batch only when their config
+says so (`batch = true`, or `batch_api = true` for a proxy or Azure that implements OpenAI's)."""
+
+
+def has_batch_api(ep: Any) -> bool:
+    """Whether an endpoint's provider takes our batches: a kind we implement, on its provider's own host
+    (Anthropic's default base URL included) or declared in the config; never with `batch = false`."""
+    if ep.kind not in BATCH_APIS or ep.batch is False:
+        return False
+    if ep.batch or ep.batch_api:
+        return True
+    host = urlsplit(ep.base_url).hostname if ep.base_url else BATCH_HOSTS.get(ep.kind)
+    return host == BATCH_HOSTS.get(ep.kind)
+
+
 def batch_lanes(m: ModelEntry) -> list[Lane]:
     """The model's lanes that can take batches (one provider kind: a file goes to one API). A model
-    served on the Responses API goes live: batch files here carry chat-completions bodies."""
-    if m.shape is not None and m.shape.api == "responses":
-        return []
-    ok = [ln for ln in m.lanes if ln.endpoint.kind in BATCH_APIS and ln.endpoint.batch is not False]
+    served only on the Responses API batches as `/v1/responses` lines (providers.batch_openai)."""
+    ok = [ln for ln in m.lanes if has_batch_api(ln.endpoint)]
     return [ln for ln in ok if ln.endpoint.kind == ok[0].endpoint.kind] if ok else []
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.types import Request, Row, text_of, user
+from core.types import Message, Request, Row, user
 from suites.base import (
     RunSpec,
     ScoreReport,
@@ -24,17 +24,21 @@ from suites.base import (
     Truncation,
     by_model,
     judge_request,
+    ranked,
     with_protocol,
 )
 from suites.jeebench.baselines import (
     by_year,
+    latest_vs_rest,
     mcq_marks,
     mcq_marks_table,
     random_row,
     random_table,
+    table1,
     year_table,
 )
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
+from suites.jeebench.exam import exam_table, fig7_png, fig8_png
 from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
     EXTRACTORS,
@@ -48,6 +52,7 @@ from suites.jeebench.metrics import (
 )
 from suites.jeebench.prompts import JUDGE, VARIANTS, critique_prompt, prompt
 from suites.jeebench.report import (
+    PAPER_TAU,
     calibration,
     calibration_pairs,
     reliability_png,
@@ -57,6 +62,8 @@ from suites.jeebench.report import (
 )
 from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
 
+SYSTEM = Message(role="system", content="")
+"""inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 MAX_TOKENS = 2048
 SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
 CRITIQUE_JUDGE = "critique-judge"
@@ -71,13 +78,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tau-single",
         type=float,
         default=None,
-        help="cot-sc: keep an MCQ vote winner only at this vote share (default 0)",
+        help="cot-sc: keep an MCQ vote winner only at this vote share (default 0; the paper's tuned 0.125 is "
+        "its own too)",
     )
     p.add_argument(
         "--tau-multiple",
         type=float,
         default=None,
-        help="cot-sc: select MCQ(multiple) letters at this vote share (default 0.5)",
+        help="cot-sc: select MCQ(multiple) letters at this vote share (default 0.5; the paper's tuned 0.75 "
+        "is its own too)",
     )
     p.add_argument(
         "--marks", default=None, metavar="KEY=V,...", help="exam marks, e.g. mcq_wrong=-1,multi_wrong=-2"
@@ -141,7 +150,7 @@ def build(spec: RunSpec) -> Iterator[Request]:
         yield Request(
             suite="jeebench",
             item=it.id,
-            messages=[user(prompt(it, variant, few_shot))],
+            messages=[SYSTEM, user(prompt(it, variant, few_shot))],
             decoding={"temperature": temp, "max_tokens": MAX_TOKENS, "n": n},
             sim=answer_sim(it),
             meta={"type": it.type, "subject": it.subject},
@@ -165,7 +174,7 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
                 model=req.model,
                 sample=row["sample"],
                 pass_="critique",
-                messages=[user(critique_prompt(text_of(req.messages[0].content), row.get("text") or ""))],
+                messages=[SYSTEM, user(critique_prompt(it, row.get("text") or ""))],
                 decoding={"temperature": 0.0, "max_tokens": MAX_TOKENS},
                 sim=critique_sim(it),
                 meta=req.meta,
@@ -269,6 +278,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     for model, groups in by_model(trunc.watch(rows)):
         srows: list[Row] = []
         qs: list[dict[str, Any]] = []
+        failed = [0, 0]  # questions with no answered sample, samples whose call failed
         for item, grp in groups:
             it = items.get(item)
             if it is None:
@@ -278,18 +288,32 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 continue  # only follow-up rows survived (cannot happen in a complete run)
             row = _scored(model, it, q, variant, ts, tm, marks, ex)
             sink(row)
+            failed[0] += row["score"] is None
+            failed[1] += q["errors"]
             if row["score"] is not None:
                 srows.append(row)
                 qs.append(q)
         models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir, ex)
+        models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
     asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
     extra["random_baseline"] = rand = random_row(asked)
-    more = [random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant)]
+    order = ranked(models, "overall")
+    exam = exam_table(models, variant, order)
+    if exam is not None and fig8_png(exam.rows, run_dir / "jeebench_fig8.png", f"jeebench ({variant}): Fig. 8"):
+        extra["fig8_png"] = "jeebench_fig8.png"
+    f7 = {m: s["thresholding"]["fig7"] for m in order if (s := models[m]).get("thresholding")}
+    if fig7_png(f7, run_dir / "jeebench_fig7.png", f"jeebench ({variant}): Fig. 7"):
+        extra["fig7_png"] = "jeebench_fig7.png"
+    more = [table1(asked), random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant),
+            exam]  # fmt: skip
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
-    return with_protocol(report, deviations(spec, unread(models)), trunc)
+    if (ts, tm) != (0.0, 0.5):  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers, not Table 2's SC@8
+        report.tables[0].note += f"; SC answers thresholded at tau {ts:g}/{tm:g} (Table 2's SC@8 row: 0/0.5)"
+    lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
+    return with_protocol(report, deviations(spec, unread(models), lost), trunc)
 
 
 def _model_scores(
@@ -309,6 +333,7 @@ def _model_scores(
     s["marks_ci95"] = marks_ci(srows)
     s["marks_mcq"] = mcq_marks(srows)
     s["by_year"] = by_year(srows)
+    s["latest_vs_rest"] = latest_vs_rest(srows)
     s["marks_by_year"] = {
         str(y): {"total": float(sum(r["marks"] for r in srows if r["year"] == y)),
                  "questions": sum(r["year"] == y for r in srows)}
@@ -346,16 +371,20 @@ def reading(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> 
     return f"{line}; unread answers (scored 0): {per or 'none scored'}"
 
 
-def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> list[str]:
-    """Departures from the paper's protocol (README.md: Protocol). `counts` (at scoring time): each model's
-    unread answers, said in the reading line."""
+def deviations(
+    spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None, lost: dict[str, dict[str, int]] | None = None
+) -> list[str]:
+    """Departures from the paper's protocol (README.md: Protocol). At scoring time, `counts`: each model's
+    unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples)."""
     variant, out = _variant(spec), []
     sc = variant == "cot-sc"
     ts, tm = _taus(spec)
-    if ts != 0.0:
-        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0)")
-    if tm != 0.5:
-        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5)")
+    if ts not in (0.0, PAPER_TAU[0]):
+        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0 for "
+                   f"Table 2, {PAPER_TAU[0]:g} tuned in §4.5.3)")  # fmt: skip
+    if tm not in (0.5, PAPER_TAU[1]):
+        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5 for "
+                   f"Table 2, {PAPER_TAU[1]:g} tuned in §4.5.3)")  # fmt: skip
     changed = Marks.parse(spec.opt("marks")).changed()
     if changed:
         out.append("exam marks " + ", ".join(changed))
@@ -367,8 +396,11 @@ def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) 
         )
     if variant == "cot-critique":
         out.append(
-            "the critique pass's framing is ours: the CoT prompt, the answer and §4.4's instruction joined by "
-            "blank lines (the authors' code has no critique mode; the paper quotes only the instruction)"
+            "the critique prompt is the authors' released one (200 prompts of 2016-2019: the problem, the CoT "
+            "answer, a '-----------' line, 'Find any problems(if any) with the given solution...'), whose "
+            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); their "
+            "critique decoding and the prompts of the other 315 questions are not released (T=0, 2048 tokens and "
+            "the same framing assumed)"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
@@ -381,6 +413,10 @@ def deviations(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) 
         )
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of the 515 questions")
+    if lost:
+        per = ", ".join(f"{m} {v['questions']} questions, {v['samples']} samples" for m, v in sorted(lost.items()))
+        out.append(f"calls that failed are left out (the authors' inference.py retries until it gets an answer): "
+                   f"{per}; scores are over the answered questions")  # fmt: skip
     return out + [reading(spec, counts)]
 
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import re
 
-from suites.jeebench.fallbacks import bare_answer, final_line_answer, option_of_text, option_of_value
+from suites.jeebench.fallbacks import (
+    bare_answer,
+    boxed_option,
+    cut_mid_formula,
+    ends_in_error_claim,
+    final_line_answer,
+    option_of_text,
+    option_of_value,
+)
 from suites.jeebench.rules import (  # noqa: F401  (Answer, LETTERS: the answer types, re-exported)
     LETTERS,
     Answer,
@@ -31,7 +39,7 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
     """The rule-based answer of `text` for a question of type `qtype` (None: no answer that fits)."""
     if not text or not text.strip():
         return None
-    if _REFUSAL.search(text[:300]) and len(text) < 600:
+    if (_REFUSAL.search(text[:300]) and len(text) < 600) or ends_in_error_claim(text):
         return None
     if qtype in ("MCQ", "MCQ(multiple)"):
         text = _SUB_ITEM.sub(r"[\1]", text)  # "[D(i)]": option D's first part, still option D
@@ -39,7 +47,10 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
             extract_letters(text, qtype, question)
             or option_of_value(text, question)
             or option_of_text(text, question, qtype)
+            or boxed_option(text, question)
         )
+    elif cut_mid_formula(text):  # the authors' extracts: None for a number cut off mid-formula (not MCQs)
+        return None
     else:
         ans = extract_number(text, qtype, question)
     if ans is None:

@@ -96,6 +96,43 @@ def option_of_text(text: str, question: str | None, qtype: str) -> str | None:
     return "".join(sorted(hits))
 
 
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+
+
+def boxed_option(text: str, question: str | None) -> str | None:
+    """An MCQ answered by boxing one option's content ("the only possible point Q is $\\boxed{\\hat{k}}$"):
+    the one option whose text, LaTeX markup dropped, equals the last boxed expression's."""
+    boxed = _BOXED.findall(text)
+    if not boxed:
+        return None
+    got = _plain(boxed[-1])
+    hits = [m.group(1) for m in _OPTION.finditer(question or "") if got and _plain(m.group(2)) == got]
+    return hits[0] if len(hits) == 1 else None
+
+
+_ERROR_CLAIM = re.compile(
+    r"(?:error|mistake|inconsistenc\w*|typo)s?\s+in\s+the\s+(?:problem|question|given)|please\s+check\s+the\s+"
+    r"(?:problem|question)",
+    re.I,
+)
+_ANSWER_LIKE = re.compile(r"\d|\\boxed|[(\[][A-D][)\]]")
+
+
+def ends_in_error_claim(text: str) -> bool:
+    """A response that ends by declaring the problem faulty ("...there is an error in the problem statement.
+    Please check the given information.") with nothing answer-like after the claim: no answer (the
+    authors' hand extracts give None; a number read from the working before it is not the answer)."""
+    tail = text[-400:]
+    claims = list(_ERROR_CLAIM.finditer(tail))
+    return bool(claims) and not _ANSWER_LIKE.search(tail[claims[-1].end():])
+
+
+def cut_mid_formula(text: str) -> bool:
+    """A response cut off inside a formula (its last line opens more `\\left` than it closes, or ends on `=`,
+    an operator or an opening bracket): a number read from it is working, not the final answer."""
+    last = text.rstrip().splitlines()[-1] if text.strip() else ""
+    return last.count("\\left") > last.count("\\right") or last.rstrip().endswith(("=", "\\", "+", "-", "(", "{", "["))
+
 
 _L = r"[(\[]?[A-D][)\]]?"
 _TRUE_LIST = re.compile(

@@ -1,5 +1,6 @@
 """The paper's prompts, verbatim from the authors' inference code (typos included: "the final will be",
-"upto"; §4.4's "problems(if any)"). One user message, empty system prompt."""
+"upto") and their released critique prompts. Every call sends an empty system message and one user message,
+as inference.py does (`[{"role": "system", "content": ""}, {"role": "user", ...}]`)."""
 
 from __future__ import annotations
 
@@ -27,14 +28,17 @@ EXAM = {
 }
 
 COT_SUFFIX = "Let's think step by step.\n"
-CRITIQUE = (
-    "\n\nFind problems(if any) with the given solutions. If there are any errors, correct it and "
-    "give the new answer."
+CRITIQUE_SEPARATOR = "\n-----------\n"
+CRITIQUE = "Find any problems(if any) with the given solution. If there are any errors, correct it and give the new answer."
+"""§4.4's self-critique instruction as the authors sent it: their 200 released critique prompts
+(somethingdevs/cs678-jeebench, data/responses/GPT4_CoT_self_refine_responses/responses_old.json, 2016-2019,
+built on the released CoT completions) are all `"Problem: " + question + "\nSolution: Let's think step by
+step.\n\n" + CoT answer + CRITIQUE_SEPARATOR + CRITIQUE`: no type instruction, a dashed separator, and
+"Find any problems(if any) with the given solution." where the paper's §4.4 quotes "Find problems(if any) with
+the given solutions." (the sent prompt is followed; the quote differs, recorded with the run)."""
+PAPER_CRITIQUE = (
+    "Find problems(if any) with the given solutions. If there are any errors, correct it and give the new answer."
 )
-"""§4.4's self-critique instruction as the paper quotes it ("Find problems(if any) with the given
-solutions..."), after the CoT prompt and the model's first solution. The authors' inference.py has no
-critique mode and the paper gives no framing, so the parts are joined by blank lines as the authors join
-their prompts' parts ("\n\n"), with no separator of our own; the run records this as a deviation."""
 
 
 def question_text(item: Item) -> str:
@@ -63,8 +67,10 @@ def prompt(item: Item, variant: str, few_shot: dict[str, dict[str, dict[str, str
     return p.strip()
 
 
-def critique_prompt(cot_prompt: str, cot_response: str) -> str:
-    return (cot_prompt + "\n\n" + cot_response + CRITIQUE).strip()
+def critique_prompt(item: Item, cot_response: str) -> str:
+    """The critique pass's prompt for `item`, byte for byte as the authors' released ones."""
+    return "Problem: " + question_text(item) + "\nSolution: " + COT_SUFFIX + "\n" + cot_response + \
+        CRITIQUE_SEPARATOR + CRITIQUE
 
 
 JUDGE = {

@@ -10,13 +10,18 @@ from typing import Any
 import numpy as np
 
 from suites.base import Table, ranked
-from suites.jeebench.data import ALL_YEARS, SUBJECTS, TEST_YEARS, TYPES, VALIDATION_YEARS
+from suites.jeebench.data import ALL_YEARS, MCQ_TYPES, SUBJECTS, TEST_YEARS, TYPES, VALIDATION_YEARS
+from suites.jeebench.exam import ci0 as _ci0
+from suites.jeebench.exam import threshold_tables
 from suites.jeebench.extract import Answer
 from suites.jeebench.metrics import Marks, mark_totals, marks_for, option_shares, self_consistency
+from suites.jeebench.paper import FIG6, TABLE2, TABLE2_ROWS
 from suites.stats import ci_list, ci_method
 
 N_BINS = 10
 GRID = np.round(np.arange(0.0, 1.0 + 1e-9, 0.125), 3)
+PAPER_TAU = (0.125, 0.75)
+"""§4.5.3 / Fig. 7: the paper's optimum (τ_single, τ_multiple) on GPT-4's validation years."""
 
 
 def calibration_pairs(questions: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -103,39 +108,77 @@ def total_ci(marks: Sequence[float]) -> list[float] | None:
     return None if ci is None else [ci[0] * len(marks), ci[1] * len(marks)]
 
 
+def fig7_curves(
+    questions: Sequence[dict[str, Any]], m: Marks, ex: str = "reference"
+) -> dict[str, list[list[float]]]:
+    """Fig. 7 (§4.5.3): per MCQ type, [threshold, positive, negative, total] marks of that type's questions
+    of the validation years 2016-2021 along its own threshold (the two types are disjoint, so each threshold
+    acts on its own type only)."""
+    out: dict[str, list[list[float]]] = {}
+    for kind in MCQ_TYPES:
+        qs = [q for q in questions if q["type"] == kind]
+        rows = []
+        for t in GRID:
+            mk = _marks_at(qs, VALIDATION_YEARS, float(t), float(t), m, ex)
+            rows.append([float(t), mk["positive"], mk["negative"], mk["total"]])
+        out[kind] = rows
+    return out
+
+
+def best_tau(curve: Sequence[Sequence[float]]) -> float:
+    """The threshold of a curve's highest total; on a tie, the middle of the tied thresholds (the lower
+    middle of an even count). The paper states no tie rule; its Fig. 7 optimum τ_single = 0.125 lies in the
+    middle of the authors' flat stretch 0-0.25 (their released mcq_single_marks.png: 185 marks at 0, 0.125
+    and 0.25), which neither "smallest" (0) nor "largest" (0.25) gives."""
+    top = max(r[-1] for r in curve)
+    tied = [float(r[0]) for r in curve if r[-1] >= top - 1e-9]
+    return tied[(len(tied) - 1) // 2]
+
+
 def thresholding(
     questions: Sequence[dict[str, Any]], m: Marks, tau_single: float, tau_multiple: float, ex: str = "reference"
 ) -> dict[str, Any]:
-    """Grid-search (tau_single, tau_multiple) on the validation years for total marks (ties → the smaller
-    thresholds), then report marks on the test years with the default and the chosen thresholds."""
-    best: tuple[float, float, float] | None = None
-    for ts in GRID:
-        for tm in GRID:
-            total = _marks_at(questions, VALIDATION_YEARS, float(ts), float(tm), m, ex)["total"]
-            if best is None or total > best[0] + 1e-9:
-                best = (total, float(ts), float(tm))
-    assert best is not None
-    _, ts_best, tm_best = best
-    single = []
+    """§4.5.3: τ_single and τ_multiple from the validation years (Fig. 7's curves, `best_tau`), then Table 6:
+    marks on the MCQ types of the test years 2022-2023 (the paper's Table 6 counts MCQs only: the released
+    greedy CoT extracts give its 109/43/66 so; all types give 144/43/101) with the run's thresholds and the
+    chosen ones; `test_all_types` keeps every type. `exam_2023`: §4.6's marks on the whole 2023 paper with the
+    chosen thresholds on MCQs and the majority vote on Integer and Numeric."""
+    fig7 = fig7_curves(questions, m, ex)
+    ts_best, tm_best = best_tau(fig7["MCQ"]), best_tau(fig7["MCQ(multiple)"])
+    mcq = [q for q in questions if q["type"] in MCQ_TYPES]
+    single: dict[str, list[float]] = {"mcq": [], "all": []}
     for q in questions:
         if q["year"] in TEST_YEARS:
             a0 = q["answers"][0] if q["answers"] else None
-            single.append(marks_for(q["gold"], a0, q["type"], m, q["year"], ex))
+            v = marks_for(q["gold"], a0, q["type"], m, q["year"], ex)
+            single["all"].append(v)
+            if q["type"] in MCQ_TYPES:
+                single["mcq"].append(v)
+
+    def test(qs: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:
+        return {"cot_sc": _marks_at(qs, TEST_YEARS, tau_single, tau_multiple, m, ex),
+                "cot_sc_thresholding": _marks_at(qs, TEST_YEARS, ts_best, tm_best, m, ex),
+                "single_sample": mark_totals(single[key])}  # fmt: skip
+
+    y2023 = range(2023, 2024)
     return {
         "tau_single": ts_best,
         "tau_multiple": tm_best,
         "test_ci95": {
-            "cot_sc": total_ci(_marks_list(questions, TEST_YEARS, tau_single, tau_multiple, m, ex)),
-            "cot_sc_thresholding": total_ci(_marks_list(questions, TEST_YEARS, ts_best, tm_best, m, ex)),
-            "single_sample": total_ci(single),
+            "cot_sc": total_ci(_marks_list(mcq, TEST_YEARS, tau_single, tau_multiple, m, ex)),
+            "cot_sc_thresholding": total_ci(_marks_list(mcq, TEST_YEARS, ts_best, tm_best, m, ex)),
+            "single_sample": total_ci(single["mcq"]),
         },
-        "validation_marks": _marks_at(questions, VALIDATION_YEARS, ts_best, tm_best, m, ex),
-        "test": {
-            "cot_sc": _marks_at(questions, TEST_YEARS, tau_single, tau_multiple, m, ex),
-            "cot_sc_thresholding": _marks_at(questions, TEST_YEARS, ts_best, tm_best, m, ex),
-            "single_sample": mark_totals(single),
+        "validation_marks": _marks_at(mcq, VALIDATION_YEARS, ts_best, tm_best, m, ex),
+        "test": test(mcq, "mcq"),
+        "test_all_types": test(questions, "all"),
+        "test_questions": sum(1 for q in mcq if q["year"] in TEST_YEARS),
+        "exam_2023": {
+            "total": _marks_at(questions, y2023, ts_best, tm_best, m, ex)["total"],
+            "questions": sum(1 for q in questions if q["year"] == 2023),
+            "paper_tau": _marks_at(questions, y2023, PAPER_TAU[0], PAPER_TAU[1], m, ex)["total"],
         },
-        "test_questions": sum(1 for q in questions if q["year"] in TEST_YEARS),
+        "fig7": fig7,
         "by_type": by_type_curves(questions, m, ex),
         "curve": {  # validation-year total marks along each threshold, the other held at its chosen value
             "tau_single": [[float(t), _marks_at(questions, VALIDATION_YEARS, float(t), tm_best, m, ex)["total"]]
@@ -179,12 +222,13 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
         s = models[name]
         vals = [s["by_subject"].get(c) for c in SUBJECTS] + [s["by_type"].get(c) for c in TYPES]
         rows.append([name, variant, *map(_r3, vals), _r3(s["overall"]), s.get("ci95"), s["n"]])
+    rows += table2_paper_rows(variant)
     out = [
         Table(
             title=f"jeebench ({variant}): scores (the paper's Table 2 layout)",
             columns=["model", "variant", *cols, "overall", "95% CI", "questions"],
             rows=rows,
-            note=note,
+            note=note + "; rows `paper: ...` are the paper's Table 2 (gpt-4-0314 and the models it names)",
             key=("overall", "95% CI"),
         )
     ]
@@ -224,53 +268,7 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
             key=("total", "95% CI"),
         )
     )
-    th_rows = []
-    for n in order:
-        th = models[n].get("thresholding")
-        if th:
-            t, tci = th["test"], th.get("test_ci95", {})
-            th_rows += [
-                [
-                    n,
-                    "CoT (single sample: sample 0)",
-                    *(t["single_sample"][k] for k in ("positive", "negative", "total")),
-                    _ci0(tci.get("single_sample")),
-                ],
-                [
-                    n,
-                    "CoT+SC",
-                    *(t["cot_sc"][k] for k in ("positive", "negative", "total")),
-                    _ci0(tci.get("cot_sc")),
-                ],
-                [
-                    n,
-                    f"CoT+SC+thresholding (tau_single={th['tau_single']}, tau_multiple={th['tau_multiple']})",
-                    *(t["cot_sc_thresholding"][k] for k in ("positive", "negative", "total")),
-                    _ci0(tci.get("cot_sc_thresholding")),
-                ],
-            ]
-    if th_rows:
-        out.append(
-            Table(
-                title="jeebench: confidence thresholding, marks on the test years 2022-2023 "
-                "(thresholds tuned on 2016-2021)",
-                columns=["model", "method", "positive", "negative", "total", "95% CI"],
-                rows=th_rows,
-                note=ci_method() + " (test-year questions; thresholds held fixed)",
-                key=("total", "95% CI"),
-            )
-        )
-    curves = [(n, models[n]["thresholding"]["curve"]) for n in order if models[n].get("thresholding", {}).get("curve")]
-    if curves:
-        out.append(
-            Table(
-                title="jeebench: validation-year (2016-2021) total marks along each threshold (the thresholding curve)",
-                columns=["model", "threshold", *(f"{t:g}" for t in GRID)],
-                rows=[[n, k, *(v for _, v in c[k])] for n, c in curves for k in ("tau_single", "tau_multiple")],
-                note="each curve holds the other threshold at its chosen value; the chosen point is the curve's "
-                "maximum (ties: the smaller threshold)",
-            )
-        )
+    out += threshold_tables(models, order)
     cal_rows = [
         [
             n,
@@ -284,14 +282,17 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
     if cal_rows:
         out.append(
             Table(
-                title="jeebench: calibration of option vote shares (MCQ types, 10 bins)",
+                title="jeebench: calibration of option vote shares (MCQ types, 10 bins; §4.5.2, Fig. 6)",
                 columns=["model", "MCE", "ACE", "pairs"],
-                rows=cal_rows,
+                rows=cal_rows + [["paper: GPT-4+CoT+SC@8", FIG6["MCE"], FIG6["ACE"], None]],
+                note="The paper gives no number of bins; its row is GPT-4's (gpt-4-0314) 8 samples at T=0.5.",
             )
         )
     return out
 
 
-def _ci0(ci: list[float] | None) -> str:
-    """A CI of marks, in whole marks."""
-    return "-" if not ci else f"[{ci[0]:.0f}, {ci[1]:.0f}]"
+def table2_paper_rows(variant: str) -> list[list[Any]]:
+    """The paper's Table 2 rows of this prompting method, in our Table 2 layout (`paper: ...` rows)."""
+    cols = [*SUBJECTS, *TYPES, "overall"]
+    return [[f"paper: {name}", variant, *(TABLE2[name][c] for c in cols), None, 515]
+            for name in TABLE2_ROWS.get(variant, ())]  # fmt: skip

@@ -10,9 +10,12 @@ from typing import Any
 
 from suites.base import Table
 from suites.jeebench.data import SUBJECTS, TYPES
+from suites.jeebench.exam import exam_rows, exam_view
+from suites.jeebench.paper import SEC46, TABLE5, TABLE5_MAX
+from suites.jeebench.report import table2_paper_rows
 
 ORDER = ("normal", "cot", "cot-1shot", "cot-critique", "cot-sc", "cot-exam")
-MAX_2023, EXAM_TOTAL = 229, 360
+MAX_2023, EXAM_TOTAL = SEC46["of"], SEC46["exam_total"]
 """The 2023 questions' maximum marks (27 MCQ x 3 + 10 MCQ(multiple) x 4 + 24 Integer x 4 + 4 Numeric x 3;
 `metrics.Marks`) and the 2023 exam's full marks (both papers: 360; the paper scales by 360/229)."""
 
@@ -46,11 +49,14 @@ def table2(runs: Sequence[Mapping[str, Any]]) -> Table | None:
             rows.append([m, r["variant"], *map(_r3, vals), _r3(s["overall"]), s.get("n")])
     if len({r["variant"] for r in runs}) < 2 or not rows:
         return None
+    for v in dict.fromkeys(r["variant"] for r in runs):
+        rows += [[*p[:-2], p[-1]] for p in table2_paper_rows(v)]  # no CI column here
     return Table(
         title="jeebench: Table 2 across variants (one row per model and prompting method)",
         columns=["model", "variant", *SUBJECTS, *TYPES, "overall", "questions"],
         rows=rows,
-        note=_note(runs, "Each run scored over its answered questions (see each run's own table for CIs)."),
+        note=_note(runs, "Each run scored over its answered questions (see each run's own table for CIs); rows "
+                   "`paper: ...` are the paper's Table 2."),
         key=("overall",),
     )
 
@@ -68,6 +74,9 @@ def table5(runs: Sequence[Mapping[str, Any]]) -> Table | None:
         if a and b:
             rows.append([m, *(a[k] for k in ("positive", "negative", "total")),
                          *(b[k] for k in ("positive", "negative", "total")), b["total"] - a["total"]])  # fmt: skip
+    if rows:
+        pc, pe = TABLE5["cot"], TABLE5["cot-exam"]
+        rows.append(["paper: GPT-4 (gpt-4-0314)", *pc, *pe, pe[2] - pc[2]])
     if not rows:
         return None
     return Table(
@@ -75,31 +84,28 @@ def table5(runs: Sequence[Mapping[str, Any]]) -> Table | None:
         columns=["model", "cot +", "cot −", "cot total", "exam +", "exam −", "exam total", "exam − cot"],
         rows=rows,
         note=_note([c, e], "The exam prompt states the marking scheme (MCQ types only); the paper finds it "
-                   "does not teach the model to skip."),  # fmt: skip
+                   f"does not teach the model to skip. The paper's row: Table 5, out of {TABLE5_MAX} "
+                   "(its negative marks printed unsigned)."),  # fmt: skip
         key=("cot total", "exam total"),
     )
 
 
 def human_view(runs: Sequence[Mapping[str, Any]]) -> Table | None:
-    """§4.6: a model's marks on the 2023 paper out of its 229 marks, and scaled to the exam's 360."""
+    """§4.6: each run's marks on the 2023 paper out of its 229 marks, scaled to the exam's 360, beside the
+    candidates' top 10% and top 20% and the paper's GPT-4 (`exam.exam_rows`). One run: its own table has it."""
+    if len(runs) < 2:
+        return None
     rows, used = [], []
     for r in sorted(runs, key=_variant_key):
         for m, s in sorted(r["models"].items()):
-            y = (s.get("marks_by_year") or {}).get("2023", (s.get("marks_by_year") or {}).get(2023))
-            if not y or y.get("questions") != 65:  # the whole 2023 paper (65 questions) or nothing
-                continue
-            rows.append([m, r["variant"], y["total"], MAX_2023, round(y["total"] * EXAM_TOTAL / MAX_2023, 1)])
-            used += [r] if r not in used else []
+            mine = exam_rows(m, r["variant"], s)
+            rows += mine
+            used += [r] if mine and r not in used else []
     if not rows:
         return None
-    return Table(
-        title="jeebench: the 2023 paper as an exam (§4.6: marks out of 229, scaled x360/229)",
-        columns=["model", "variant", "marks 2023", "of", "scaled to 360"],
-        rows=rows,
-        note=_note(used, "Only runs that answered all 65 questions of 2023. Compare with the candidates' "
-                   "marks the paper quotes in §4.6 (not reproduced here: see the paper)."),  # fmt: skip
-        key=("marks 2023", "scaled to 360"),
-    )
+    t = exam_view(rows, "")
+    t.note = _note(used, t.note)
+    return t
 
 
 def sweep_tables(runs: Sequence[Mapping[str, Any]]) -> list[Table]:

@@ -1,0 +1,152 @@
+"""JEEBench in the exam setting beside the paper's numbers: Table 6 on the MCQ types with its paper columns,
+Fig. 7 as a table, §4.6 (the 2023 paper, thresholded SC, the candidates' percentile band) and Fig. 8; and a
+replay of the authors' released greedy CoT hand extracts, which give the paper's Table 5 and Table 6 CoT rows."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from suites.base import RunSpec, Sink
+from suites.jeebench import score
+from suites.jeebench.baselines import (
+    latest_vs_rest,
+    mcq_marks,
+    mcq_marks_table,
+    random_row,
+    random_table,
+    table1,
+    year_table,
+)
+from suites.jeebench.data import load_items
+from suites.jeebench.exam import exam_rows, fig7_table, fig8_png, table6
+from suites.jeebench.extract import parse_answer
+from suites.jeebench.metrics import Marks, marks_for
+from suites.jeebench.paper import SEC46, TABLE2, TABLE6, percentile_band
+from suites.jeebench.report import tables, thresholding
+
+
+def test_percentile_band_from_the_two_points() -> None:
+    assert percentile_band(77) == "top 10-20% (80th-90th percentile)"  # the paper's GPT-4, §4.6
+    assert percentile_band(97).startswith("top 10%") and percentile_band(96.9).startswith("top 10-20%")
+    assert percentile_band(70).startswith("top 10-20%") and percentile_band(69.9).startswith("below")
+    assert round(SEC46["gpt4_marks"] * 360 / 229) == SEC46["gpt4_scaled"]  # 49 x 360/229 = 77.03
+
+
+def _qs() -> list[dict]:
+    """Every 2023 question answered 8 times: MCQs split 5 right / 3 wrong, multi right, numbers right."""
+    out = []
+    for it in load_items():
+        if it.year not in (2016, 2023):
+            continue
+        if it.type == "MCQ":
+            wrong = "A" if it.gold != "A" else "B"
+            answers = [it.gold] * 5 + [wrong] * 3 if it.year == 2023 else [wrong] * 8
+        elif it.type == "MCQ(multiple)":
+            answers = [it.gold] * 8
+        else:
+            answers = [float(it.gold)] * 8
+        out.append({"year": it.year, "type": it.type, "gold": it.gold, "answers": answers})
+    return out
+
+
+def test_exam_2023_and_fig8(tmp_path: Path) -> None:
+    th = thresholding(_qs(), Marks(), 0.0, 0.5)
+    # 2016's MCQs are all wrong with one letter at 8/8: the total is flat along tau_single up to 1.0 (-1 each);
+    # only τ > 1 would skip them, so every τ ties and the middle, 0.5, is chosen; 2016's multi answers are
+    # right at 8/8 at every τ but 0 (every letter), so 0.125-1.0 tie and the lower middle, 0.5, is chosen
+    assert th["tau_single"] == 0.5 and th["tau_multiple"] == 0.5
+    e = th["exam_2023"]
+    assert e["questions"] == 65 and e["total"] == e["paper_tau"] == 229  # 5/8 clears 0.125 and 0.5
+    rows = exam_rows("m", "cot-sc", {"thresholding": th})
+    assert [r[2] for r in rows] == ["SC + thresholding (tuned: tau 0.5/0.5)", "SC + thresholding (the paper's tau 0.125/0.75)"]
+    assert rows[0][3:] == [229, 229, 360.0, "top 10% (>= 90th percentile)"]
+    assert exam_rows("m", "cot", {"marks_by_year": {"2023": {"total": 44.0, "questions": 65}}})[0][3:] == [
+        44.0, 229, 69.2, "below the top 20% (< 80th percentile)"]  # fmt: skip
+    assert exam_rows("m", "cot", {"marks_by_year": {"2023": {"total": 44.0, "questions": 60}}}) == []
+    png = fig8_png(rows, tmp_path / "fig8.png", "t")
+    assert png is not None and png.read_bytes()[:4] == b"\x89PNG"
+    assert fig8_png([], tmp_path / "none.png", "t") is None
+
+
+def test_table6_and_fig7_tables_carry_the_papers_numbers() -> None:
+    th = thresholding(_qs(), Marks(), 0.0, 0.5)
+    models = {"m": {"overall": 0.5, "thresholding": th}}
+    t6 = table6(models, ["m"])
+    assert t6 is not None and t6.columns[-3:] == ["paper +", "paper −", "paper total"]
+    assert [r[-3:] for r in t6.rows] == [list(TABLE6[k]) for k in ("single_sample", "cot_sc", "cot_sc_thresholding")]
+    assert TABLE6["single_sample"] == (109, -43, 66)
+    f7 = fig7_table(models, ["m"])
+    assert f7 is not None and len(f7.rows) == 18
+    marked = {(r[1], r[2]): r[-1] for r in f7.rows if r[-1]}
+    assert marked == {("MCQ", 0.125): "paper's optimum", ("MCQ", 0.5): "chosen", ("MCQ(multiple)", 0.5): "chosen",
+                      ("MCQ(multiple)", 0.75): "paper's optimum"}  # fmt: skip
+
+
+def test_table2_prints_the_papers_rows() -> None:
+    s = {"overall": 0.3, "by_subject": {}, "by_type": {}, "n": 515, "marks": {"positive": 0, "negative": 0,
+         "total": 0}, "answered": 0}  # fmt: skip
+    t2 = tables({"m": s}, "normal")[0]
+    paper = {r[0]: r for r in t2.rows if r[0].startswith("paper: ")}
+    assert list(paper) == [f"paper: {n}" for n in ("Alpaca-LoRA", "Falcon7B-Instruct", "GPT-3", "PaLM2", "GPT-3.5", "GPT-4")]
+    assert paper["paper: GPT-4"][2:10] == [TABLE2["GPT-4"][c] for c in ("chem", "math", "phy", "Integer", "MCQ",
+                                                                      "MCQ(multiple)", "Numeric", "overall")]  # fmt: skip
+    assert [r[0] for r in tables({"m": s}, "cot-exam")[0].rows] == ["m"]  # the paper has no exam row in Table 2
+
+
+def test_sc_run_prints_section_4_6(tmp_path: Path) -> None:
+    items = [it for it in load_items() if it.year == 2023]
+    rows = [{"model": "m", "item": it.id, "sample": k, "pass": "answer", "text": f"Final answer: {it.gold}"}
+            for it in items for k in range(2)]  # fmt: skip
+    rep = score(rows, RunSpec("jeebench", {"variant": "cot-sc"}, samples=2), tmp_path, Sink())
+    titles = [t.title for t in rep.tables]
+    assert any("§4.6" in t for t in titles) and any("Table 6" in t for t in titles)
+    assert rep.extra["fig8_png"] == "jeebench_fig8.png" and (tmp_path / "jeebench_fig8.png").is_file()
+    assert (tmp_path / rep.extra["fig7_png"]).read_bytes()[:4] == b"\x89PNG"
+    # the paper's tuned thresholds are its own (no deviation), and Table 2 says they are not its SC@8 row's
+    spec = RunSpec("jeebench", {"variant": "cot-sc", "tau_single": 0.125, "tau_multiple": 0.75}, samples=2)
+    rep = score(rows, spec, tmp_path, Sink())
+    assert not any("--tau" in d for d in rep.extra["protocol"]["deviations"])
+    assert "SC answers thresholded at tau 0.125/0.75 (Table 2's SC@8 row: 0/0.5)" in rep.tables[0].note
+
+
+def test_released_cot_extracts_give_tables_5_and_6() -> None:
+    """The authors' greedy GPT-4 CoT hand extracts (JEEBENCH_RELEASES: cs678-jeebench's data/responses; not
+    bundled): Table 5's CoT row 489/-181/308 over every MCQ, Table 6's CoT row 109/-43/66 over the MCQs of
+    2022-2023 (every type would give 140/-43/97)."""
+    root = os.environ.get("JEEBENCH_RELEASES")
+    path = Path(root or ".") / "GPT4_CoT_responses" / "responses.json"
+    if not root or not path.is_file():
+        pytest.skip("JEEBENCH_RELEASES (cs678-jeebench's data/responses) not set")
+    qs, rows = [], []
+    for r in json.loads(path.read_text()):
+        year = int(r["description"].split()[2])
+        ans = parse_answer(r["extract"], r["type"])
+        rows.append({"type": r["type"], "marks": marks_for(r["gold"], ans, r["type"], Marks(), year)})
+        qs.append({"year": year, "type": r["type"], "gold": r["gold"], "answers": [ans]})
+    t5 = mcq_marks(rows)
+    assert (t5["positive"], t5["negative"], t5["total"]) == (489, -181, 308)
+    th = thresholding(qs, Marks(), 0.0, 0.5)
+    assert tuple(th["test"]["single_sample"].values()) == (109, -43, 66)
+    assert tuple(th["test_all_types"]["single_sample"].values()) == (140, -43, 97)  # every type
+
+
+def test_table1_year_random_and_table5_rows_beside_the_papers() -> None:
+    t1 = table1(load_items())
+    assert t1.rows[-1] == ["Total", 236, 123, 156, 515, 236, 123, 156, 515]  # Table 1's totals, both sides
+    assert all(r[1:5] == r[5:9] for r in t1.rows)  # the bundled data are the paper's 515
+    assert random_table(random_row(load_items()), "cot").rows[1] == [
+        "paper: Random", 0.108, 0.105, 0.103, 0.0, 0.25, 0.144, 0.0, 0.105]  # fmt: skip
+    rows = [{"year": 2023, "score": 0.5}, {"year": 2016, "score": 1.0}, {"year": 2017, "score": 0.0}]
+    assert latest_vs_rest(rows) == {"2023": 0.5, "other years": 0.5}
+    t = year_table({"m": {"by_year": {2016: 1.0, 2017: 0.0, 2023: 0.5}, "latest_vs_rest": latest_vs_rest(rows)}},
+                   "cot-sc")  # fmt: skip
+    assert t is not None and t.rows == [["m", 1.0, 0.0, 0.5, 0.5, 0.5], ["paper: GPT-4+CoT+SC@8", None, None, None,
+                                                                        0.338, 0.396]]  # fmt: skip
+    m = {"m": {"overall": 0.3, "marks_mcq": {"positive": 9.0, "negative": -2.0, "total": 7.0, "questions": 5}}}
+    t5 = mcq_marks_table(m, "cot-exam")
+    assert t5 is not None and t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", "cot-exam", 404, -206, 198, 296]
+    assert len(mcq_marks_table(m, "normal").rows) == 1  # type: ignore[union-attr]  (Table 5 has no normal row)
