@@ -28,7 +28,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1300px;paddin
 h1{font-size:1.6em}h2{margin-top:2.2em;border-bottom:2px solid #ddd}h3{margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}
 th,td{padding:3px 8px;border-bottom:1px solid #e5e5e5;text-align:right;white-space:nowrap}
-th{background:#f4f4f4;cursor:pointer;user-select:none;position:sticky;top:0}
+th{background:#f4f4f4;cursor:pointer;user-select:none;position:sticky;top:0;white-space:normal;vertical-align:bottom}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
 td.t,th.t{text-align:left}.na{color:#aaa}.yes{color:#1b7c3c;font-weight:600}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}.note{color:#666;font-size:13px}

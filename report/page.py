@@ -59,10 +59,13 @@ def headline(v: SuiteView) -> str:
         r["front"] = r["on_frontier_price"] or r["on_frontier_run_cost"]
     badge = f"<span class='badge'>{esc(v.partial)}</span>" if v.partial else ""
     out = [f"<h3>{esc(v.label)}{badge} <a class='note' href='#{esc(v.slug)}'>details</a></h3>"]
-    if v.deviations:
+    own = _own_deviations(v)
+    if own or v.shaping:
+        parts = [plural(len(own), "deviation") + " of the protocol"] if own else []
+        parts += [f"request shaping for {plural(len(v.shaping), 'model')}"] if v.shaping else []
         out.append(
-            "<div class='warn'><b>Protocol deviations</b> (these numbers depart from the paper's "
-            "protocol):<ul>" + "".join(f"<li>{esc(d)}</li>" for d in v.deviations) + "</ul></div>"
+            f"<p class='warn'>⚠ These numbers depart from the paper's protocol: {esc('; '.join(parts))} "
+            f"(<a href='#dev-{esc(v.slug)}'>below the table</a>).</p>"
         )
     unit = " (%)" if scale == 100 else ""
     chance = "" if v.chance is None else f"; chance {pct(scale)(v.chance)}"
@@ -82,7 +85,30 @@ def headline(v: SuiteView) -> str:
         )
     )
     out.append(_below(v, rows))
+    out.append(_deviations(v, own))
     return "\n".join(out)
+
+
+def _own_deviations(v: SuiteView) -> list[str]:
+    """The protocol deviations that are not a row of the request-shaping table."""
+    return [d for d in v.deviations if not any(d.startswith(f"{m}: ") for m in v.shaping)]
+
+
+def _deviations(v: SuiteView, own: list[str]) -> str:
+    """Every deviation, collapsed under the leaderboard: the protocol's as a list, request shaping as one
+    table (model × field) instead of a sentence per model and fact."""
+    if not own and not v.shaping:
+        return ""
+    out = [f"<details id='dev-{esc(v.slug)}'><summary>Protocol deviations ({len(own)}) and request shaping "
+           f"({plural(len(v.shaping), 'model')})</summary>"]
+    if own:
+        out.append("<ul>" + "".join(f"<li>{esc(d)}</li>" for d in own) + "</ul>")
+    if v.shaping:
+        fields = list(dict.fromkeys(f for r in v.shaping.values() for f in r))
+        rows = [{"model": m, **r} for m, r in v.shaping.items()]
+        out.append(table(rows, [("model", "model", None), *((f, f, None) for f in fields)]))
+    out.append("</details>")
+    return "".join(out)
 
 
 def _omitted(views: list[SuiteView], drawn: set[tuple[str, str]], why: dict[str, str]) -> str:

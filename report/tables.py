@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from report.extras import deviations_of
 from report.frontier import Point, Snapshot, over_time, pareto
-from report.load import Entry, deviations_of, suite_label
+from report.load import Entry, suite_label
 
 AXES = {
     "price_in": "list price (USD per million input tokens)",
@@ -54,6 +55,8 @@ class SuiteView:
     """scores.json `tables`: the suite's own tables as `evalsweep score` prints them."""
     deviations: list[str] = field(default_factory=list)
     """scores.json `protocol.deviations`: where this run departs from the paper's protocol."""
+    shaping: dict[str, dict[str, str]] = field(default_factory=dict)
+    """scores.json `protocol.request_shaping`: per model, how its request departs from the suite's."""
     factor_correlation: dict[str, dict[str, float]] = field(default_factory=dict)
     """M3GIA: Pearson r between CHC factor accuracies across the run's models (the paper's factor figure)."""
     partial: str | None = None
@@ -202,6 +205,8 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
         if per:
             v.breakdowns[kind] = per
     v.deviations = deviations_of(extra.get("protocol"))
+    shaping = (extra.get("protocol") or {}).get("request_shaping") if isinstance(extra.get("protocol"), dict) else None
+    v.shaping = {str(m): dict(r) for m, r in shaping.items() if isinstance(r, dict)} if isinstance(shaping, dict) else {}
     v.paper_tables = [t for t in extra.get("tables") or [] if isinstance(t, dict)]
     fc = extra.get("factor_correlation")
     v.factor_correlation = fc if isinstance(fc, dict) and all(isinstance(r, dict) for r in fc.values()) else {}

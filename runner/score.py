@@ -95,17 +95,23 @@ def _model_deviations(report: Any, run_dir: Path) -> None:
     """How models' requests departed from the suite's (providers.shape.departures, recorded in the
     manifest before the run): deviations too, in scores.json and under every table."""
     try:
-        extra = orjson.loads((run_dir / "manifest.json").read_bytes()).get("model_deviations") or []
+        man = orjson.loads((run_dir / "manifest.json").read_bytes())
+        extra, shaping = man.get("model_deviations") or [], man.get("request_shaping") or {}
     except (OSError, orjson.JSONDecodeError, AttributeError):
-        extra = []
+        extra, shaping = [], {}
     if not extra:
         return
     proto = report.extra.setdefault("protocol", {"protocol": "paper", "deviations": []})
     proto["deviations"] = [*proto.get("deviations", []), *extra]
     proto["protocol"] = "custom"
-    line = "Requests departing from the suite's: " + "; ".join(extra) + "."
+    if shaping:  # the table form (runner.deviations): one line under each table, not one per model and fact
+        proto["request_shaping"] = shaping
+    rest = [d for d in extra if not any(d.startswith(f"{m}: ") for m in shaping)]
+    line = (f"Requests of {len(shaping)} model{'s' * (len(shaping) != 1)} depart from the suite's "
+            f"(deviations.txt; request_shaping in scores.json)" if shaping else "")
+    line = "; ".join(x for x in (line, *rest) if x)
     for t in report.tables:
-        t.note = f"{t.note}\n{line}".strip()
+        t.note = f"{t.note}\n{line}.".strip()
 
 
 def well_typed(rows: Iterable[Row]) -> Iterator[Row]:

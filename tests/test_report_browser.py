@@ -56,7 +56,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert cli("score", str(runs / name)).returncode == 0
     # what the score and protocol stages add to scores.json: coverage and deviations, read as given
     s = json.loads((runs / "a" / "scores.json").read_text())
-    s["protocol"] = {"deviations": ["judge stage skipped: no --judge given (the paper uses GPT-4)"]}
+    shaped = {"temperature": "not sent", "reasoning": "effort high",
+              "token limit": "max_completion_tokens: answer + 32,768 ≤ 128,000", "API": "Responses, n=1"}
+    s["protocol"] = {
+        "deviations": ["judge stage skipped: no --judge given (the paper uses GPT-4)",
+                       "sim/strong: temperature not sent (the model takes only its provider's default)"],
+        "request_shaping": {"sim/strong": shaped, "sim/weak": {"temperature": "not sent"}},
+    }
     s["models"]["sim/weak"].update(n_planned=20, n_scored=17, n_errors=3, coverage=0.85)
     (runs / "a" / "scores.json").write_text(json.dumps(s))
     (runs / "notes.txt").write_text("not a run")
@@ -66,6 +72,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "cache: not a run directory (no manifest.json), skipped" in r.stdout
     assert "notes.txt: not a run directory" in r.stdout
     return out
+
+
+TABLES_FIT = """Array.from(document.querySelectorAll('h2 ~ .scroll')).slice(0, 2)
+  .filter(d => d.scrollWidth > d.clientWidth + 1).map(d => d.scrollWidth + '>' + d.clientWidth)"""
 
 
 def _shots(tmp_path: Path) -> Path:
@@ -134,9 +144,17 @@ def test_viewer_filters_open_and_layout(site: Path, tmp_path: Path) -> None:
             assert heads[:2] == ["Leaderboards", "Value frontier"], heads
             assert "None" not in text and not re.search(r"\w=None|\[\w+=", text)
             assert "partial run (20 of 515 items)" in text
-            assert "judge stage skipped: no --judge given" in text  # deviations beside the numbers
+            # deviations: one line above the leaderboard, every one of them collapsed below it
+            assert "depart from the paper's protocol: 1 deviation of the protocol; request shaping for 2 models" in text
+            assert "judge stage skipped" not in text
+            page.click("details[id^='dev-'] > summary")
+            shown = page.inner_text("details[id^='dev-']")
+            assert "judge stage skipped: no --judge given" in shown and "Responses, n=1" in shown
+            assert "temperature not sent (the model" not in shown  # the table, not the sentence again
             assert re.search(r"Below full coverage: .*sim/weak \(17 of 20 scored, 3 errors\)", text)
             assert page.evaluate("document.documentElement.scrollWidth") <= width, "page overflows"
+            # every leaderboard fits its box: no column (the last, "on a frontier") hidden behind a scroll
+            assert page.evaluate(TABLES_FIT) == [], width
             assert page.evaluate(OVERLAPS) == []
             page.screenshot(path=str(shots / f"report_{width}.png"), full_page=True)
 
