@@ -231,11 +231,14 @@ def screen(
         rest = [d for d in rows if id(d) not in keep]
         fine = sum(1 for d in rest if _urgency(d)[0])
         waiting = sum(1 for d in rest if d["eta_s"] is None)
-        latest = max((d["eta_s"] for d in rest if d["eta_s"] is not None), default=0.0)
+        done = sum(1 for d in rest if d["eta_s"] == 0)
+        # no ETA of their own here: a model's rate alone disagrees with the sweep's ETA on the first line
+        # (models share lanes), and two ETAs on one screen leave the reader to guess which is true
         out.append(
             f"+ {len(rest)} more models ({fine} without errors"
             + (f", {waiting} not started" if waiting else "")
-            + (f"), ETA at most {fmt_eta(latest)}" if latest > 0 else "), done" if not waiting else ")")
+            + (f", {done} done" if done else "")
+            + ")"
         )
     return out + lane_lines
 
