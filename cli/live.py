@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core.term import ELLIPSIS, abbreviate  # noqa: F401  (names shortened as every table does)
 from runner.lanes import STATE_RANK, worst_state  # noqa: F401  (the view ranks lane states)
 
-ELLIPSIS = "…"
 NAME_MIN = 12
 
 
@@ -49,56 +49,6 @@ def fmt_rate(r: float) -> str:
     return f"{r:.0f}/s" if r >= 100 else f"{r:.1f}/s"
 
 
-def abbreviate(names: list[str], width: int) -> tuple[dict[str, str], str]:
-    """Each name shortened to at most `width` characters, all still distinct; returns the mapping and
-    the prefix taken off every name (shown once, in the header). Rule: drop a `provider/` prefix all
-    share, then keep each name's head and tail around an ellipsis (the tail tells versions apart)."""
-    if not names:
-        return {}, ""
-    prefix = ""
-    heads = {n.split("/", 1)[0] + "/" for n in names if "/" in n}
-    if max(map(len, names)) > width and len(heads) == 1 and all("/" in n for n in names):
-        prefix = heads.pop()
-    short = {n: n[len(prefix) :] for n in names}
-    if max(map(len, short.values())) <= width:
-        return short, prefix
-    width = max(width, 3)
-    out = {n: _cut(v, width, max((_lcp(v, o) for o in short.values() if o is not v), default=0))
-           for n, v in short.items()}
-    if len(set(out.values())) == len(out):
-        return out, prefix
-    for tail in range(max(1, (width - 1) // 3), width - 1):
-        head = width - 1 - tail
-        out = {n: s if len(s) <= width else s[:head] + ELLIPSIS + s[-tail:] for n, s in short.items()}
-        if len(set(out.values())) == len(out):
-            return out, prefix
-    return {n: s[: width - 1] + ELLIPSIS if len(s) > width else s for n, s in short.items()}, prefix
-
-
-def _lcp(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _cut(s: str, width: int, lcp: int) -> str:
-    """`s` in `width` characters: head and tail around an ellipsis, or, when it shares a long start with
-    another name, its head, then the stretch where the two part (`lcp`: their common prefix)."""
-    if len(s) <= width:
-        return s
-    keep = width - 1
-    if lcp < keep - keep // 3:  # differs inside the head: head and tail
-        tail = keep // 3
-        return s[: keep - tail] + ELLIPSIS + s[-tail:]
-    head = min(8, keep // 3)
-    start = min(max(head, lcp - 2), len(s) - (keep - head))
-    return s[:head] + ELLIPSIS + s[start : start + keep - head]
-
-
-# (key, header, formatter) in the order shown; the first MANDATORY are always kept.
 COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
     ("done", "done/total", lambda d: f"{d['done']}/{d['total']}"),
     ("rate", "rate", lambda d: fmt_rate(d["rps"])),

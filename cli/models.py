@@ -120,6 +120,6 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
             _num(pr.price_in), _num(pr.price_out), pr.source.split(" (")[0],
             ", ".join(m.endpoint_names) or "-", _agg(eps, "rpm"), _agg(eps, "max_concurrency"),
         ])
-    print_table(t)
+    print_table(t, whole_labels=True)  # the names to type: whole
     print("evalsweep models NAME shows where each field of a model's profile came from.")
     return 0

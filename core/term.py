@@ -15,14 +15,65 @@ from rich.text import Text
 
 LOG_WIDTH = 200
 LABEL_MAX = 28
-"""A row label wider than this folds onto two lines when the table would not fit otherwise."""
+"""A row label wider than this is shortened (`abbreviate`) when the table would not fit otherwise."""
 PROSE_MAX = 24
 """A text column (cells with spaces) wider than this wraps when the table would not fit otherwise."""
 HEADLINES = ("overall", "accuracy", "pattern", "avr", "95% CI", "ci95")
 """Columns kept beside the label when a table names no `key` columns itself."""
 MARK = "*"
+ELLIPSIS = "…"
 
 
+def abbreviate(names: list[str], width: int) -> tuple[dict[str, str], str]:
+    """Each name shortened to at most `width` characters, all still distinct; returns the mapping and
+    the prefix taken off every name (shown once, in the header). Rule: drop a `provider/` prefix all
+    share, then keep each name's head and tail around an ellipsis (the tail tells versions apart)."""
+    if not names:
+        return {}, ""
+    prefix = ""
+    heads = {n.split("/", 1)[0] + "/" for n in names if "/" in n}
+    if max(map(len, names)) > width and len(heads) == 1 and all("/" in n for n in names):
+        prefix = heads.pop()
+    short = {n: n[len(prefix) :] for n in names}
+    if max(map(len, short.values())) <= width:
+        return short, prefix
+    width = max(width, 3)
+    out = {n: _cut(v, width, max((_lcp(v, o) for o in short.values() if o is not v), default=0))
+           for n, v in short.items()}
+    if len(set(out.values())) == len(out):
+        return out, prefix
+    for tail in range(max(1, (width - 1) // 3), width - 1):
+        head = width - 1 - tail
+        out = {n: s if len(s) <= width else s[:head] + ELLIPSIS + s[-tail:] for n, s in short.items()}
+        if len(set(out.values())) == len(out):
+            return out, prefix
+    return {n: s[: width - 1] + ELLIPSIS if len(s) > width else s for n, s in short.items()}, prefix
+
+
+def _lcp(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _cut(s: str, width: int, lcp: int) -> str:
+    """`s` in `width` characters: head and tail around an ellipsis, or, when it shares a long start with
+    another name, its head, then the stretch where the two part (`lcp`: their common prefix)."""
+    if len(s) <= width:
+        return s
+    keep = width - 1
+    if lcp < keep - keep // 3:  # differs inside the head: head and tail
+        tail = keep // 3
+        return s[: keep - tail] + ELLIPSIS + s[-tail:]
+    head = min(8, keep // 3)
+    start = min(max(head, lcp - 2), len(s) - (keep - head))
+    return s[:head] + ELLIPSIS + s[start : start + keep - head]
+
+
+# (key, header, formatter) in the order shown; the first MANDATORY are always kept.
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`1 model`, `3 models` (`many` for irregular plurals)."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"
@@ -50,10 +101,10 @@ def tables_text(tables: list[Any], models: Mapping[str, Mapping[str, Any]] | Non
     return buf.getvalue()
 
 
-def print_table(t: Any, con: Console | None = None) -> None:
+def print_table(t: Any, con: Console | None = None, whole_labels: bool = False) -> None:
     """`t` (a suites.base.Table) on the console, fitted to its width (`render`): panels, never a cut cell."""
     con = con or console()
-    for part in render(t, con.width):
+    for part in render(t, con.width, whole_labels=whole_labels):
         con.print(part)
 
 
@@ -124,13 +175,14 @@ def _panels(widths: list[int], keep: list[int], width: int) -> list[list[int]]:
 
 
 def render(
-    t: Any, width: int, models: Mapping[str, Mapping[str, Any]] | None = None
+    t: Any, width: int, models: Mapping[str, Mapping[str, Any]] | None = None, whole_labels: bool = False
 ) -> list[RichTable | Text]:
     """The table (a suites.base.Table) as one or more rich tables no wider than `width`, then its note; models below full
     coverage marked.
 
     Too wide: columns holding one value in every row move into the note, prose columns wrap at
-    `PROSE_MAX`, a long row label folds at `LABEL_MAX`, and what still does not fit goes on into
+    `PROSE_MAX`, long row labels are shortened to `LABEL_MAX` by `abbreviate` (the live view's rule: a
+    shared `provider/` prefix into the header, then the middle of a name), and what still does not fit goes on into
     further panels that repeat the label; numbers are never wrapped or cut."""
     partial = _partial(models or {})
     ncol = max((len(r) for r in t.rows), default=0)
@@ -157,10 +209,17 @@ def render(
             widths = [w for i, w in enumerate(widths) if i not in const]
     wrap = set()
     if cols and 1 + sum(w + 3 for w in widths) > width:
-        for i in range(len(cols)):
-            cap = LABEL_MAX if i == 0 else PROSE_MAX
-            if widths[i] > cap and (i == 0 or any(" " in r[i] for r in rows)):
-                widths[i] = cap
+        if widths[0] > LABEL_MAX and not whole_labels:  # shortened as the live view does, never folded
+            short, prefix = abbreviate(list(dict.fromkeys(r[0] for r in rows)), LABEL_MAX)
+            rows = [[short[r[0]], *r[1:]] for r in rows]
+            cols[0] += f" ({prefix}*)" if prefix else ""
+            widths[0] = max([len(cols[0].split()[0]), *(len(r[0]) for r in rows)])
+        elif widths[0] > LABEL_MAX:  # names a person types next (`evalsweep models`): folded, whole
+            widths[0] = LABEL_MAX
+            wrap.add(0)
+        for i in range(1, len(cols)):
+            if widths[i] > PROSE_MAX and any(" " in r[i] for r in rows):
+                widths[i] = PROSE_MAX
                 wrap.add(i)
     keep = [i for i, c in enumerate(cols) if i > 0 and c in names]
     panels = _panels(widths, keep, width) if cols else [[]]
