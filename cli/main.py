@@ -131,6 +131,19 @@ def _run_parser(suite_name: str | None) -> tuple[argparse.ArgumentParser, list[s
     return p, suite_dests
 
 
+def _suite_flags_help() -> str:
+    """Each paper suite's own flags, as `run SUITE --help` lists them (they exist only with that suite)."""
+    from suites.base import SUITES
+
+    out = []
+    for name in SUITES:
+        p = argparse.ArgumentParser(prog=f"evalsweep run {name}", add_help=False, usage=argparse.SUPPRESS)
+        get_suite(name).add_arguments(p)
+        text = p.format_help().replace("options:", f"{name} options (evalsweep run {name} ...):", 1)
+        out.append(text.strip())
+    return "\n\n" + "\n\n".join(out) + "\n"
+
+
 def _models_arg(s: str) -> list[str]:
     models = [m.strip() for m in s.split(",") if m.strip()]
     if not models:
@@ -145,6 +158,9 @@ def cmd_run(argv: list[str]) -> int:
     pre.add_argument("suite", nargs="?")
     known, _ = pre.parse_known_args(argv)
     parser, dests = _run_parser(known.suite if known.suite and not known.suite.startswith("-") else None)
+    if dests == [] and {"-h", "--help"} & set(argv) and not (known.suite and not known.suite.startswith("-")):
+        print(parser.format_help() + _suite_flags_help())  # no suite named: every suite's flags too
+        return EXIT_OK
     a = parser.parse_args(argv)
     check_run_args(a)
     spec = RunSpec(
@@ -285,7 +301,7 @@ def load_sweep(path: Path) -> tuple[Config, list[Any]]:
 
 def cmd_sweep(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="evalsweep sweep", description="Run many [[runs]] in one scheduler.")
-    p.add_argument("sweep", type=Path)
+    p.add_argument("sweep", type=Path, help="SWEEP.toml: optional config and out; [[runs]] with suite, models, options")
     _common_run_args(p)
     a = p.parse_args(argv)
     check_common(a)
@@ -305,7 +321,7 @@ def cmd_score(argv: list[str]) -> int:
     from runner.score import score_run
 
     p = argparse.ArgumentParser(prog="evalsweep score", description="Score run directories.")
-    p.add_argument("run_dirs", nargs="+", type=Path)
+    p.add_argument("run_dirs", nargs="+", type=Path, help="run directories (each with results.jsonl)")
     a = p.parse_args(argv)
     for d in a.run_dirs:
         check_run_dir(d)
@@ -351,7 +367,7 @@ def cmd_demo(argv: list[str]) -> int:
         prog="evalsweep demo",
         description="Offline demo: simulated models on bundled JEEBench, scored and reported.",
     )
-    p.add_argument("--out", type=Path, default=Path("runs/demo"))
+    p.add_argument("--out", type=Path, default=Path("runs/demo"), help="where the runs and the report go")
     p.add_argument("--models", help="comma-separated sim/<name> models")
     p.add_argument("--latency-ms", type=float, default=50.0, help="median simulated latency")
     p.add_argument("--no-live", dest="live", action="store_false", default=None, help="plain log lines")

@@ -80,7 +80,7 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
         "each field of their profile came from.",
     )
     p.add_argument("names", nargs="*", help="models to show in full")
-    p.add_argument("--config")
+    p.add_argument("--config", help="evalsweep.toml (default: $EVALSWEEP_CONFIG, else ./evalsweep.toml)")
     a = p.parse_args(argv)
     cfg = load_config(a.config)
     if a.names:

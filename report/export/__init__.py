@@ -116,8 +116,8 @@ def cli_main(argv: list[str]) -> int:
         description="Write a scored run in another tool's format: inspect (.eval logs for `inspect view`), "
         "every-eval-ever (EvalEval schema), hf (Hugging Face .eval_results/ YAML + samples parquet).",
     )
-    p.add_argument("run_dir", type=Path)
-    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("run_dir", type=Path, help="a scored run directory")
+    p.add_argument("--format", required=True, choices=FORMATS, help="the format to write")
     p.add_argument("--out", type=Path, help="default: RUN_DIR/export/FORMAT")
     p.add_argument("--dataset-id", help="hf: the benchmark's Hub dataset id (dataset.id in the YAML)")
     a = p.parse_args(argv)
