@@ -98,7 +98,8 @@ def closing(
     named = [m for m in order if t[m].trouble][:MODEL_ROWS] or order[: min(MODEL_ROWS, len(order))]
     if len(order) - len(named) == 1:  # one left over: name it instead of "1 more"
         named = order
-    name_w = max(12, min(28, max((len(m) for m in named), default=5)))
+    rest_label = f"+ {len(order) - len(named)} more, all ok"
+    name_w = max(12, min(28, max((len(m) for m in named), default=5)), len(rest_label) if len(order) > len(named) else 0)
     short, prefix = abbreviate(named, name_w)
     kind_w = max(6, width - name_w - 8 - 8 - 10 - 4)
     lines.append(f"{prefix + 'model':<{name_w}} {'ok':>8} {'errors':<{kind_w}} {'skipped':>8} {'cost':>9}")
@@ -115,8 +116,7 @@ def closing(
     if rest:
         cost = sum(t[m].cost for m in rest)
         ok = sum(t[m].ok for m in rest)
-        label = f"+ {len(rest)} more, all ok"
-        lines.append(f"{label:<{name_w}} {ok:>8,} {'-':<{kind_w}} {'-':>8} {_money(cost):>9}")
+        lines.append(f"{rest_label:<{name_w}} {ok:>8,} {'-':<{kind_w}} {'-':>8} {_money(cost):>9}")
     errs: Counter[str] = sum((x.errors for x in t.values()), Counter())
     total = Tally(sum(x.ok for x in t.values()), errs, sum(x.skipped for x in t.values()), "",
                   sum(x.cost for x in t.values()), all(x.cost_known for x in t.values()))
