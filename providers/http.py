@@ -92,10 +92,7 @@ async def exchange(
             raw = await resp.read()
             limits = parse_limits(resp.headers)
             if resp.status != 200:
-                body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
-                err = error_for_status(resp.status, body, retry_after_of(resp.headers, limits))
-                err.limits = limits
-                raise err
+                raise refusal(resp, raw, headers, limits)
             return raw, limits
     except ProviderError:
         raise
@@ -105,6 +102,16 @@ async def exchange(
         raise ProviderError(
             f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True
         ) from None
+
+
+def refusal(
+    resp: aiohttp.ClientResponse, raw: bytes, headers: dict[str, str], limits: dict[str, float] | None
+) -> ProviderError:
+    """The error of a non-200 answer (its body scrubbed of the request's secrets), carrying its limits."""
+    body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
+    err = error_for_status(resp.status, body, retry_after_of(resp.headers, limits))
+    err.limits = limits
+    return err
 
 
 def host_port(url: str) -> str:
