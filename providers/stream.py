@@ -23,7 +23,7 @@ A stream cut after the provider began answering (an idle timeout, a dropped conn
 after output, an end without the final event) is a *partial* answer: it is not re-sent (the provider
 generated, and bills, what it sent; the same long answer may be cut again). It is logged at once and
 ends as one error row with finish_reason "partial" and the usage the stream reported before the cut
-(the input in full; output only as far as the provider had counted it). `--resume` sends it again,
+(the input in full; output only as far as the provider had counted it). Rerunning the command sends it again,
 as it does every row without an answer. A choice that finished before the cut (n > 1) keeps its answer.
 A failure before any output (an `overloaded_error` event first, a drop before any text) is retried
 like any transient error.
@@ -215,14 +215,13 @@ class ChatStream:
         return self.chars > 0 or bool(self.reasons)
 
     def body(self, cut: bool = False) -> dict[str, Any]:
-        """The chat.completion the non-streamed call returns; `cut`: unfinished choices as PARTIAL."""
+        """The chat.completion the non-streamed call returns; `cut`: every unfinished choice of the n asked
+        is PARTIAL (none is left unseen: the runner would take that for a server ignoring `n`)."""
         choices = []
-        for i in sorted(set(self.parts) | set(self.reasons)):
+        for i in sorted(set(self.parts) | set(self.reasons) | (set(range(self.n)) if cut else set())):
             reason = self.reasons.get(i, PARTIAL if cut else None)
             text = "".join(self.parts[i]) if i in self.parts and reason != PARTIAL else None
             choices.append({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason})
-        if cut and not choices:
-            choices = [{"index": 0, "message": {"content": None}, "finish_reason": PARTIAL}]
         body: dict[str, Any] = {"object": "chat.completion", "model": self.model, "choices": choices}
         if self.usage is not None:
             body["usage"] = self.usage
@@ -317,7 +316,7 @@ def finished(asm: Assembler, cut: StreamCut | None, model: str, counter: Counter
     comp = asm.completion(cut=True)
     log.warning(
         "%s: answer cut mid-stream (%s) after %d characters of output; kept as an error row "
-        "(finish_reason %r) with the usage reported before the cut, not re-sent (--resume sends it again)",
+        "(finish_reason %r) with the usage reported before the cut, not re-sent (rerunning the command sends it again)",
         model, cut, asm.chars, PARTIAL,
     )
     return comp

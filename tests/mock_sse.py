@@ -15,7 +15,8 @@ Stream faults, by a marker in the prompt (on every attempt unless `*1`: the firs
   [[stream:cut]]    half the events, then the connection is dropped
   [[stream:error]]  half the events, then an error event (Anthropic's overloaded_error)
   [[stream:error_first*1]]  the error event before any output, on the first attempt only
-It counts streamed requests per model and the bodies' `stream_options`.
+  [[stream:hang*1]]  no answer at all (not even headers) for `stall_s`, on the first attempt only
+`enabled = False` answers JSON to streamed requests, as a gateway ignoring `stream` does. It counts streamed requests per model and the bodies' `stream_options`.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class StreamFaults:
         self.cut: Counter[str] = Counter()
         """Streams the mock cut (stall, cut, error), per fault."""
         self._seen: Counter[bytes] = Counter()
+        self.enabled = True
 
     @web.middleware
     async def middleware(
@@ -100,7 +102,7 @@ class StreamFaults:
         if request.method != "POST" or not request.path.endswith(("/chat/completions", "/messages")):
             return await handler(request)
         raw = await request.read()  # aiohttp keeps it: the handler reads it again
-        if b'"stream"' not in raw:
+        if b'"stream"' not in raw or not self.enabled:
             return await handler(request)
         body = orjson.loads(raw)
         if body.get("stream") is not True:
@@ -117,7 +119,10 @@ class StreamFaults:
             frames = chat_events(answer, isinstance(opts, dict) and opts.get("include_usage") is True)
         else:
             frames = message_events(answer)
-        return await self._send(request, frames, self._fault(raw), chat)
+        fault = self._fault(raw)
+        if fault == "hang":
+            await asyncio.sleep(self.stall_s)
+        return await self._send(request, frames, fault, chat)
 
     def _fault(self, raw: bytes) -> str | None:
         m = _MARK.search(raw)
@@ -129,10 +134,10 @@ class StreamFaults:
     async def _send(self, request: web.Request, frames: list[bytes], fault: str | None, chat: bool
                     ) -> web.StreamResponse:
         out = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await out.prepare(request)
         half = len(frames) // 2
         error = (b"data: " if chat else b"event: error\ndata: ") + orjson.dumps(OVERLOADED) + b"\n\n"
         try:
+            await out.prepare(request)
             for i, frame in enumerate(frames):
                 if fault == "error_first" and i == 1:
                     self.cut[fault] += 1
