@@ -146,8 +146,11 @@ class AnthropicProvider:
         self.base_url = (base_url or DEFAULT_BASE).rstrip("/")
         self.stream_above = stream_above_tokens
         self.idle_s = idle_timeout_s or timeout_s
+        self.timeout_s = timeout_s
         self.partials: Counter[str] = Counter()
         """Answers cut mid-stream, per model id (providers.stream)."""
+        self.long: set[str] = set()
+        """Models whose unstreamed call timed out: their calls stream (providers.stream.timed_out)."""
         self.url = self.base_url + "/v1/messages"
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
         self._max_connections = max_connections
@@ -176,26 +179,17 @@ class AnthropicProvider:
         body = messages_body(req, model_id, params, shape)
         headers = anthropic_headers(api_key, self._extra)
         mt = body.get("max_tokens")
-        if isinstance(mt, int) and stream.anthropic_streams(mt, model_id, self.stream_above):
-            return await self._streamed(body, headers)
-        raw, limits = await http.exchange(self._session, self.url, orjson.dumps(body), headers)
-        return _parsed(raw, limits)
-
-    async def _streamed(self, body: dict[str, Any], headers: dict[str, str]) -> Completion:
-        """One call as a stream (https://docs.anthropic.com/en/docs/build-with-claude/streaming)."""
-        assert self._session is not None
-        asm, cut = stream.MessageStream(), None
+        if model_id in self.long or isinstance(mt, int) and stream.anthropic_streams(mt, model_id, self.stream_above):
+            return await stream.call(
+                self._session, self.url, {**body, "stream": True}, headers, stream.MessageStream(), self.idle_s,
+                self.partials, lambda raw: _parsed(raw, None),
+            )  # https://docs.anthropic.com/en/docs/build-with-claude/streaming
         try:
-            raw, limits = await stream.post_sse(
-                self._session, self.url, orjson.dumps({**body, "stream": True}), headers, asm.feed, self.idle_s
-            )
-        except stream.StreamCut as e:
-            raw, limits, cut = None, e.limits, e
-        if raw is not None:
-            return _parsed(raw, limits)
-        comp = stream.finished(asm, cut, str(body.get("model")), self.partials, headers)
-        comp.limits = limits
-        return comp
+            raw, limits = await http.exchange(self._session, self.url, orjson.dumps(body), headers)
+        except http.TimedOut:
+            stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
+            raise
+        return _parsed(raw, limits)
 
 
 def _parsed(raw: bytes, limits: dict[str, float] | None) -> Completion:

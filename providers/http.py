@@ -78,6 +78,10 @@ def _num(v: str) -> float | None:
         return None
 
 
+class TimedOut(ProviderError):
+    """An unstreamed call without an answer within its total timeout (the provider may still bill it)."""
+
+
 async def post(session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]) -> bytes:
     """The body of a 200 answer; HTTP errors, timeouts and dropped connections as ProviderError."""
     return (await exchange(session, url, data, headers))[0]
@@ -97,7 +101,7 @@ async def exchange(
     except ProviderError:
         raise
     except TimeoutError:
-        raise ProviderError(f"request timed out: {host_port(url)}", retryable=True) from None
+        raise TimedOut(f"request timed out: {host_port(url)}", retryable=True) from None
     except (aiohttp.ClientError, ConnectionResetError) as e:
         raise ProviderError(
             f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True

@@ -48,8 +48,11 @@ class OpenAIProvider:
         self._auth: dict[str | None, dict[str, str]] = {}
         self.stream_above = stream.LONG_OUTPUT_TOKENS if stream_above_tokens is None else stream_above_tokens
         self.idle_s = idle_timeout_s or timeout_s
+        self.timeout_s = timeout_s
         self.partials: Counter[str] = Counter()
         """Answers cut mid-stream, per model id (providers.stream)."""
+        self.long: set[str] = set()
+        """Models whose unstreamed call timed out: their calls stream (providers.stream.timed_out)."""
         self._model_max: dict[str, int | None] = {}
 
     def _get_session(self) -> aiohttp.ClientSession:
@@ -89,12 +92,20 @@ class OpenAIProvider:
         if shape is not None and shape.api == "responses":
             return await self._responses(req, model_id, api_key, params, shape)
         body = wire_body(req, model_id, n, params, shape)
-        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        if self._long(model_id, body.get("max_completion_tokens", body.get("max_tokens"))):
+            return await self.streamed(body, api_key, n)
+        try:
+            return await self.post(orjson.dumps(body), api_key, n)
+        except http.TimedOut:
+            stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
+            raise
+
+    def _long(self, model_id: str, limit: Any) -> bool:
+        """Whether a call streams: its maximum output (else the model's) above `stream_above_tokens`,
+        or a model whose unstreamed call timed out."""
         if not isinstance(limit, int):
             limit = self.model_max(model_id) or 0
-        if limit > self.stream_above:
-            return await self.streamed(body, api_key, n)
-        return await self.post(orjson.dumps(body), api_key, n)
+        return limit > self.stream_above or model_id in self.long
 
     def model_max(self, model_id: str) -> int | None:
         """The output a call without a limit may reach: the model's maximum in litellm's map, if known."""
@@ -109,28 +120,27 @@ class OpenAIProvider:
         """One call as a stream, usage in its final chunk (https://platform.openai.com/docs/api-reference/
         chat/create#chat-create-stream_options)."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        asm, headers, cut = stream.ChatStream(n), self._headers_for(api_key), None
-        try:
-            raw, limits = await stream.post_sse(
-                self._get_session(), self.url, orjson.dumps(body), headers, asm.feed, self.idle_s
-            )
-        except stream.StreamCut as e:
-            raw, limits, cut = None, e.limits, e
-        if raw is not None:
-            comp = parse_chat(raw, n)
-        else:
-            comp = stream.finished(asm, cut, str(body.get("model")), self.partials, headers)
-        comp.limits = limits
-        return comp
+        return await stream.call(
+            self._get_session(), self.url, body, self._headers_for(api_key), stream.ChatStream(n), self.idle_s,
+            self.partials, lambda raw: parse_chat(raw, n),
+        )
 
     async def _responses(
         self, req: Request, model_id: str, api_key: str | None, params: dict[str, Any], shape: Any
     ) -> Completion:
         """A model served only on OpenAI's Responses API: one sample per call."""
-        data = orjson.dumps(responses_body(req, model_id, params, shape))
-        raw, limits = await http.exchange(
-            self._get_session(), self.responses_url, data, self._headers_for(api_key)
-        )
+        body = responses_body(req, model_id, params, shape)
+        headers = self._headers_for(api_key)
+        if self._long(model_id, body.get("max_output_tokens")):
+            return await stream.call(
+                self._get_session(), self.responses_url, {**body, "stream": True}, headers,
+                stream.ResponsesStream(), self.idle_s, self.partials, parse_responses,
+            )
+        try:
+            raw, limits = await http.exchange(self._get_session(), self.responses_url, orjson.dumps(body), headers)
+        except http.TimedOut:
+            stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
+            raise
         comp = parse_responses(raw)
         comp.limits = limits
         return comp

@@ -42,7 +42,8 @@ import orjson
 from core.types import Completion
 from providers.base import ProviderError, header_secrets, scrub
 from providers.http import host_port, parse_limits, refusal
-from providers.parse import anthropic_message, openai_chat
+from providers.parse import anthropic_message, checked, openai_chat
+from providers.responses import responses_completion
 
 log = logging.getLogger("evalsweep")
 
@@ -295,7 +296,74 @@ class MessageStream:
         return anthropic_message(self.body(cut))
 
 
-Assembler = ChatStream | MessageStream
+class ResponsesStream:
+    """Responses API events (https://platform.openai.com/docs/api-reference/responses-streaming) → the
+    final Response object, which `response.completed` / `response.incomplete` carry whole."""
+
+    def __init__(self) -> None:
+        self.response: Any = None
+        self.done = False
+        self.chars = 0
+
+    def feed(self, event: str, data: bytes) -> None:
+        obj = _json(data)
+        kind = obj.get("type", event)
+        if kind == "response.output_text.delta" and isinstance(obj.get("delta"), str):
+            self.chars += len(obj["delta"])
+        elif kind in ("response.completed", "response.incomplete"):
+            self.response, self.done = obj.get("response"), True
+        elif kind == "error":
+            raise _error_event({"error": {"type": obj.get("code"), "message": obj.get("message")}})
+        elif kind == "response.failed":
+            failed = obj.get("response") if isinstance(obj.get("response"), dict) else {}
+            raise _error_event({"error": failed.get("error") or {"message": "response.failed"}})
+
+    @property
+    def complete(self) -> bool:
+        return self.done
+
+    @property
+    def answered(self) -> bool:
+        return self.chars > 0
+
+    def completion(self, cut: bool = False) -> Completion:
+        return checked([None], [PARTIAL], None, None) if cut else responses_completion(self.response)
+
+
+Assembler = ChatStream | MessageStream | ResponsesStream
+
+
+async def call(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    asm: Assembler,
+    idle_s: float,
+    counter: Counter[str],
+    whole: Callable[[bytes], Completion],
+) -> Completion:
+    """One streamed call, assembled (`whole` parses a JSON answer to it), its limits attached."""
+    cut = None
+    try:
+        raw, limits = await post_sse(session, url, orjson.dumps(body), headers, asm.feed, idle_s)
+    except StreamCut as e:
+        raw, limits, cut = None, e.limits, e
+    comp = whole(raw) if raw is not None else finished(asm, cut, str(body.get("model")), counter, headers)
+    comp.limits = limits
+    return comp
+
+
+def timed_out(long: set[str], model: str, timeout_s: float, idle_s: float) -> None:
+    """An unstreamed call of `model` got no answer within its total timeout: its calls stream from now
+    on (the re-send of this one too), so a long call is not sent again and again into the same timeout."""
+    if model not in long:
+        long.add(model)
+        log.warning(
+            "%s: a call got no answer in %g s (the total timeout of an unstreamed call; the provider may "
+            "bill it); it is sent again streamed, and so are this model's calls from now on (idle timeout "
+            "%g s)", model, timeout_s, idle_s,
+        )
 
 
 def finished(asm: Assembler, cut: StreamCut | None, model: str, counter: Counter[str], secrets: dict[str, str]

@@ -2,7 +2,8 @@
 with `stream: true` into the server-sent events the provider would send, so every mock streams exactly
 what it would have answered whole.
 
-Formats: OpenAI chat (https://platform.openai.com/docs/api-reference/chat-streaming: `data:` chunks of
+Formats: OpenAI Responses (https://platform.openai.com/docs/api-reference/responses-streaming: text
+deltas, then `response.completed` or `response.incomplete` carrying the whole response), OpenAI chat (https://platform.openai.com/docs/api-reference/chat-streaming: `data:` chunks of
 `chat.completion.chunk`, a final chunk with `usage` and no choices only when the request asked
 `stream_options.include_usage`, then `data: [DONE]`) and Anthropic Messages
 (https://docs.anthropic.com/en/docs/build-with-claude/streaming: message_start with the input usage,
@@ -83,6 +84,19 @@ def message_events(answer: dict[str, Any]) -> list[bytes]:
     return [f"event: {name}\n".encode() + b"data: " + orjson.dumps(d) + b"\n\n" for name, d in ev]
 
 
+def responses_events(answer: dict[str, Any]) -> list[bytes]:
+    """The SSE frames of a Responses answer: created, text deltas, then the whole response."""
+    ev: list[dict[str, Any]] = [{"type": "response.created", "response": {
+        **answer, "status": "in_progress", "output": [], "usage": None}}]
+    for item in answer.get("output") or []:
+        for part in item.get("content") or [] if item.get("type") == "message" else []:
+            for piece in _pieces(part.get("text") or ""):
+                ev.append({"type": "response.output_text.delta", "item_id": item.get("id"), "delta": piece})
+    done = "response.completed" if answer.get("status") == "completed" else "response.incomplete"
+    ev.append({"type": done, "response": answer})
+    return [f"event: {e['type']}\n".encode() + b"data: " + orjson.dumps(e) + b"\n\n" for e in ev]
+
+
 class StreamFaults:
     """`StreamFaults().middleware` is the middleware; `gap_s`/`stall_s` tune the faults."""
 
@@ -99,7 +113,7 @@ class StreamFaults:
     async def middleware(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if request.method != "POST" or not request.path.endswith(("/chat/completions", "/messages")):
+        if request.method != "POST" or not request.path.endswith(("/chat/completions", "/messages", "/responses")):
             return await handler(request)
         raw = await request.read()  # aiohttp keeps it: the handler reads it again
         if b'"stream"' not in raw or not self.enabled:
@@ -117,6 +131,8 @@ class StreamFaults:
             self.stream_options.append(body.get("stream_options"))
             opts = body.get("stream_options")
             frames = chat_events(answer, isinstance(opts, dict) and opts.get("include_usage") is True)
+        elif request.path.endswith("/responses"):
+            frames = responses_events(answer)
         else:
             frames = message_events(answer)
         fault = self._fault(raw)

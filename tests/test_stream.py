@@ -21,9 +21,11 @@ import pytest
 from cli.main import main
 from core.types import Completion, Request, user
 from providers.anthropic import AnthropicProvider
+from providers.base import ProviderError
 from providers.openai import OpenAIProvider
 from providers.stream import LONG_OUTPUT_TOKENS, anthropic_streams
 from runner.config import ConfigError, load_config
+from runner.pool import build_models, close_models
 from tests.helpers import fake_key, rows, run_args
 from tests.mock_batch import MockBatchServer
 from tests.mock_contract import ContractServer
@@ -106,6 +108,58 @@ def test_chat_stream_is_the_unstreamed_answer(contract: ContractServer):
     assert whole.texts == [""] and whole.finish_reasons == ["length"] and whole.reasoning_tokens
     assert sum(contract.sse.streamed.values()) == 3 and contract.status[200] == 6
     assert contract.sse.stream_options == [{"include_usage": True}] * 3
+
+
+def test_responses_stream_is_the_unstreamed_answer(contract: ContractServer, tmp_path: Path):
+    """A Responses-only model (o3-pro): the streamed answer is the one `response.completed` (or
+    `.incomplete`) carries, parsed as the non-streamed one; max_output_tokens 2,048 + 16,384 reasoning
+    headroom streams only where the endpoint's stream_above_tokens is below it."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("".join(
+        f'[[endpoints]]\nname = "{e}"\nkind = "openai"\nbase_url = "{contract.base_url}"\n{extra}'
+        f'[[models]]\nname = "{e}"\nendpoint = "{e}"\nmodel = "o3-pro"\n'
+        for e, extra in (("whole", ""), ("streams", "stream_above_tokens = 4096\n"))))
+    models = build_models(load_config(cfg), ["whole", "streams"])
+
+    async def go() -> list[list[Completion]]:
+        try:
+            return [[await models[name].lanes[0].provider.complete(
+                _req(prompt, 2048), "o3-pro", 1, 0, None, models[name].cfg.params, models[name].shape)
+                for name in ("streams", "whole")] for prompt in (LONG, LONG + "[[exhaust]]")]
+        finally:
+            await close_models(models)
+
+    for streamed, whole in asyncio.run(go()):
+        assert streamed == whole and whole.output_tokens and whole.reasoning_tokens
+    assert whole.finish_reasons == ["length"] and whole.texts == [None]
+    assert contract.sse.streamed == {"o3-pro": 2} and contract.status[200] == 4
+
+
+def test_an_unstreamed_timeout_is_sent_again_streamed(mock: MockBatchServer, caplog):
+    """A short call that got no answer within its total timeout: it is said at once and sent again as a
+    stream (idle timeout), as are the model's later calls: never the same total timeout six times."""
+    p = OpenAIProvider(mock.base_url, timeout_s=0.5)
+    mock.timeout_hang_s = 2.0
+
+    async def go() -> list[Completion | Exception]:
+        out: list[Completion | Exception] = []
+        try:
+            for prompt in ("Q [[fault:hang*1]]", "Q [[fault:hang*1]]", "Q2"):
+                try:
+                    out.append(await p.complete(_req(prompt, 50), "ok-a", 1, 0, None, {}))
+                except ProviderError as e:
+                    out.append(e)
+        finally:
+            await p.close()
+        return out
+
+    with caplog.at_level(logging.WARNING, logger="evalsweep"):
+        first, again, later = asyncio.run(go())
+    assert isinstance(first, ProviderError) and first.retryable
+    assert isinstance(again, Completion) and again.texts[0] and isinstance(later, Completion)
+    assert mock.sse.streamed == {"ok-a": 2} and p.long == {"ok-a"}
+    said = [r.getMessage() for r in caplog.records if "no answer in 0.5 s" in r.getMessage()]
+    assert len(said) == 1 and "ok-a" in said[0] and "streamed" in said[0]
 
 
 def test_chat_without_a_limit_streams_by_the_model_maximum(contract: ContractServer):
