@@ -92,7 +92,8 @@ class OpenAIProvider:
         if shape is not None and shape.api == "responses":
             return await self._responses(req, model_id, api_key, params, shape)
         body = wire_body(req, model_id, n, params, shape)
-        if self._long(model_id, body.get("max_completion_tokens", body.get("max_tokens"))):
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))  # inlined _long: the hot path
+        if (limit if type(limit) is int else self.model_max(model_id) or 0) > self.stream_above or model_id in self.long:
             return await self.streamed(body, api_key, n)
         try:
             return await self.post(orjson.dumps(body), api_key, n)
