@@ -54,6 +54,8 @@ OPUS_4_NONSTREAMING = (("claude-opus-4-0", 8192), ("claude-opus-4-1", 8192), ("c
 """The SDK's smaller per-model limits (MODEL_NONSTREAMING_TOKENS): Claude Opus 4 and 4.1."""
 PARTIAL = "partial"
 """The finish reason of a choice whose stream was cut before it finished."""
+_REASONING_DELTAS = ("reasoning_content", "reasoning")
+"""Chat deltas of visible reasoning (DeepSeek and vLLM `reasoning_content`, OpenRouter `reasoning`)."""
 _RETRYABLE_EVENTS = ("overloaded_error", "api_error", "rate_limit_error", "timeout_error")
 
 
@@ -181,7 +183,7 @@ class ChatStream:
         self.model: str | None = None
         self.done = False
         self.chars = 0
-        """Characters of output received (a cut answer's size, for the log)."""
+        """Characters of output received, visible reasoning included (a cut answer's size, for the log)."""
 
     def feed(self, event: str, data: bytes) -> None:
         if data == b"[DONE]":
@@ -201,6 +203,9 @@ class ChatStream:
             if isinstance(text, str):
                 self.parts.setdefault(idx, []).append(text)
                 self.chars += len(text)
+            for field in _REASONING_DELTAS if isinstance(delta, dict) else ():
+                if isinstance(delta.get(field), str):  # generated (and billed) output, not the answer
+                    self.chars += len(delta[field])
             if ch.get("finish_reason") is not None:
                 self.reasons[idx] = ch["finish_reason"]
         if isinstance(obj.get("usage"), dict):
@@ -308,7 +313,9 @@ class ResponsesStream:
     def feed(self, event: str, data: bytes) -> None:
         obj = _json(data)
         kind = obj.get("type", event)
-        if kind == "response.output_text.delta" and isinstance(obj.get("delta"), str):
+        if kind in ("response.output_text.delta", "response.reasoning_summary_text.delta") and isinstance(
+            obj.get("delta"), str
+        ):
             self.chars += len(obj["delta"])
         elif kind in ("response.completed", "response.incomplete"):
             self.response, self.done = obj.get("response"), True

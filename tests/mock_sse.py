@@ -15,6 +15,7 @@ Stream faults, by a marker in the prompt (on every attempt unless `*1`: the firs
   [[stream:stall]]  half the events, then silence for `stall_s`
   [[stream:cut]]    half the events, then the connection is dropped
   [[stream:error]]  half the events, then an error event (Anthropic's overloaded_error)
+  [[stream:eof]]    half the events, then a clean end of the body (no final event)
   [[stream:error_first*1]]  the error event before any output, on the first attempt only
   [[stream:hang*1]]  no answer at all (not even headers) for `stall_s`, on the first attempt only
 `enabled = False` answers JSON to streamed requests, as a gateway ignoring `stream` does. It counts streamed requests per model and the bodies' `stream_options`.
@@ -159,10 +160,11 @@ class StreamFaults:
                     self.cut[fault] += 1
                     await out.write(error)
                     return out
-                if i == half and fault in ("stall", "cut", "error"):
+                if i == half and fault in ("stall", "cut", "error", "eof"):
                     self.cut[fault] += 1
-                    if fault == "error":
-                        await out.write(error)
+                    if fault in ("error", "eof"):
+                        await out.write(error if fault == "error" else b"")
+                        await out.write_eof()
                         return out
                     if fault == "cut":
                         assert request.transport is not None

@@ -204,6 +204,48 @@ def test_partial_choices_keep_the_finished_ones(mock: MockBatchServer):
     assert p.partials == {"ok-a": 1} and mock.total == 1
 
 
+def test_sse_reader_reads_the_format():
+    """Events split anywhere across chunks, CRLF line ends, comments, multi-line data, a last event
+    without its blank line (dropped, as the SSE spec says)."""
+    from providers.stream import sse_events
+
+    wire = b": keep-alive\r\nevent: a\r\ndata: {\"x\":\r\ndata: 1}\r\n\r\ndata: [DONE]\n\nevent: b\ndata: lost"
+
+    async def chunks():
+        for i in range(0, len(wire), 3):
+            yield wire[i : i + 3]
+
+    async def go():
+        return [e async for e in sse_events(chunks())]
+
+    assert asyncio.run(go()) == [("a", b'{"x":\n1}'), ("message", b"[DONE]")]
+
+
+def test_visible_reasoning_counts_as_output():
+    """A DeepSeek-style stream cut while it reasons (`reasoning_content` deltas, no answer text yet) was
+    generating billed output: a partial answer, not a failure to retry."""
+    from collections import Counter
+
+    from providers.stream import ChatStream, StreamCut, finished
+
+    asm = ChatStream(1)
+    for delta in ({"role": "assistant", "content": ""}, {"reasoning_content": "First, 2+2"}):
+        asm.feed("message", orjson.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}))
+    seen: Counter[str] = Counter()
+    comp = finished(asm, StreamCut("connection dropped mid-stream"), "deepseek-reasoner", seen, {})
+    assert comp.finish_reasons == ["partial"] and seen == {"deepseek-reasoner": 1}
+    with pytest.raises(StreamCut):  # the same cut before any output: retried
+        finished(ChatStream(1), StreamCut("connection dropped mid-stream"), "deepseek-reasoner", seen, {})
+
+
+def test_a_stream_ending_without_its_final_event_is_partial(mock: MockBatchServer):
+    base = mock.base_url.removesuffix("/v1")
+    p = AnthropicProvider(base)
+    comp = _call(p, _req(LONG + "[[stream:eof]]", 64_000), "claude-sonnet-4-5")
+    assert comp.texts == [None] and comp.finish_reasons == ["partial"] and comp.input_tokens
+    assert p.partials == {"claude-sonnet-4-5": 1} and mock.total == 1 and mock.sse.cut == {"eof": 1}
+
+
 def _config(path: Path, base: str, stream_above: int, idle: float) -> Path:
     common = (f"stream_above_tokens = {stream_above}\nidle_timeout_s = {idle}\ntimeout_s = 30\n"
               'api_key_env = "MOCK_STREAM_KEY"\nretry_initial_s = 0.01\nretry_max_s = 0.05\n')
