@@ -83,7 +83,7 @@ class StreamCut(ProviderError):
 async def sse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:
     """(event, data) per server-sent event (https://html.spec.whatwg.org/multipage/server-sent-events.html):
     `data:` lines joined by newlines, comments skipped; an event without its closing blank line is dropped."""
-    buf = b""
+    buf = bytearray()  # appends in place: a long line arriving in many chunks is not copied over and over
     event, data = "", []
     async for chunk in chunks:
         buf += chunk
@@ -94,7 +94,7 @@ async def sse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, b
             line = line.removesuffix(b"\r")
             if not line:
                 if data:
-                    yield event or "message", b"\n".join(data)
+                    yield event or "message", bytes(b"\n".join(data))
                 event, data = "", []
             elif not line.startswith(b":"):
                 name, _, value = line.partition(b":")
