@@ -135,10 +135,13 @@ def test_responses_stream_is_the_unstreamed_answer(contract: ContractServer, tmp
     assert contract.sse.streamed == {"o3-pro": 2} and contract.status[200] == 4
 
 
-def test_an_unstreamed_timeout_is_sent_again_streamed(mock: MockBatchServer, caplog):
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_an_unstreamed_timeout_is_sent_again_streamed(mock: MockBatchServer, caplog, kind: str):
     """A short call that got no answer within its total timeout: it is said at once and sent again as a
     stream (idle timeout), as are the model's later calls: never the same total timeout six times."""
-    p = OpenAIProvider(mock.base_url, timeout_s=0.5)
+    model = "ok-a" if kind == "openai" else "claude-sonnet-4-5"
+    p = (OpenAIProvider(mock.base_url, timeout_s=0.5) if kind == "openai"
+         else AnthropicProvider(mock.base_url.removesuffix("/v1"), timeout_s=0.5))
     mock.timeout_hang_s = 2.0
 
     async def go() -> list[Completion | Exception]:
@@ -146,7 +149,7 @@ def test_an_unstreamed_timeout_is_sent_again_streamed(mock: MockBatchServer, cap
         try:
             for prompt in ("Q [[fault:hang*1]]", "Q [[fault:hang*1]]", "Q2"):
                 try:
-                    out.append(await p.complete(_req(prompt, 50), "ok-a", 1, 0, None, {}))
+                    out.append(await p.complete(_req(prompt, 1000), model, 1, 0, None, {}))
                 except ProviderError as e:
                     out.append(e)
         finally:
@@ -157,9 +160,9 @@ def test_an_unstreamed_timeout_is_sent_again_streamed(mock: MockBatchServer, cap
         first, again, later = asyncio.run(go())
     assert isinstance(first, ProviderError) and first.retryable
     assert isinstance(again, Completion) and again.texts[0] and isinstance(later, Completion)
-    assert mock.sse.streamed == {"ok-a": 2} and p.long == {"ok-a"}
+    assert mock.sse.streamed == {model: 2} and p.long == {model}
     said = [r.getMessage() for r in caplog.records if "no answer in 0.5 s" in r.getMessage()]
-    assert len(said) == 1 and "ok-a" in said[0] and "streamed" in said[0]
+    assert len(said) == 1 and model in said[0] and "streamed" in said[0]
 
 
 def test_chat_without_a_limit_streams_by_the_model_maximum(contract: ContractServer):
