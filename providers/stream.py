@@ -139,7 +139,8 @@ async def post_sse(
         raise
     except TimeoutError:
         raise ProviderError(
-            f"no answer from {host_port(url)} in {idle_s:g} s (idle timeout)", retryable=True
+            f"request timed out: {host_port(url)} (no byte in {idle_s:g} s, a streamed call's idle timeout)",
+            retryable=True,
         ) from None
     except (aiohttp.ClientError, ConnectionResetError) as e:
         from providers.http import connection_cause
