@@ -17,8 +17,9 @@ from providers.base import ProviderError
 
 log = logging.getLogger("evalsweep")
 
-NO_TEXT_OK = frozenset({"length", "content_filter", "max_tokens", "refusal", "tool_calls", "tool_use"})
-"""Finish reasons under which an empty answer is the model's real answer (an error row, no retry)."""
+NO_TEXT_OK = frozenset({"length", "content_filter", "max_tokens", "refusal", "tool_calls", "tool_use", "partial"})
+"""Finish reasons under which an empty answer is the model's real answer (an error row, no retry);
+`partial`: a stream cut before the choice finished (providers.stream)."""
 
 
 def malformed(what: str) -> ProviderError:

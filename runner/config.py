@@ -31,6 +31,12 @@ class Endpoint(BaseModel):
     tpm: float | None = Field(None, gt=0)
     max_concurrency: int = Field(64, ge=1)
     timeout_s: float = Field(600.0, gt=0)
+    """A non-streamed call's total timeout; a streamed one's idle timeout unless `idle_timeout_s` says."""
+    stream_above_tokens: int | None = Field(None, ge=0)
+    """Calls whose maximum output is above this stream (default 21,333, the largest max_tokens Anthropic's
+    SDK sends unstreamed; Anthropic calls the SDK would refuse unstreamed always stream)."""
+    idle_timeout_s: float | None = Field(None, gt=0)
+    """A streamed call fails after this long without a byte (default: timeout_s); it has no total timeout."""
     max_attempts: int = Field(6, ge=1)
     retry_initial_s: float = Field(1.0, ge=0)
     retry_max_s: float = Field(60.0, ge=0)

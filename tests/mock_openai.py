@@ -31,7 +31,8 @@ Fault injection (deterministic), for any model:
   content_filter) and policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered prompt).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
-It counts what it receives: per prompt text, per key, with arrival times.
+It counts what it receives: per prompt text, per key, with arrival times. A request with `stream: true`
+gets its answer as server-sent events (tests.mock_sse, which also injects stream faults).
 
 Run standalone (for bench/): `python -m tests.mock_openai --port 0 [--rpm N] [--latency S] [--realtime]`;
 prints the port.
@@ -53,6 +54,8 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+
+from tests.mock_sse import StreamFaults
 
 
 def answer_text(model: str, prompt: str, i: int) -> str:
@@ -142,6 +145,8 @@ class MockServer:
         keys: set[str] | None = None,
     ) -> None:
         self.valid_keys = keys
+        self.sse = StreamFaults()
+        """`stream: true` requests get their answer as SSE (tests.mock_sse, with its stream faults)."""
         """When set, any other key gets 401 (chat and `GET /v1/models` alike)."""
         self.models_requests = 0
         self.report_limits = report_limits
@@ -175,7 +180,7 @@ class MockServer:
     # --- the app -------------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
+        app = web.Application(client_max_size=64 * 2**20, middlewares=[self.sse.middleware])
         app.router.add_post("/v1/chat/completions", self.handle)
         app.router.add_get("/stats", self.handle_stats)
         app.router.add_get("/v1/models", self.handle_models)
