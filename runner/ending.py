@@ -55,8 +55,10 @@ def not_running(man_path: Path, e: BaseException) -> None:
 
 
 def finish_manifest(
-    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any
+    r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
+    refused: dict[str, str] | None = None,
 ) -> None:
+    """`refused`: models the provider refused outright (runner.gate), each with its one error."""
     man = orjson.loads(man_path.read_bytes())
     mine = {
         "status": status,
@@ -74,6 +76,11 @@ def finish_manifest(
         man.pop("abort_reason", None)
         man.pop("unsaved_rows", None)
     man["lanes"] = lanes
+    mine_refused = {m: why for m, why in (refused or {}).items() if m in r.models}
+    if mine_refused:
+        man["refused_models"] = mine_refused
+    else:
+        man.pop("refused_models", None)
     if batch_why:
         man["batch"] = batch_why
     write_manifest(man_path, man)

@@ -33,6 +33,7 @@ from runner.budgets.leases import open_leases, results_name
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
 from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
+from runner.gate import REFUSED
 from runner.identity import identities, spec_fingerprint
 from runner.lanes import worst_state
 from runner.lock import lock_run_dir, unlock
@@ -277,6 +278,8 @@ async def _main(
     errors_logged: dict[str, int] = {}
 
     def on_error(run: RunCtx, row: Row) -> None:
+        if row.get("error_kind") == REFUSED:  # said once, by the gate
+            return
         k = row["model"]
         errors_logged[k] = errors_logged.get(k, 0) + 1
         if errors_logged[k] <= 5:
@@ -373,7 +376,8 @@ async def _main(
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
-            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why)
+            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why,
+                            sched.refused)
     if sched.fault:
         kept = (
             ""
