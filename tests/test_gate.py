@@ -2,7 +2,7 @@
 a model's calls wait for its first answer, then go at full width; a model the provider refuses outright
 (404 `model_not_found`, 401/403 for it) is stopped within 3 requests with one error naming it, its id
 and the provider's words, its other calls become `model_refused` rows without being sent, and the
-other models finish."""
+other models finish. The pre-flight warns about an id the endpoint's `GET /models` does not list."""
 
 from __future__ import annotations
 
@@ -189,6 +189,33 @@ def test_what_refuses_the_model(status: int, body: str, words: str):
 )
 def test_what_does_not(status: int, body: str):
     assert not error_for_status(status, body).refuses_model
+
+
+# --- the pre-flight reads the endpoint's model list ---------------------------------------------------
+
+
+def test_an_unlisted_id_is_a_warning_naming_the_nearest(tmp_path: Path, mock: MockServer, capfd):
+    mock.listed = ["gpt-5-pro", "gpt-5.1", "o3", "models/gemini-2.5-pro", "llama3:latest"]
+    models = {"pro": "gpt-5-pr0", "o3": "o3", "gem": "gemini-2.5-pro", "llama": "llama3", "zz": "zzz-qqq"}
+    cfg = _config(tmp_path / "c.toml", mock.base_url, models)
+    data = write_dataset(tmp_path / "d.jsonl", 2)
+    assert main(run_args(data, ",".join(models), cfg, tmp_path / "run", "--dry-run")) == 0
+    err = capfd.readouterr().err
+    assert "model 'pro': endpoint 'mock' does not list the id 'gpt-5-pr0' (nearest listed: gpt-5-pro" in err, err
+    assert "model 'zz': endpoint 'mock' does not list the id 'zzz-qqq' (it lists 5 other models)" in err
+    for listed in ("'o3'", "'gem'", "'llama'"):  # as sent, as Google lists it, as Ollama lists it
+        assert f"model {listed}:" not in err
+    assert mock.total == 0 and mock.models_requests == 1
+
+
+@pytest.mark.parametrize("listing", ["no route", "empty"])
+def test_a_failed_or_empty_listing_is_skipped_in_silence(tmp_path: Path, mock: MockServer, capfd, listing: str):
+    if listing == "no route":
+        mock.models_status = 404
+    cfg = _config(tmp_path / "c.toml", mock.base_url, {"a": "ok-a"})
+    data = write_dataset(tmp_path / "d.jsonl", 2)
+    assert main(run_args(data, "a", cfg, tmp_path / "run")) == 0
+    assert "does not list" not in capfd.readouterr().err and mock.models_requests == 1 and mock.total == 2
 
 
 # --- turns: a cancelled call (Ctrl-C's second stage, a stopped run) never strands the probe's turn -----
