@@ -93,7 +93,7 @@ _QUOTA = re.compile(
     r"|account_deactivated|api key (?:is |has been )?disabled|key_disabled|exceeded your current quota",
     re.IGNORECASE,
 )
-_NO_MODEL = re.compile(r'"(?:code|type)"\s*:\s*"(?:model_not_found|not_found_error|NOT_FOUND)"')
+_NO_MODEL = re.compile(r'"(?:code|type|status)"\s*:\s*"(?:model_not_found|not_found_error|NOT_FOUND)"')
 """A model the provider does not have (or not for this key): OpenAI's 404 `code: model_not_found`
 ("The model `x` does not exist or you do not have access to it."), Anthropic's 404 `not_found_error`
 (platform.claude.com/docs/en/api/errors), Google's `status: NOT_FOUND`; some gateways send it as a 400."""

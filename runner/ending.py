@@ -58,7 +58,8 @@ def finish_manifest(
     r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
     refused: dict[str, str] | None = None,
 ) -> None:
-    """`refused`: models the provider refused outright (runner.gate), each with its one error."""
+    """`refused`: the run's models (judges too) the provider refused outright (runner.gate), each with
+    its one error."""
     man = orjson.loads(man_path.read_bytes())
     mine = {
         "status": status,
@@ -76,9 +77,8 @@ def finish_manifest(
         man.pop("abort_reason", None)
         man.pop("unsaved_rows", None)
     man["lanes"] = lanes
-    mine_refused = {m: why for m, why in (refused or {}).items() if m in r.models}
-    if mine_refused:
-        man["refused_models"] = mine_refused
+    if refused:
+        man["refused_models"] = refused
     else:
         man.pop("refused_models", None)
     if batch_why:

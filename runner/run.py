@@ -376,8 +376,8 @@ async def _main(
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
-            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why,
-                            sched.refused)
+            refused = {m: why for m, why in sched.refused.items() if m in r.models or m in judges_of(r.spec)}
+            finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, refused)
     if sched.fault:
         kept = (
             ""

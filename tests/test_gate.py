@@ -148,7 +148,7 @@ def test_a_refusal_after_the_gate_opened_still_stops_the_model(tmp_path: Path, m
     assert kinds[None] == 1 and kinds["model_refused"] == 19
 
 
-# --- what refuses a model: the providers' own bodies --------------------------------------------------
+# --- what refuses a model: the providers' own bodies (OpenAI's words as quoted in Shopify/roast#13) --------------------------------------------------
 
 OPENAI_404 = ('{"error": {"message": "The model `gpt-9` does not exist or you do not have access to it.", '
               '"type": "invalid_request_error", "param": null, "code": "model_not_found"}}')
@@ -156,6 +156,10 @@ ANTHROPIC_404 = '{"type": "error", "error": {"type": "not_found_error", "message
 """Anthropic's error shape and `not_found_error` type (platform.claude.com/docs/en/api/errors)."""
 ANTHROPIC_403 = ('{"type": "error", "error": {"type": "permission_error", '
                  '"message": "Your API key does not have permission to use the specified resource."}}')
+GOOGLE_404 = ('[{"error": {"code": 404, "message": "models/gemini-9-pro is not found for API version v1beta, or '
+              'is not supported for generateContent.", "status": "NOT_FOUND"}}]')
+"""Google's words and shape (`code`, `message`, `status`: continuedev/continue#9939), sent as a list as in
+google-gemini/gemini-cli#13553."""
 GATEWAY_400 = ('{"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error", '
                '"code": "model_not_found"}}')
 """Gateways that answer an unknown id with a 400 keep OpenAI's `code`."""
@@ -166,6 +170,7 @@ GATEWAY_400 = ('{"error": {"message": "The model `gpt-9` does not exist", "type"
     [
         (404, OPENAI_404, "The model `gpt-9` does not exist or you do not have access to it."),
         (404, ANTHROPIC_404, "model: claude-opus-9"),
+        (404, GOOGLE_404, "models/gemini-9-pro is not found for API version v1beta"),
         (404, "<html>Not Found</html>", "<html>Not Found</html>"),  # a wrong path: nothing will answer
         (400, GATEWAY_400, "The model `gpt-9` does not exist"),
         (401, '{"error": {"message": "Incorrect API key provided: sk-ab***yz"}}', "authentication"),
