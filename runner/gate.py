@@ -66,7 +66,7 @@ class Gate:
         self.open = False
         if self.refused is None:
             self.refused = why
-            log.error("%s; its other calls are not sent (error rows, kind %s)", why, REFUSED)
+            log.error("%s (its other calls are not sent: error rows of kind %s)", why, REFUSED)
         self._wake_all()
 
     async def through(

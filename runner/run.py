@@ -407,7 +407,8 @@ async def _main(
         print(resume.summary(r), file=sys.stderr)
     if n_err:
         print(
-            f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them.",
+            f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them."
+            + (f" Refused by the provider (fix the id or key first): {', '.join(sched.refused)}." if sched.refused else ""),
             file=sys.stderr,
         )
         return 3

@@ -45,7 +45,7 @@ def _arrivals(mock: MockServer, model: str) -> list[tuple[int, int]]:
     return [(done, flying) for m, done, flying in mock.seen_on_arrival if m == model]
 
 
-def test_a_model_that_does_not_exist_is_sent_once_and_the_sweep_goes_on(tmp_path: Path, mock: MockServer):
+def test_a_model_that_does_not_exist_is_sent_once_and_the_sweep_goes_on(tmp_path: Path, mock: MockServer, capfd):
     """Before the gate, all 30 calls of an unknown id were sent (max_concurrency 16): now one is."""
     cfg = _config(tmp_path / "c.toml", mock.base_url, {"future": "missing-gpt-9", "ok-a": "ok-a"},
                   WIDE.replace("= 8", "= 16"))
@@ -69,6 +69,7 @@ def test_a_model_that_does_not_exist_is_sent_once_and_the_sweep_goes_on(tmp_path
     # said once, not once per row: the log and the terminal carry the one error
     log = (out / "log.txt").read_text()
     assert log.count(words) == 1, log
+    assert "Refused by the provider (fix the id or key first): future." in capfd.readouterr().err
 
 
 def test_401_for_one_model_stops_it_and_names_no_key(tmp_path: Path, mock: MockServer):
