@@ -35,8 +35,9 @@ class ProviderError(Exception):
         self.quota = quota
         """The key has no credit left / billing / disabled: its lane stops, retrying cannot help."""
         self.refuses_model = refuses_model
-        """The provider refuses this model whatever we send (no such model, no access to it, or the
-        same refusal after the request was adapted): the model stops, its other calls are not sent."""
+        """The provider refuses this model whatever we send (no such model, no access to it; set it too
+        on a 400 repeated after the request was adapted): runner.gate stops the model, its other calls
+        are not sent."""
         self.retryable = (retryable or rate_limited) and not quota
         self.rate_limited = rate_limited and not quota
         self.retry_after = retry_after

@@ -1,7 +1,7 @@
 """The first call gates the fan-out. Until a model has answered once (in this run, or a success row or
 cached answer from before), its calls go one at a time: a model the provider refuses whatever we send
-(no such id, no access for this key, the same refusal after the request was adapted; the provider
-marks those `ProviderError.refuses_model`, rows `error_kind = "model_refused"`) then costs one request,
+(no such id, no access for this key; `ProviderError.refuses_model`, which is also the mark for a 400
+repeated after the request was adapted; rows `error_kind = "model_refused"`) then costs one request,
 not one per call in flight. A probe that ends without the provider's verdict on the model (a timeout,
 a 5xx or 429s after every retry) opens the gate too: holding the others would only serialise a hung or
 sick server, which the circuit breaker stops. A probe refused for its own reason (a 400 on its input, a
