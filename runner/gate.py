@@ -25,8 +25,9 @@ from runner.pool import ModelEntry
 log = logging.getLogger("evalsweep")
 
 REFUSED = "model_refused"
-NO_VERDICT = ("transient", "rate_limit")
-"""Error kinds of a call the provider never judged (timeouts, dropped connections, 5xx, 429s)."""
+NO_VERDICT = ("transient", "rate_limit", "key_refused")
+"""Error kinds of a call that says nothing of the model: never judged (timeouts, dropped connections,
+5xx, 429s), or refused for one of its several keys (401/403: the others may be let in)."""
 
 
 def answered(rows: list[Row]) -> bool:

@@ -266,3 +266,29 @@ def test_a_cancelled_call_passes_the_turn_on(when: str):
         return sent
 
     assert asyncio.run(go()) == ["a", "c"]
+
+
+def test_a_401_for_one_of_several_keys_does_not_refuse_the_model(tmp_path: Path, monkeypatch, capfd):
+    """The first key (the one an idle pool picks first) is refused, the second is good: the model is
+    not stopped, the good key answers, the bad key's calls are `key_refused` rows."""
+    from tests.helpers import fake_key
+
+    srv = MockServer(keys={fake_key("good-2")}, latency_s=0.05).start()
+    monkeypatch.setenv("GK_1", fake_key("bad-1"))
+    monkeypatch.setenv("GK_2", fake_key("good-2"))
+    try:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(
+            f'[[endpoints]]\nname = "pool"\nkind = "openai"\nbase_url = "{srv.base_url}"\n'
+            f'api_key_env = ["GK_1", "GK_2"]\n{WIDE}'
+            '[[models]]\nname = "m"\nendpoint = "pool"\nmodel = "ok-m"\nprice_in = 1.0\nprice_out = 2.0\n'
+        )
+        data = write_dataset(tmp_path / "d.jsonl", 20)
+        out = tmp_path / "run"
+        assert main(run_args(data, "m", cfg, out, "--keep-going")) == 3  # the pre-flight saw the bad key
+    finally:
+        srv.stop()
+    kinds = Counter(r.get("error_kind") for r in rows(out))
+    assert kinds[None] >= 1 and set(kinds) <= {None, "key_refused"}, kinds
+    assert "refused_models" not in orjson.loads((out / "manifest.json").read_bytes())
+    assert "HTTP 401: the key was refused (key from GK_1)" in capfd.readouterr().err
