@@ -106,7 +106,10 @@ async def _send(
             log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
         attempts = getattr(e, "attempts", 1)
         msg = lane.scrub(str(e))
-        return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
+        kind = e.kind
+        if kind == "model_refused" and e.status in (401, 403) and len(m.lanes) > 1:
+            kind = "key_refused"  # this key, not the model: its other keys may be let in (runner.gate)
+        return [error_row(req, s, keys[s], msg, kind, attempts, lane.name) for s in group]
     except asyncio.CancelledError:
         raise
     except Exception as e:  # bad input (missing image file...) becomes an error row, not a crash

@@ -59,7 +59,10 @@ def finish_manifest(
     r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
     models: dict[str, ModelEntry] | None = None,
     spend: dict[str, Any] | None = None,
+    refused: dict[str, str] | None = None,
 ) -> None:
+    """`refused`: the run's models (judges too) the provider refused outright (runner.gate), each with
+    its one error."""
     man = orjson.loads(man_path.read_bytes())
     if models is not None:  # requests the providers' refusals changed during the run: deviations too
         record_learned(man, r.suite, r.spec, models, r.models)
@@ -79,6 +82,10 @@ def finish_manifest(
         man.pop("abort_reason", None)
         man.pop("unsaved_rows", None)
     man["lanes"] = lanes
+    if refused:
+        man["refused_models"] = refused
+    else:
+        man.pop("refused_models", None)
     if batch_why:
         man["batch"] = batch_why
     if spend:  # the spend ceilings (runner.spend.summary): spent, ceiling, whether one stopped the run

@@ -33,6 +33,7 @@ from runner.budgets.leases import open_leases, results_name
 from runner.checks import check_dir_arg
 from runner.config import Config, ConfigError, shared_urls
 from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
+from runner.gate import REFUSED
 from runner.identity import identities, spec_fingerprint
 from runner.lanes import worst_state
 from runner.lock import lock_run_dir, unlock
@@ -287,6 +288,8 @@ async def _main(
     errors_logged: dict[str, int] = {}
 
     def on_error(run: RunCtx, row: Row) -> None:
+        if row.get("error_kind") == REFUSED:  # said once, by the gate
+            return
         k = row["model"]
         errors_logged[k] = errors_logged.get(k, 0) + 1
         if errors_logged[k] <= 5:
@@ -378,8 +381,9 @@ async def _main(
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
+            refused = {m: why for m, why in sched.refused.items() if m in r.models or m in judges_of(r.spec)}
             finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models,
-                            spend.summary(ceilings) if ceilings else None)
+                            spend.summary(ceilings) if ceilings else None, refused)
     if sched.fault:
         kept = (
             ""
@@ -412,7 +416,8 @@ async def _main(
         return EXIT_MAX_COST
     if n_err:
         print(
-            f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them.",
+            f"{plural(n_err, 'call')} ended in an error row (see log.txt); rerun the same command to retry them."
+            + (f" Refused by the provider (fix the id or key first): {', '.join(sched.refused)}." if sched.refused else ""),
             file=sys.stderr,
         )
         return 3
