@@ -61,8 +61,8 @@ def fig5_png(models: dict[str, Any], path: Path) -> Path | None:
     xs = range(len(TABLE2_LANGS))
     for m, s in ours.items():
         left.plot(xs, [s["gia_normalized"].get(c) or float("nan") for c in TABLE2_LANGS], "-o", ms=4, label=m)
-    for m in ("GPT-4o", "GPT-4v"):
-        left.plot(xs, TABLE2_NORMALIZED[m], "--", color="gray", lw=1, label=f"paper: {m}")
+    for m, style in (("GPT-4o", "--"), ("GPT-4v", ":")):
+        left.plot(xs, TABLE2_NORMALIZED[m], style, color="gray", lw=1.2, label=f"paper: {m}")
     left.axhline(100, color="black", lw=1, label="human average (100)")
     left.set_xticks(list(xs), list(TABLE2_LANGS))
     left.set(ylabel="normalized GIA (human = 100)", title="Fig. 5 (left): normalized GIA across languages")
@@ -73,7 +73,7 @@ def fig5_png(models: dict[str, Any], path: Path) -> Path | None:
                color=["#4c72b0" if not n.startswith("paper") else "#bbbbbb" for n, _ in english])  # fmt: skip
     right.set_yticks(range(len(english)), [n for n, _ in english], fontsize=7)
     right.axvline(gia.HUMAN_GIA["en"], color="black", lw=1, label=f"human average ({gia.HUMAN_GIA['en']})")
-    right.set(xlabel="GIA, English", title="Fig. 5 (right): English GIA vs the human level (CI not in the text)")
+    right.set(xlabel="GIA, English", title="Fig. 5 (right): English GIA vs the human average")
     right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)

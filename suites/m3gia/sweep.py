@@ -31,7 +31,7 @@ def table4(runs: Sequence[Mapping[str, Any]]) -> Table | None:
         for label, r in (("with images", a), ("without images", b)):
             s = r["models"][m]
             vals.append([*((s.get("by_cluster") or {}).get(c) for c in CLUSTERS), s.get("accuracy")])
-            rows.append([m, f"{label} ({r['label']})", *vals[-1]])
+            rows.append([m, label, *vals[-1]])
         rows.append([m, "change", *(_diff(x, y) for x, y in zip(*vals, strict=True))])
     if not rows:
         return None
