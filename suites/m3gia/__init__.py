@@ -6,7 +6,9 @@ CHC factor and language, mean over `--samples` iterations) -> GIA (gia.py: the a
 factor scores, ported to numpy).
 
 `--limit K` takes the first K questions of each selected language; GIA is only reported for languages
-whose 300 questions were all run.
+whose 300 questions were all run. The paper's numbers are printed beside ours (paper.py: `paper:` rows);
+`deviations(spec)` says before a run what its options change, departures.py adds at scoring what only the
+answers show (stage-1 edge cases, random letters, failed calls) and what holds for every run.
 """
 
 from __future__ import annotations
