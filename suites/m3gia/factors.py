@@ -52,6 +52,7 @@ def factor_correlation(models: dict[str, dict[str, Any]]) -> tuple[dict[str, dic
         title="m3gia: correlation of factor accuracies across models (Pearson r)",
         columns=["factor", *TABLE1],
         rows=[[a, *(corr[a][b] for b in TABLE1)] for a in TABLE1],
-        note=f"over {len(names)} models; empty: fewer than 3 models with that factor, or no spread.",
+        note=f"over {len(names)} models; empty: fewer than 3 models with that factor, or no spread. The paper's "
+        "Fig. 4 (left) is this matrix over its 24 models, drawn only (its text gives no values to print beside).",
     )
     return corr, table
