@@ -42,8 +42,8 @@ def labels_line() -> str:
     d = label_differences()
     parts = [", ".join(f"{'+' if n > 0 else ''}{n} {t}" for t, n in ts.items()) + f" in {f}" for f, ts in d.items()]
     return (
-        "CHC factor accuracies use the authors' released labels (ability_label_dict.json, as their code; they "
-        "reproduce Table 1's Gc column), which differ from the paper's Table 3 in every language: "
+        "CHC factor accuracies use the authors' released labels (ability_label_dict.json, which their code uses "
+        "and Table 1's Gc column fits better), which differ from the paper's Table 3 in every language: "
         + "; ".join(parts)
         + " (Math Facts 176-185, its geometric-knowledge items)"
     )
@@ -83,6 +83,6 @@ def after_scoring(models: dict[str, Any]) -> list[str]:
             "failed calls are left unscored and every metric is over the answered questions ("
             + _per(models, failed)
             + "); the authors give a judge call that failed 10 times a random letter (App. F: 'randomly generate "
-            "an option'), and their local model's answers cannot fail"
+            "an option'); their released inference_only.py runs a local model and has no failure path for answers"
         )
     return out + [TEXT_ONLY, labels_line()]
