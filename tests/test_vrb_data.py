@@ -117,7 +117,7 @@ def test_annotations_are_normalised(tmp_path: Path) -> None:
         [
             ["id ", " solution", " category ", " skills", " error_type_value", " error_severity_value "],
             ["Q001", "", " odd one out ", "rotation; Counting,  shape and form ", "", ""],
-            ["Q002", "", "My New Task", "Folding", "blur", "Moderate"],
+            ["Q002", "", "My New Task", "Folding; Shape & Form;Shading&Line Type", "blur", "Moderate"],
             ["Q009", "", "Odd One Out", "", "", ""],  # not in the questions file: ignored
         ],
     )
@@ -127,7 +127,10 @@ def test_annotations_are_normalised(tmp_path: Path) -> None:
         ("Rotation", "Counting", "Shape and Form"),
         "no_error",
     )
-    assert (b.category, b.skills, b.severity, b.error_type) == ("My New Task", ("Folding",), "medium", "blur")
+    # "&" is "and", as the reference's indicator names (skill_difficulty_analysis.py)
+    assert (b.category, b.severity, b.error_type) == ("My New Task", "medium", "blur")
+    assert b.skills == ("Folding", "Shape and Form", "Shading and Line Type")
+    assert data.split_skills("Shape & Form & More") == ("Shape & Form & More",)  # unknown: kept as written
     assert (c.category, c.skills, c.severity) == (None, (), None)  # not annotated
 
 
