@@ -102,7 +102,8 @@ def test_reference_exclusions_leave_the_pool(tmp_path: Path) -> None:
 
 
 def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The default requests changed (no temperature sent): a directory from before is refused, not mixed."""
+    """The default requests changed (revision 2: the reference's resized PNGs and its prompt's leading newline):
+    a directory from before is refused, not mixed."""
     import json
 
     from cli.main import main
@@ -116,11 +117,11 @@ def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, ca
             "--no-live", "--no-score"]  # fmt: skip
     assert main(argv) == 0
     man = json.loads((out / "manifest.json").read_text())
-    assert man["suite_revision"] == 1
+    assert man["suite_revision"] == 2
     assert main(argv) == 0  # the same revision resumes
-    del man["suite_revision"]  # as an earlier version wrote it
+    man["suite_revision"] = 1  # as the previous version wrote it
     (out / "manifest.json").write_text(json.dumps(man))
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "made by revision 0 of the vrb suite's requests; this version builds revision 1 (no temperature" in err
+    assert "made by revision 1 of the vrb suite's requests; this version builds revision 2 (images resized" in err

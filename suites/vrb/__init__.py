@@ -142,7 +142,7 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     deviations=deviations,
-    revision=1,
-    revision_note="no temperature sent by default, as the reference",
+    revision=2,
+    revision_note="images resized and re-encoded as PNG and the prompt's leading newline kept, as the reference",
     open_max_tokens=33000,  # the reference's DEFAULT_MAX_TOKENS (run.py)
 )
