@@ -17,6 +17,7 @@ from tests.test_vrb_score import make_data, row
 
 FIXED = "skill and category effects: a fixed-effects logit"
 FAILED = "failed calls left out of accuracy"
+CAP = "max_tokens left to each model's maximum output (the reference: min(33,000, that maximum)"
 
 # tests/test_protocol_options.py checks these cover every option.
 # option dest -> [(value, substring of the deviation it records, or None for the reference's setting)]
@@ -36,17 +37,18 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
 def test_option_value_records_its_deviation(dest: str, value: object, want: str | None) -> None:
     devs = deviations(RunSpec("vrb", {dest: value}))
     assert devs[0].startswith(FIXED) and devs[1].startswith(FAILED)  # always: see suites/vrb/README.md
+    assert devs[2].startswith(CAP)  # always: one request for every model cannot carry a per-model cap
     if want is None:
-        assert devs[2:] == []
+        assert devs[3:] == []
     else:
-        assert len(devs) == 3 and want in devs[2], devs
+        assert len(devs) == 4 and want in devs[3], devs
 
 
 def test_temperature_samples_limit() -> None:
-    assert deviations(RunSpec("vrb", {}, temperature=0.0))[2] == (
+    assert deviations(RunSpec("vrb", {}, temperature=0.0))[3] == (
         "temperature 0 sent (the reference sends none: each provider's default)"
     )
-    assert deviations(RunSpec("vrb", {}, samples=3, limit=5))[2:] == ["3 samples (the reference: 1)", "--limit 5: a subset of the items"]
+    assert deviations(RunSpec("vrb", {}, samples=3, limit=5))[3:] == ["3 samples (the reference: 1)", "--limit 5: a subset of the items"]
 
 
 UP, LOW, NUM = ("A", "B", "C", "D"), ("a", "b", "c", "d"), ("1", "2", "3", "4")

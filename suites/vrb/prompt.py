@@ -18,7 +18,8 @@ Give your final answer option (e.g. one of {labels}) as a single character on a 
 MAX_TOKENS: int | None = None
 """Unset: each provider's own maximum, so reasoning models keep their long chains of thought and no
 model rejects the sweep for asking more than its cap (the reference asked 33,000, which e.g. gpt-4o's
-16,384 cap refuses). Set `params = {max_tokens = N}` for a model in the config to cap it."""
+16,384 cap refuses). Recorded as a deviation (`MAX_TOKENS_DEVIATION`): the reference sends min(33,000,
+the model's maximum). Set `params = {max_tokens = N}` for a model in the config to cap it."""
 
 
 def prompt_text(question: str, labels: tuple[str, ...]) -> str:
