@@ -7,9 +7,10 @@ image-quality severity, and skill effects (see effects.py).
   over items, so the combined accuracy is the datasets' accuracies weighted by question count, as in
   the paper. An answer the rules cannot read stays wrong, as the paper scores it.
 - 95% CIs: percentile bootstrap over items, 1,000 resamples, seed 0 (`suites.stats.bootstrap_ci`).
-- Category, skill and severity breakdowns leave out items annotated `fatal` (an unusable image);
-  the skill and category effects use the reference's item set (EFFECT_ITEMS);
-  the headline accuracy keeps every item. An item counts once for each of its skills.
+- Category and severity breakdowns leave out items annotated `fatal` (an unusable image); per-skill
+  accuracy, as the reference's skill analysis (visualisations_paper.py §2), leaves out every item with an
+  image-error annotation and the skill `Other`; the skill and category effects use the reference's item
+  set (EFFECT_ITEMS); the headline accuracy keeps every item. An item counts once for each of its skills.
 - Severity levels: no_error, minor, medium (`moderate` is read as medium), as in the reference.
 - Skill and category effects pool the run's models but the reference's excluded list (REFERENCE_EXCLUDED;
   `--exclude-models`), with model fixed effects (scores.json's top-level `skill_effects`); each model's own `skill_effects` fits the same regression on its answers alone
@@ -30,7 +31,7 @@ from suites.stats import bootstrap_ci, ci_method, mean
 from suites.vrb import data
 from suites.vrb.categories import category_effects, category_table
 from suites.vrb.data import CATEGORIES, SKILLS, Item
-from suites.vrb.effects import Answers, skill_effects
+from suites.vrb.effects import OTHER, Answers, skill_effects
 from suites.vrb.extract import EXTRACTORS
 
 SEVERITY_LEVELS = ("no_error", "minor", "medium")
@@ -45,6 +46,14 @@ REFERENCE_EXCLUDED = frozenset({
 error_by_model_analysis.py: left out of the pooled effects (a model matches by the last `/` part of its name)."""
 N_RESAMPLES = 1000
 SEED = 0
+
+
+EFFECT_ITEMS = {
+    "reference": lambda it: it.severity in (None, "no_error"),
+    "nonfatal": lambda it: it.severity != "fatal",
+}
+"""Items in the skill and category effects: the reference's (every item with an image-error annotation
+dropped, as its category_analysis.py does; the default) or all but the fatal ones (`--effects-items nonfatal`)."""
 
 
 def _acc(scores: list[float]) -> dict[str, Any]:
@@ -70,23 +79,16 @@ def breakdowns(item_scores: dict[str, float], items: dict[str, Item]) -> dict[st
         return groups
 
     usable = lambda it: it.severity != "fatal"  # noqa: E731
+    clean = EFFECT_ITEMS["reference"]
     ds = by(lambda it: [it.dataset])
     cat = by(lambda it: [it.category] if it.category and usable(it) else [])
-    skl = by(lambda it: list(it.skills) if usable(it) else [])
+    skl = by(lambda it: [s for s in it.skills if s != OTHER] if clean(it) else [])
     sev = by(lambda it: [it.severity] if it.severity in SEVERITY_LEVELS else [])
     out["by_dataset"] = {k: _acc(ds[k]) for k in ds}
     out["by_category"] = {k: _acc(cat[k]) for k in _ordered(cat, CATEGORIES)}
     out["by_skill"] = {k: _acc(skl[k]) for k in _ordered(skl, SKILLS)}
     out["by_severity"] = {k: _acc(sev[k]) for k in SEVERITY_LEVELS if k in sev}
     return out
-
-
-EFFECT_ITEMS = {
-    "reference": lambda it: it.severity in (None, "no_error"),
-    "nonfatal": lambda it: it.severity != "fatal",
-}
-"""Items in the skill and category effects: the reference's (every item with an image-error annotation
-dropped, as its category_analysis.py does; the default) or all but the fatal ones (`--effects-items nonfatal`)."""
 
 
 def _answers(rows: list[Row], items: dict[str, Item], which: str = "reference") -> Answers:
@@ -213,6 +215,13 @@ def effect_items(spec: RunSpec) -> str:
     return which
 
 
+BREAKDOWN_NOTE = {
+    "by_category": "items with fatal image errors excluded",
+    "by_skill": "items with any image-error annotation and the skill Other excluded (the reference's skill "
+    "analysis, visualisations_paper.py §2)",
+}
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
@@ -267,7 +276,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     rows=[
                         [m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in order
                     ],
-                    note="items with fatal image errors excluded" if key != "by_severity" else "",
+                    note=BREAKDOWN_NOTE.get(key, ""),
                 )
             )
     eff = extra.get("skill_effects", {}).get("effects")
