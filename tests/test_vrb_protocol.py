@@ -29,6 +29,7 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
                        ("none", "pooled skill and category effects over every model in the run"),
                        ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12")],
     "category_covariates": [(None, None), ("skills", None), ("none", "(Fig. 11) without the skill covariates")],
+    "category_estimand": [(None, None), ("reference", None), ("standardised", "(Fig. 11) by marginal standardisation")],
     "datasets": [(None, None), ("zambia,india", None)],
 }  # fmt: skip
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from core.types import Request, Row
 from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_protocol
 from suites.vrb import data, prompt, sim
-from suites.vrb.categories import COVARIATES
+from suites.vrb.categories import COVARIATES, ESTIMANDS
 from suites.vrb.extract import EXTRACTORS
 from suites.vrb.score import REFERENCE_EXCLUDED, excluded_models, extractor
 from suites.vrb.score import score as score_rows
@@ -68,6 +68,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Fig. 11's category effects with the skill indicators as covariates, as the reference (default), "
         "or without",
+    )
+    parser.add_argument(
+        "--category-estimand",
+        dest="category_estimand",
+        choices=ESTIMANDS,
+        default=None,
+        help="Fig. 11's predicted accuracy: the mean of each category's own fitted probabilities, as the "
+        "reference (default), or standardised (every answer set to each category in turn)",
     )
     parser.add_argument(
         "--datasets",
@@ -123,6 +131,9 @@ def deviations(spec: RunSpec) -> list[str]:
     if spec.opt("category_covariates") == "none":
         out.append("task category effects (Fig. 11) without the skill covariates (the reference: category + "
                    "skill indicators)")  # fmt: skip
+    if spec.opt("category_estimand") == "standardised":
+        out.append("task category effects (Fig. 11) by marginal standardisation (the reference: the mean of each "
+                   "category's own fitted probabilities)")  # fmt: skip
     if spec.samples not in (None, 1):
         out.append(f"{spec.samples} samples (the reference: 1)")
     if spec.limit is not None:

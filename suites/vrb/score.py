@@ -129,6 +129,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     sink = sink if sink is not None else Sink()
     which, how, leave_out = effect_items(spec), extractor(spec), excluded_models(spec)
     covariates = spec.opt("category_covariates") or "skills"
+    estimand = spec.opt("category_estimand") or "reference"
     root = data.data_dir(spec)
     items = {it.key: it for it in data.load(spec)}
     annotated = any(it.category for it in items.values())
@@ -179,7 +180,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         extra["category_effects"] = {
             "items": which,
             "excluded_models": excluded,
-            **category_effects(_answers(pooled, items, which), covariates=covariates),
+            **category_effects(_answers(pooled, items, which), covariates=covariates, estimand=estimand),
         }
     else:
         extra["skill_effects"] = {
