@@ -49,7 +49,7 @@ def _predicted(
     the mean of its own answers' fitted probabilities (reference) or over every answer set to it."""
     X = _design(codes, sizes, extra)
     keep = w > 0
-    out = np.empty(sizes["category"])
+    out = np.empty(sizes["focal"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # separated cells (all right / all wrong) push the fit to the bounds
         try:
@@ -58,12 +58,12 @@ def _predicted(
             return None
         if estimand == "reference":
             p = fit.predict(X)
-            for c in range(sizes["category"]):
-                mine = codes["category"] == c
+            for c in range(sizes["focal"]):
+                mine = codes["focal"] == c
                 out[c] = float(np.sum((p * w)[mine]) / np.sum(w[mine])) if np.sum(w[mine]) else np.nan
             return out
-        for c in range(sizes["category"]):
-            alt = {**codes, "category": np.full_like(codes["category"], c)}
+        for c in range(sizes["focal"]):
+            alt = {**codes, "focal": np.full_like(codes["focal"], c)}
             p = fit.predict(_design(alt, sizes, extra))
             out[c] = float(np.sum(p * w) / np.sum(w))
     return out
@@ -103,17 +103,34 @@ def category_effects(
         out["categories"] = {}
         out["note"] = "needs answers to at least two categories"
         return out
+    cats = level_effects(a, a.category, ("model", "dataset"), skill_names, seed, n_resamples, estimand)
+    if cats is None:
+        out["categories"], out["note"] = {}, "fit failed"
+        return out
+    out["categories"] = dict(sorted(cats.items(), key=lambda kv: kv[1]["accuracy"]))
+    return out
+
+
+def level_effects(
+    a: Answers,
+    focal: list[str] | tuple[str, ...],
+    others: tuple[str, ...],
+    skill_names: list[str],
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    estimand: str = "reference",
+) -> dict[str, dict] | None:
+    """Predicted accuracy per level of `focal` (one label per answer) from a logit on C(focal) + skill
+    indicators + C(each of `others`, Answers fields): {level: {"accuracy", "ci95", "n_items"}}, None when
+    the fit fails. Also the reference's severity regression (severity.py)."""
     patterns = ["|".join(sorted(set(sk) & set(skill_names))) for sk in a.skills]
-    names = {
-        f: np.unique(np.asarray(getattr(a, f), dtype=object), return_inverse=True)
-        for f in ("category", "model", "dataset")
-    }
-    names["pattern"] = np.unique(np.asarray(patterns, dtype=object), return_inverse=True)
+    columns = {"focal": focal, **{f: getattr(a, f) for f in others}, "pattern": patterns}
+    names = {f: np.unique(np.asarray(v, dtype=object), return_inverse=True) for f, v in columns.items()}
     levels = {f: list(v[0]) for f, v in names.items()}
     codes = {f: v[1].ravel() for f, v in names.items()}
     sizes = {f: len(levels[f]) for f in levels}
-    # cells: one row per (category, model, dataset, skill pattern) present
-    order = ("category", "model", "dataset", "pattern")
+    # cells: one row per (focal level, others..., skill pattern) present
+    order = tuple(columns)
     key = np.zeros(len(a.correct), dtype=np.int64)
     for f in order:
         key = key * sizes[f] + codes[f]
@@ -126,7 +143,6 @@ def category_effects(
     ).reshape(sizes["pattern"], len(skill_names))
     extra = pattern_skills[cell_codes.pop("pattern")]
     extra = extra[:, (extra.min(axis=0) < extra.max(axis=0))] if len(extra) else extra  # constant: no column
-    cell_codes = {f: cell_codes[f] for f in ("category", "model", "dataset")}
     sizes.pop("pattern")
     y = np.asarray(a.correct, dtype=float)
     item_codes, item_idx = np.unique(np.asarray(a.item, dtype=object), return_inverse=True)
@@ -139,8 +155,7 @@ def category_effects(
 
     point = fit(np.ones(len(y)))
     if point is None:
-        out["categories"], out["note"] = {}, "fit failed"
-        return out
+        return None
     rng = np.random.default_rng(seed)
     reps = []
     for _ in range(n_resamples):
@@ -149,12 +164,12 @@ def category_effects(
         if r is not None:
             reps.append(r)
     R = np.array(reps)
-    cats: dict[str, dict] = {}
-    for c, name in enumerate(levels["category"]):
-        lo, hi = np.nanquantile(R[:, c], [0.025, 0.975]) if len(R) and np.isfinite(R[:, c]).any() else (np.nan, np.nan)  # a resample may miss a category
-        n_items = len(np.unique(item_idx[codes["category"] == c]))
-        cats[str(name)] = {"accuracy": float(point[c]), "ci95": [float(lo), float(hi)], "n_items": n_items}
-    out["categories"] = dict(sorted(cats.items(), key=lambda kv: kv[1]["accuracy"]))
+    out: dict[str, dict] = {}
+    for c, name in enumerate(levels["focal"]):
+        ok = len(R) and np.isfinite(R[:, c]).any()  # a resample may miss a level
+        lo, hi = np.nanquantile(R[:, c], [0.025, 0.975]) if ok else (np.nan, np.nan)
+        n_items = len(np.unique(item_idx[codes["focal"] == c]))
+        out[str(name)] = {"accuracy": float(point[c]), "ci95": [float(lo), float(hi)], "n_items": n_items}
     return out
 
 
