@@ -101,7 +101,8 @@ def has_cost(v: SuiteView, axis: str) -> bool:
 def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> list:
     """One (suite, cost axis) panel; returns its annotations, most important first."""
     k, ylabel = _scale(v)
-    es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
+    es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None
+          and e.model not in v.left_out]  # fmt: skip
     floor = _floor([v.cost(e, axis) for e in es])
     for e in es:
         ax.scatter(
@@ -199,7 +200,8 @@ def frontier_over_time(
     for ax, (v, axis) in zip(axes, panels, strict=True):
         k, ylabel = _scale(v)
         snaps = snaps_per_plot[(v.slug, axis)]
-        es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
+        es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None
+              and e.model not in v.left_out]  # fmt: skip
         floor = _floor([v.cost(e, axis) for e in es])
         ax.scatter(
             [_at(v.cost(e, axis), floor) for e in es],
