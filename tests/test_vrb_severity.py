@@ -102,6 +102,10 @@ def test_score_leaves_the_reference_exclusions_out_and_prints_the_paper(tmp_path
     assert skills.columns[-1] == "paper (Fig. 9)" and [r[-1] for r in skills.rows if r[0] == "Folding"] == ["-9"]
     assert any(k.startswith("image-error severity regression") for k in by_title)
     assert any(t.title.startswith("vrb: accuracy % by model tier") for t in rep.tables)
+    every = SUITE.score(rows, RunSpec(suite="vrb", options={"data_dir": str(root), "exclude_models": "none"}),
+                        tmp_path).extra  # fmt: skip
+    assert every["frontier"]["excluded_models"] == [] and len(every["severity_mean"]["models"]) == 4
+    assert sum(len(t["models"]) for t in every["severity_tiers"]["tiers"].values()) == 4
 
 
 SUITE_SKILLS = __import__("suites.vrb.data", fromlist=["SKILLS"]).SKILLS

@@ -58,8 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="exclude_models",
         default=None,
         metavar="M1,M2|none",
-        help="models left out of the pooled skill and category effects (default: the reference's list, "
-        "score.py REFERENCE_EXCLUDED, where those models are in the run; 'none' pools every model)",
+        help="models left out of the pooled skill and category effects, the severity mean and analyses and the "
+        "frontier (default: the reference's list, score.py REFERENCE_EXCLUDED, where those models are in the "
+        "run; 'none' keeps every model)",
     )
     parser.add_argument(
         "--category-covariates",
@@ -126,8 +127,8 @@ def deviations(spec: RunSpec) -> list[str]:
     excluded = excluded_models(spec)
     if excluded != REFERENCE_EXCLUDED:
         which = "every model in the run" if not excluded else "the run's models but " + ", ".join(sorted(excluded))
-        out.append(f"pooled skill and category effects over {which} (the reference excludes its own list of "
-                   f"{len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
+        out.append(f"pooled skill and category effects, severity mean and analyses, and frontier over {which} "
+                   f"(the reference excludes its own list of {len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
     if spec.opt("category_covariates") == "none":
         out.append("task category effects (Fig. 11) without the skill covariates (the reference: category + "
                    "skill indicators)")  # fmt: skip
