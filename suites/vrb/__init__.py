@@ -2,8 +2,9 @@
 in Zambia and India, one image each, four options. The items are private; users hold them in the
 published format and point `--data-dir` at them (data.py describes the layout).
 
-load (data.py) → prompt (prompt.py) → extract (reference.py: the reference's code exactly, the default;
-extract.py: ours, `--extractor rules`) → score and aggregate (score.py, effects.py, categories.py).
+load (data.py) → prompt (prompt.py; the image as the reference sends it: image.py) → extract (reference.py: the reference's code exactly, the default;
+extract.py: ours, `--extractor rules`) → score and aggregate (score.py, effects.py, categories.py,
+severity.py; the paper's numbers beside ours: paper.py).
 Item ids are "{dataset}/{id}". sim.py writes realistic responses for the `sim/...` models.
 """
 
