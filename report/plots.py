@@ -267,6 +267,8 @@ def leaderboard(v: SuiteView, path: Path) -> Path:
         )
     if v.chance is not None:
         ax.axvline(v.chance * k, ls="--", color="#bbbbbb", lw=1, label="chance")
+    if v.threshold is not None:
+        ax.axvline(v.threshold * k, ls="-.", color="#d62728", lw=1, label="paper: usefulness threshold")
     ax.set_yticks(y, [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label + " with 95% CI")
     _title(ax, f"{v.label}: leaderboard", 10)

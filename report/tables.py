@@ -64,6 +64,10 @@ class SuiteView:
     kept off the frontier and out of the mean over models."""
     snapshot_dates: bool = False
     """The frontier over time at the paper's dates (scores.json `frontier.snapshots`), not at every change."""
+    paper_frontier: list[str] = field(default_factory=list)
+    """scores.json `frontier.paper`: what the paper's text says of its frontier, shown beside ours."""
+    threshold: float | None = None
+    """scores.json `usefulness_threshold`: the paper's bar (VRB: 94%), drawn on the leaderboard."""
 
     def cost(self, e: Entry, axis: str) -> float | None:
         return e.info.price_in if axis == "price_in" else e.run_cost_usd
@@ -201,7 +205,9 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
     fx = extra.get("frontier") if isinstance(extra.get("frontier"), dict) else {}
     v.left_out = [m for m in fx.get("excluded_models") or [] if any(e.model == m for e in ranked)]
     dates = [date.fromisoformat(d) for d in fx.get("snapshots") or []]
-    v.snapshot_dates = bool(dates)
+    v.snapshot_dates, v.paper_frontier = bool(dates), [str(x) for x in fx.get("paper") or []]
+    th = extra.get("usefulness_threshold")
+    v.threshold = float(th) if isinstance(th, int | float) and not isinstance(th, bool) else None
     for axis in AXES:
         pts = [Point(e.model, v.cost(e, axis), e.accuracy, e.info.release_date) for e in ranked
                if e.model not in v.left_out]  # fmt: skip

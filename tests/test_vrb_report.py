@@ -27,7 +27,7 @@ def _run(tmp_path: Path, frontier: dict | None) -> Path:
     models = {m: {"price_in": p, "release_date": d} for m, (p, _, d, _) in MODELS.items()}
     scores = {m: {"accuracy": a, "ci95": [a - 0.1, a + 0.1], "n": 10, "by_severity": {"no_error": {"accuracy": ne}}}
               for m, (_, a, _, ne) in MODELS.items()}  # fmt: skip
-    extra = {"frontier": frontier} if frontier else {}
+    extra = {"frontier": frontier, "usefulness_threshold": 0.94} if frontier else {}
     return make_run(tmp_path, "vrb", "vrb", models, scores, [], extra=extra)
 
 
@@ -41,10 +41,11 @@ def _snaps(out: Path) -> dict[str, list[str]]:
 
 
 def test_paper_snapshots_and_left_out_models(tmp_path: Path) -> None:
-    fx = {"snapshots": list(paper.FRONTIER_SNAPSHOTS.values()), "excluded_models": ["lfm2-vl-1.6b", "not-run"]}
+    fx = {"snapshots": list(paper.FRONTIER_SNAPSHOTS.values()), "excluded_models": ["lfm2-vl-1.6b", "not-run"],
+          "paper": list(paper.FRONTIER_TEXT)}  # fmt: skip
     run = _run(tmp_path, fx)
     [v] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([run])))
-    assert v.left_out == ["lfm2-vl-1.6b"] and v.snapshot_dates
+    assert v.left_out == ["lfm2-vl-1.6b"] and v.snapshot_dates and v.threshold == 0.94
     assert [p.name for p in v.front["price_in"]] == ["future"]  # lfm2 would dominate it
     assert level_means(v, "by_severity")["no_error"] == pytest.approx((0.4 + 0.6 + 0.8 + 0.9) / 4)
     out = tmp_path / "rep"
@@ -53,12 +54,12 @@ def test_paper_snapshots_and_left_out_models(tmp_path: Path) -> None:
     assert _snaps(out) == {"2024-11-30": ["old"], "2025-04-30": ["mid25"], "2025-12-31": ["late"]}
     page = (out / "index.html").read_text()
     assert "3 at the paper&#x27;s dates" in page or "3 at the paper's dates" in page
-    assert "Left out, as the paper" in page
+    assert "Left out, as the paper" in page and "Paper: Gemini-3 Flash 78% at $0.50" in page
 
 
 def test_without_the_hint_every_change_and_every_model(tmp_path: Path) -> None:
     run = _run(tmp_path, None)
     [v] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([run])))
-    assert v.left_out == [] and not v.snapshot_dates
+    assert v.left_out == [] and not v.snapshot_dates and v.paper_frontier == [] and v.threshold is None
     assert [p.name for p in v.front["price_in"]] == ["lfm2-vl-1.6b"]
     assert [s.when.isoformat() for s in v.snaps["price_in"]] == ["2024-01-01"]  # lfm2 on top from its release

@@ -80,7 +80,7 @@ def test_score_leaves_the_reference_exclusions_out_and_prints_the_paper(tmp_path
     rep = SUITE.score(rows, RunSpec(suite="vrb", options={"data_dir": str(root)}), tmp_path)
     x = rep.extra
     assert x["frontier"] == {"snapshots": ["2024-11-30", "2025-04-30", "2025-12-31"],
-                             "excluded_models": ["lab/lfm2-vl-1.6b"]}  # fmt: skip
+                             "excluded_models": ["lab/lfm2-vl-1.6b"], "paper": list(paper.FRONTIER_TEXT)}  # fmt: skip
     kept = ["good", "mid", "poor"]
     assert x["severity_mean"]["models"] == kept
     for lv, v in x["severity_mean"]["mean"].items():

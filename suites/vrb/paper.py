@@ -49,6 +49,15 @@ FRONTIER_SNAPSHOTS: dict[str, str] = {
 visualisations_paper.py `target_dates`; a snapshot counts the models released on or before its date."""
 
 
+FRONTIER_TEXT = (
+    "Gemini-3 Flash 78% at $0.50 per million input tokens (§4.1.2)",
+    "at $0.10-0.20 the best models ≈38-40%",
+    "at ≈$0.10 the best accuracy rises from ≈30% to ≈38-39% over the snapshots, at higher costs from the "
+    "low 30s to ≈60%",
+)
+"""Fig. 7 (§4.1.2) in the paper's words: shown beside the report's frontier."""
+
+
 def accuracy(model: str) -> str:
     """The paper's accuracy for `model` where its text names it, else "-"."""
     name = model.lower()

@@ -178,6 +178,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     extra["frontier"] = {  # read by the report: the paper's snapshots, the models its figures leave out
         "snapshots": list(paper.FRONTIER_SNAPSHOTS.values()),
         "excluded_models": excluded,
+        "paper": list(paper.FRONTIER_TEXT),
     }
     per_level = {m: {k: x["accuracy"] for k, x in models[m]["by_severity"].items()} for m in kept}
     extra["severity_mean"] = {"models": kept, "excluded_models": excluded, "mean": severity_mean(per_level),
