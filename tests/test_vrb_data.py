@@ -92,6 +92,16 @@ def test_images_resized_as_the_reference(tmp_path: Path, size: tuple[int, int], 
         reference_png(tmp_path / "bad.png")
 
 
+def test_check_decodes_every_image(vrb_dir: Path, tmp_path: Path) -> None:
+    """A file with a PNG header but no image passes the header sniff; `check` decodes it before any call."""
+    root = copy_of(vrb_dir, tmp_path / "d")
+    SUITE.check(spec(root))
+    first = sorted((root / "zambia-images").iterdir())[0]
+    first.write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    with pytest.raises(SuiteError, match="cannot read the image"):
+        SUITE.check(spec(root))
+
+
 @pytest.mark.parametrize(
     ("labels", "first", "second"),
     [

@@ -19,6 +19,7 @@ from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_prot
 from suites.vrb import data, prompt, sim
 from suites.vrb.categories import COVARIATES, ESTIMANDS
 from suites.vrb.extract import EXTRACTORS
+from suites.vrb.image import reference_png
 from suites.vrb.score import REFERENCE_EXCLUDED, excluded_models, extractor
 from suites.vrb.score import score as score_rows
 
@@ -87,8 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check(spec: RunSpec) -> None:
-    """Read and validate every file the run needs (CSV fields, option sets, gold labels, images)."""
-    data.check_images(data.load(spec))
+    """Read and validate every file the run needs (CSV fields, option sets, gold labels, images: each decoded
+    and resized as it will be sent, so a broken file stops the run before its first call)."""
+    items = data.load(spec)
+    data.check_images(items)
+    for it in items:
+        reference_png(it.image)
 
 
 def build(spec: RunSpec) -> Iterator[Request]:
