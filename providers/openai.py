@@ -13,7 +13,7 @@ import orjson
 
 from core.types import Request
 from providers import http
-from providers.base import Completion, ProviderError, wire_body
+from providers.base import Completion, ProviderError, header_secrets, scrub, wire_body
 from providers.parse import openai_chat
 from providers.responses import parse_responses, responses_body
 
@@ -86,27 +86,29 @@ class OpenAIProvider:
     ) -> Completion:
         """A model served only on OpenAI's Responses API: one sample per call."""
         data = orjson.dumps(responses_body(req, model_id, params, shape))
-        raw, limits = await http.exchange(
-            self._get_session(), self.responses_url, data, self._headers_for(api_key)
-        )
-        comp = parse_responses(raw)
+        headers = self._headers_for(api_key)
+        raw, limits = await http.exchange(self._get_session(), self.responses_url, data, headers)
+        comp = parse_responses(raw, headers)
         comp.limits = limits
         return comp
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
         raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))
-        comp = parse_chat(raw, n)
+        comp = parse_chat(raw, n, self._headers_for(api_key))
         comp.limits = limits
         return comp
 
 
-def parse_chat(raw: bytes, n: int = 1) -> Completion:
+def parse_chat(raw: bytes, n: int = 1, headers: dict[str, str] | None = None) -> Completion:
     """Parse a chat.completions body: a well-typed completion, or a retryable error for truncated,
-    undecodable or malformed bodies (providers.parse says what well-typed means)."""
+    undecodable or malformed bodies (providers.parse says what well-typed means). The snippet of a
+    bad body is scrubbed of the request's secrets (`headers`) BEFORE it is cut: a key echoed escaped
+    and then cut would no longer match any spelling of it."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
+        text = scrub(raw.decode("utf-8", "replace"), header_secrets(headers or {}))
         raise ProviderError(
-            f"malformed response body ({len(raw)} bytes): {raw[:120]!r}", retryable=True
+            f"malformed response body ({len(raw)} bytes): {text[:120]!r}", retryable=True
         ) from None
     return openai_chat(body, n)

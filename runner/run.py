@@ -337,6 +337,8 @@ async def _main(
             await watcher
         except asyncio.CancelledError:
             pass
+        except Exception as e:  # the view failing never costs the run its rows or its manifest
+            log.warning("progress view stopped: %s: %s", type(e).__name__, e)
         in_flight = 0
         for r in runs:
             if r.batcher is not None:
