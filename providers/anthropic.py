@@ -13,6 +13,7 @@ import aiohttp
 import orjson
 
 from core.types import Request, TextPart, text_of
+from core.urls import endpoint_url
 from providers import http
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.parse import anthropic_message
@@ -139,7 +140,7 @@ class AnthropicProvider:
         headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE).rstrip("/")
-        self.url = self.base_url + "/v1/messages"
+        self.url = endpoint_url(self.base_url, "/v1/messages")
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
         self._max_connections = max_connections
         self._extra = headers or {}

@@ -12,6 +12,7 @@ import aiohttp
 import orjson
 
 from core.types import Request
+from core.urls import endpoint_url
 from providers import http
 from providers.base import Completion, ProviderError, header_secrets, scrub, wire_body
 from providers.parse import openai_chat
@@ -33,8 +34,8 @@ class OpenAIProvider:
         headers: dict[str, str] | None = None,
         supports_n: bool = True,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.responses_url = base_url.rstrip("/") + "/responses"
+        self.url = endpoint_url(base_url, "/chat/completions")
+        self.responses_url = endpoint_url(base_url, "/responses")
         self.supports_n = supports_n
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
         self._max_connections = max_connections

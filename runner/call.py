@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from cache.store import AsyncCache
+from core.secrets import redact_url
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from runner import learned
@@ -18,6 +19,17 @@ from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
 
 log = logging.getLogger("evalsweep")
+
+
+def refused_key(lane: Lane, e: ProviderError, msg: str) -> str:
+    """A refused key (HTTP 401/403) named by its variable and the endpoint it went to, never its value:
+    with several keys and endpoints, which one to fix."""
+    if e.status not in (401, 403):
+        return msg
+    env = lane.name.split("/", 1)[1] if "/" in lane.name else None
+    who = f"the key in ${env}" if env else "no key (the endpoint sets no api_key_env)"
+    ep = lane.endpoint
+    return f"{msg}: {who}, sent to endpoint {ep.name!r} ({redact_url(ep.base_url or ep.kind)})"
 
 
 @dataclass
@@ -92,11 +104,11 @@ async def send(
             return [r for g in await asyncio.gather(*(send(req, m, g, keys, breaker, cache) for g in groups))
                     for r in g]
         breaker.failures += 1
-        breaker.last_error = lane.scrub(str(e))[:200]
+        msg = refused_key(lane, e, lane.scrub(str(e)))
+        breaker.last_error = msg[:200]
         if breaker.failures == breaker.threshold:
             log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
         attempts = getattr(e, "attempts", 1)
-        msg = lane.scrub(str(e))
         return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
     except asyncio.CancelledError:
         raise

@@ -16,6 +16,8 @@ from typing import Any
 
 import aiohttp
 
+from core.secrets import redact_url
+from core.urls import endpoint_url
 from providers.http import connection_cause, host_port
 from runner.pool import ModelEntry
 
@@ -25,7 +27,7 @@ DEFAULT_PORTS = {"https": 443, "http": 80}
 
 async def _get_models(session: aiohttp.ClientSession, lane: Any) -> str | None:
     ep = lane.endpoint
-    url = ep.base_url.rstrip("/") + "/models"
+    url = endpoint_url(ep.base_url, "/models")
     headers = dict(ep.headers)
     if lane.api_key:
         headers["Authorization"] = f"Bearer {lane.api_key}"
@@ -35,11 +37,26 @@ async def _get_models(session: aiohttp.ClientSession, lane: Any) -> str | None:
             if resp.status in (401, 403):
                 key = f" (key from {lane.name.split('/', 1)[1]})" if "/" in lane.name else " (no key set)"
                 return f"{where}: HTTP {resp.status}: the key was refused{key}"
+            if resp.status == 404:  # no /models route, or a base_url that is wrong: the calls' path says
+                return await _path_missing(session, lane, headers, where)
             return None
     except TimeoutError:
         return f"{where}: no answer within {TIMEOUT_S:g} s"
     except (aiohttp.ClientError, OSError) as e:
         return f"{where}: {connection_cause(e)}"
+    except ValueError as e:  # aiohttp refusing the URL or headers (after ClientError: TLS errors are both)
+        return f"{where}: {redact_url(str(e), [ep.base_url])}"
+
+
+async def _path_missing(session: aiohttp.ClientSession, lane: Any, headers: dict[str, str], where: str) -> str | None:
+    """After a 404 for /models: POST an empty body (no model: refused, never billed) to the path the
+    calls will use. A 404 there too means every call would be a 404: the base_url is wrong."""
+    path = "/chat/completions"
+    async with session.post(endpoint_url(lane.endpoint.base_url, path), json={}, headers=headers) as resp:
+        if resp.status != 404:
+            return None
+    return (f"{where}: HTTP 404 for {path} under base_url {redact_url(lane.endpoint.base_url)!r}: no such route; "
+            "is base_url right? (OpenAI-compatible servers serve it under /v1)")
 
 
 async def _connect(lane: Any) -> str | None:
