@@ -109,7 +109,8 @@ async def send(
         if breaker.failures == breaker.threshold:
             log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
         attempts = getattr(e, "attempts", 1)
-        return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
+        took = getattr(e, "latency_s", 0.0)
+        return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name, took) for s in group]
     except asyncio.CancelledError:
         raise
     except Exception as e:  # bad input (missing image file...) becomes an error row, not a crash

@@ -175,7 +175,10 @@ def scan(path: Path) -> Iterator[tuple[int, Row]]:
         yield off, row
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, Any]]:
+def _lines(path: Path, strict: bool = False) -> Iterator[tuple[int, int, Any]]:
+    """(line number, byte offset, decoded line) of every complete line. An undecodable complete line is
+    skipped, or with `strict` (scoring: a row silently missing would change the scores) an error naming
+    it; a last line without its newline (a write cut short) is never read."""
     if not path.exists():
         return
     with path.open("rb") as f:
@@ -184,8 +187,12 @@ def _lines(path: Path) -> Iterator[tuple[int, int, Any]]:
             if line.endswith(b"\n"):
                 try:
                     yield lineno, off, orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    pass
+                except orjson.JSONDecodeError as e:
+                    if strict:
+                        raise ConfigError(
+                            f"{path}:{lineno}: unreadable line ({e}); every other row is intact. Remove that "
+                            "line (resuming the run redoes its call), then rerun"
+                        ) from None
             off += len(line)
 
 
@@ -298,7 +305,7 @@ def final_offsets(path: Path) -> tuple[list[Path], np.ndarray, np.ndarray]:
     codes: dict[str, dict[str, int]] = {"model": {}, "item": {}, "pass": {}}
     cols = {k: array("q") for k in ("model", "item", "sample", "pass", "ok", "file", "offset")}
     for k_file, p in enumerate(paths):
-        for lineno, off, r in _lines(p):
+        for lineno, off, r in _lines(p, strict=True):
             bad = _identity_problem(r)
             if bad:
                 raise ConfigError(
