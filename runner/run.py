@@ -42,6 +42,7 @@ from runner.protocol import judges_of, protocol_deviations, said
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.resume import check_settings
 from runner.scheduler import Scheduler
+from runner.settings import check_dir, check_models, keep_earlier, model_settings, recorded
 from runner.state import RunCtx, Stats
 from suites.base import RunSpec, get_suite
 
@@ -103,12 +104,15 @@ def _prepare(
         manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
+    used = {m["name"]: model_settings(m) for m in snap["models"]}
+    check_models(out, manifest, {k: v for k, v in used.items() if k in plan.models})
+    manifest["model_settings"] = {**used, **recorded(out, manifest)}  # each model as its rows were made
     for m in snap["models"]:  # the prices actually used and their source (config, genai-prices, map)
         e = models.get(m["name"])
         if e is not None:
             m.update(e.prices.record())
     manifest["prices"] = {m["name"]: {k: m.get(k) for k in PRICE_KEYS} for m in snap["models"]}
-    write_json(out / "config.json", snap)
+    write_json(out / "config.json", keep_earlier(out / "config.json", snap, now()))
     manifest.update(
         {
             "evalsweep": VERSION,
@@ -184,6 +188,7 @@ def execute(
     for p in plans:  # a directory the run would refuse is refused before the network is touched
         if p.out is not None:
             check_settings(p.out, p.spec)
+            check_dir(p.out, cfg, list(p.models))
     preflight(models, keep_going)
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []
