@@ -5,6 +5,7 @@ counts, lanes; a joined run's merged counts), written even on a full disk."""
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,11 @@ def finish_manifest(
     r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
     models: dict[str, ModelEntry] | None = None,
 ) -> None:
-    man = orjson.loads(man_path.read_bytes())
+    try:
+        man = orjson.loads(man_path.read_bytes())
+    except OSError as e:  # the run directory deleted and not made again: said, never a traceback
+        print(f"evalsweep: cannot record the run's end in {man_path}: {e.strerror}", file=sys.stderr)
+        return
     if models is not None:  # requests the providers' refusals changed during the run: deviations too
         record_learned(man, r.suite, r.spec, models, r.models)
     mine = {

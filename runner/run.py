@@ -136,6 +136,7 @@ def _prepare(
     results = out / (results_name() if plan.join else RESULTS)
     done, _ = index(results)
     writer = ResultsWriter(results)
+    writer.keep = {n: (out / n).read_bytes() for n in ("manifest.json", "config.json")}
     return RunCtx(
         name=run_name,
         spec=plan.spec,
