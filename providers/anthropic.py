@@ -14,7 +14,7 @@ import orjson
 
 from core.types import Request, TextPart, text_of
 from core.urls import endpoint_url
-from providers import http
+from providers import http, patience
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.parse import anthropic_message
 
@@ -141,7 +141,8 @@ class AnthropicProvider:
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE).rstrip("/")
         self.url = endpoint_url(self.base_url, "/v1/messages")
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
+        self.timeout_s = timeout_s  # each call's deadline: providers.patience (a frozen process reads first)
+        self._timeout = patience.session_timeout(timeout_s)
         self._max_connections = max_connections
         self._extra = headers or {}
         self._session: aiohttp.ClientSession | None = None
@@ -166,8 +167,8 @@ class AnthropicProvider:
                 connector=conn, timeout=self._timeout, request_class=http.SentRequest
             )
         data = orjson.dumps(messages_body(req, model_id, params, shape))
-        raw, limits = await http.exchange(
-            self._session, self.url, data, anthropic_headers(api_key, self._extra)
+        raw, limits = await patience.exchange(
+            self._session, self.url, data, anthropic_headers(api_key, self._extra), self.timeout_s
         )
         try:
             comp = parse_message(orjson.loads(raw))

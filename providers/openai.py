@@ -13,7 +13,7 @@ import orjson
 
 from core.types import Request
 from core.urls import endpoint_url
-from providers import http
+from providers import http, patience
 from providers.base import Completion, ProviderError, header_secrets, scrub, wire_body
 from providers.parse import openai_chat
 from providers.responses import parse_responses, responses_body
@@ -37,7 +37,8 @@ class OpenAIProvider:
         self.url = endpoint_url(base_url, "/chat/completions")
         self.responses_url = endpoint_url(base_url, "/responses")
         self.supports_n = supports_n
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
+        self.timeout_s = timeout_s  # each call's deadline: providers.patience (a frozen process reads first)
+        self._timeout = patience.session_timeout(timeout_s)
         self._max_connections = max_connections
         self._headers = {**_JSON, **(headers or {})}
         self._session: aiohttp.ClientSession | None = None
@@ -88,13 +89,15 @@ class OpenAIProvider:
         """A model served only on OpenAI's Responses API: one sample per call."""
         data = orjson.dumps(responses_body(req, model_id, params, shape))
         headers = self._headers_for(api_key)
-        raw, limits = await http.exchange(self._get_session(), self.responses_url, data, headers)
+        raw, limits = await patience.exchange(self._get_session(), self.responses_url, data, headers, self.timeout_s)
         comp = parse_responses(raw, headers)
         comp.limits = limits
         return comp
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
-        raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))
+        raw, limits = await patience.exchange(
+            self._get_session(), self.url, data, self._headers_for(api_key), self.timeout_s
+        )
         comp = parse_chat(raw, n, self._headers_for(api_key))
         comp.limits = limits
         return comp
