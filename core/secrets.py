@@ -67,6 +67,13 @@ def _base64(secret: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _marks(secret: str) -> tuple[str, ...]:
+    """Every distinct start and end of a spelling: a text holding none of them holds no spelling, whole
+    or cut (one pass of a few substring searches on the hot path)."""
+    return tuple(dict.fromkeys(m for pair in _ends(secret) for m in pair))
+
+
 def scrub(text: str, secrets: Any) -> str:
     """Remove every secret from a server's text, whole or cut short, BEFORE anything truncates it.
 
@@ -76,6 +83,11 @@ def scrub(text: str, secrets: Any) -> str:
         secrets = (secrets,)
     for s in secrets or ():
         if not s or len(s) < 8:
+            continue
+        for m in _marks(s):
+            if m in text:
+                break
+        else:  # the common case: no spelling starts or ends here (~0.5 ns a character a mark)
             continue
         for f in _forms(s):
             if f in text:

@@ -47,6 +47,7 @@ def test_a_key_echoed_in_every_spelling_leaves_nothing_on_disk(tmp_path: Path):
         srv.stop()
     assert srv.keys[KEY] >= 4  # the key really went out, and came back in every spelling
     assert r.returncode == 3, r.stderr
+    assert rep.returncode == 0, rep.stderr
     files = [p for root in (out, cache, tmp_path / "report") for p in root.rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert {"results.jsonl", "scored.jsonl", "log.txt"} <= names, names
