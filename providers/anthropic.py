@@ -16,7 +16,8 @@ import aiohttp
 import orjson
 
 from core.types import Request, TextPart, text_of
-from providers import http, stream
+from core.urls import endpoint_url
+from providers import http, patience, stream
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.parse import anthropic_message
 
@@ -153,8 +154,8 @@ class AnthropicProvider:
         """Answers cut mid-stream, per model id (providers.stream)."""
         self.long: set[str] = set()
         """Models whose unstreamed call timed out: their calls stream (providers.stream.timed_out)."""
-        self.url = self.base_url + "/v1/messages"
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
+        self.url = endpoint_url(self.base_url, "/v1/messages")
+        self._timeout = patience.session_timeout(timeout_s)  # each call's deadline: providers.patience
         self._max_connections = max_connections
         self._extra = headers or {}
         self._session: aiohttp.ClientSession | None = None
@@ -186,8 +187,8 @@ class AnthropicProvider:
                 self._session, self.url, {**body, "stream": True}, headers, stream.MessageStream(), self.idle_s,
                 self.partials, lambda raw: _parsed(raw, None),
             )  # https://docs.anthropic.com/en/docs/build-with-claude/streaming
-        try:
-            raw, limits = await http.exchange(self._session, self.url, orjson.dumps(body), headers)
+        try:  # a frozen process reads what arrived before its deadline fires (providers.patience)
+            raw, limits = await patience.exchange(self._session, self.url, orjson.dumps(body), headers, self.timeout_s)
         except http.TimedOut:
             stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
             raise

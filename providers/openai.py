@@ -15,8 +15,9 @@ import aiohttp
 import orjson
 
 from core.types import Request
-from providers import http, stream
-from providers.base import Completion, ProviderError, wire_body
+from core.urls import endpoint_url
+from providers import http, patience, stream
+from providers.base import Completion, ProviderError, header_secrets, scrub, wire_body
 from providers.parse import openai_chat
 from providers.responses import parse_responses, responses_body
 
@@ -38,10 +39,11 @@ class OpenAIProvider:
         stream_above_tokens: int | None = None,
         idle_timeout_s: float | None = None,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.responses_url = base_url.rstrip("/") + "/responses"
+        self.url = endpoint_url(base_url, "/chat/completions")
+        self.responses_url = endpoint_url(base_url, "/responses")
         self.supports_n = supports_n
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
+        self.timeout_s = timeout_s  # each call's deadline: providers.patience (a frozen process reads first)
+        self._timeout = patience.session_timeout(timeout_s)
         self._max_connections = max_connections
         self._headers = {**_JSON, **(headers or {})}
         self._session: aiohttp.ClientSession | None = None
@@ -138,28 +140,35 @@ class OpenAIProvider:
                 stream.ResponsesStream(), self.idle_s, self.partials, parse_responses,
             )
         try:
-            raw, limits = await http.exchange(self._get_session(), self.responses_url, orjson.dumps(body), headers)
+            raw, limits = await patience.exchange(
+                self._get_session(), self.responses_url, orjson.dumps(body), headers, self.timeout_s
+            )
         except http.TimedOut:
             stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
             raise
-        comp = parse_responses(raw)
+        comp = parse_responses(raw, headers)
         comp.limits = limits
         return comp
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
-        raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))
-        comp = parse_chat(raw, n)
+        raw, limits = await patience.exchange(
+            self._get_session(), self.url, data, self._headers_for(api_key), self.timeout_s
+        )
+        comp = parse_chat(raw, n, self._headers_for(api_key))
         comp.limits = limits
         return comp
 
 
-def parse_chat(raw: bytes, n: int = 1) -> Completion:
+def parse_chat(raw: bytes, n: int = 1, headers: dict[str, str] | None = None) -> Completion:
     """Parse a chat.completions body: a well-typed completion, or a retryable error for truncated,
-    undecodable or malformed bodies (providers.parse says what well-typed means)."""
+    undecodable or malformed bodies (providers.parse says what well-typed means). The snippet of a
+    bad body is scrubbed of the request's secrets (`headers`) BEFORE it is cut: a key echoed escaped
+    and then cut would no longer match any spelling of it."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
+        text = scrub(raw.decode("utf-8", "replace"), header_secrets(headers or {}))
         raise ProviderError(
-            f"malformed response body ({len(raw)} bytes): {raw[:120]!r}", retryable=True
+            f"malformed response body ({len(raw)} bytes): {text[:120]!r}", retryable=True
         ) from None
     return openai_chat(body, n)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import ConfigError
 from core.secrets import header_secrets, redact_url  # noqa: F401  (re-exported)
+from core.urls import userinfo
 
 ProviderKind = Literal["openai", "anthropic", "litellm", "sim", "replay"]
 
@@ -82,6 +83,16 @@ class Endpoint(BaseModel):
         for f in ("batch", "batch_api"):
             if getattr(self, f) and self.kind not in ("openai", "anthropic"):
                 raise ValueError(f"{f} = true needs kind 'openai' or 'anthropic', not {self.kind!r}")
+        if self.base_url and userinfo(self.base_url) and (self.api_key_env or any(
+                k.lower() == "authorization" for k in self.headers)):
+            raise ValueError(
+                f"base_url {redact_url(self.base_url)!r} carries credentials (user:password@) and the endpoint "
+                "sends a key too (api_key_env or an Authorization header): a request carries one or the other. "
+                "Drop the user:password@ part (the key goes as a bearer token), or unset api_key_env"
+            )
+        if self.base_url and "?" in self.base_url and (self.batch or self.batch_api):
+            raise ValueError("batch = true with a query string in base_url: batch APIs are called without it; "
+                             "drop the query (or batch = false)")
         if self.retry_max_s < self.retry_initial_s:
             raise ValueError(
                 f"retry_max_s ({self.retry_max_s:g}) is below retry_initial_s ({self.retry_initial_s:g})"

@@ -5,6 +5,7 @@ counts, lanes; a joined run's merged counts), written even on a full disk."""
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,11 @@ def finish_manifest(
 ) -> None:
     """`refused`: the run's models (judges too) the provider refused outright (runner.gate), each with
     its one error."""
-    man = orjson.loads(man_path.read_bytes())
+    try:
+        man = orjson.loads(man_path.read_bytes())
+    except OSError as e:  # the run directory deleted and not made again: said, never a traceback
+        print(f"evalsweep: cannot record the run's end in {man_path}: {e.strerror}", file=sys.stderr)
+        return
     if models is not None:  # requests the providers' refusals changed during the run: deviations too
         record_learned(man, r.suite, r.spec, models, r.models)
     mine = {

@@ -3,8 +3,9 @@ dry run), so a dead server, a wrong port, a DNS typo, a TLS failure or a bad key
 host:port and the cause — instead of hours of retries ending in error rows.
 
 OpenAI-compatible endpoints get `GET {base_url}/models` with each key (free, and it checks the key:
-401/403 is a bad key); any other answer (even 404: a server without that route) proves the server is
-there. Endpoints without such a route (anthropic, litellm with a base_url) get a TCP connect to their
+401/403 is a bad key); any other answer proves the server is there, but a 404 (a server without that
+route, or a base_url that is wrong) is checked once more on the calls' own path, where a 404 too means
+every call would be one. Endpoints without such a route (anthropic, litellm with a base_url) get a TCP connect to their
 host. Simulated and replayed models are not checked; litellm without a base_url is the provider's own
 host, left to the run.
 
@@ -22,6 +23,8 @@ from typing import Any
 
 import aiohttp
 
+from core.secrets import redact_url
+from core.urls import endpoint_url
 from providers.http import connection_cause, host_port
 from runner.pool import ModelEntry
 
@@ -32,7 +35,7 @@ DEFAULT_PORTS = {"https": 443, "http": 80}
 async def _get_models(session: aiohttp.ClientSession, lane: Any) -> tuple[str | None, set[str] | None]:
     """(the endpoint's problem or None, the model ids it lists or None)."""
     ep = lane.endpoint
-    url = ep.base_url.rstrip("/") + "/models"
+    url = endpoint_url(ep.base_url, "/models")
     headers = dict(ep.headers)
     if lane.api_key:
         headers["Authorization"] = f"Bearer {lane.api_key}"
@@ -42,11 +45,15 @@ async def _get_models(session: aiohttp.ClientSession, lane: Any) -> tuple[str | 
             if resp.status in (401, 403):
                 key = f" (key from {lane.name.split('/', 1)[1]})" if "/" in lane.name else " (no key set)"
                 return f"{where}: HTTP {resp.status}: the key was refused{key}", None
+            if resp.status == 404:  # no /models route, or a base_url that is wrong: the calls' path says
+                return await _path_missing(session, lane, headers, where), None
             return None, await _listed(resp)
     except TimeoutError:
         return f"{where}: no answer within {TIMEOUT_S:g} s", None
     except (aiohttp.ClientError, OSError) as e:
         return f"{where}: {connection_cause(e)}", None
+    except ValueError as e:  # aiohttp refusing the URL or headers (after ClientError: TLS errors are both)
+        return f"{where}: {redact_url(str(e), [ep.base_url])}", None
 
 
 async def _listed(resp: aiohttp.ClientResponse) -> set[str] | None:
@@ -80,6 +87,17 @@ def unlisted(models: dict[str, ModelEntry], listed: dict[Any, set[str]]) -> list
             hint = f"nearest listed: {', '.join(near)}" if near else f"it lists {len(ids)} other models"
             out.append(f"model {name!r}: endpoint {ep!r} does not list the id {m.model_id!r} ({hint})")
     return out
+
+
+async def _path_missing(session: aiohttp.ClientSession, lane: Any, headers: dict[str, str], where: str) -> str | None:
+    """After a 404 for /models: POST an empty body (no model: refused, never billed) to the path the
+    calls will use. A 404 there too means every call would be a 404: the base_url is wrong."""
+    path = "/chat/completions"
+    async with session.post(endpoint_url(lane.endpoint.base_url, path), json={}, headers=headers) as resp:
+        if resp.status != 404:
+            return None
+    return (f"{where}: HTTP 404 for {path} under base_url {redact_url(lane.endpoint.base_url)!r}: no such route; "
+            "is base_url right? (OpenAI-compatible servers serve it under /v1)")
 
 
 async def _connect(lane: Any) -> str | None:

@@ -43,6 +43,7 @@ from runner.protocol import judges_of, protocol_deviations, said
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.resume import check_settings
 from runner.scheduler import Scheduler
+from runner.settings import check_dir, check_models, keep_earlier, model_settings, recorded
 from runner.state import RunCtx, Stats
 from suites.base import RunSpec, get_suite
 
@@ -106,12 +107,15 @@ def _prepare(
         manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
+    used = {m["name"]: model_settings(m) for m in snap["models"]}
+    check_models(out, manifest, {k: v for k, v in used.items() if k in plan.models})
+    manifest["model_settings"] = {**used, **recorded(out, manifest)}  # each model as its rows were made
     for m in snap["models"]:  # the prices actually used and their source (config, genai-prices, map)
         e = models.get(m["name"])
         if e is not None:
             m.update(e.prices.record())
     manifest["prices"] = {m["name"]: {k: m.get(k) for k in PRICE_KEYS} for m in snap["models"]}
-    write_json(out / "config.json", snap)
+    write_json(out / "config.json", keep_earlier(out / "config.json", snap, now()))
     manifest.update(
         {
             "evalsweep": VERSION,
@@ -135,6 +139,7 @@ def _prepare(
     results = out / (results_name() if plan.join else RESULTS)
     done, _ = index(results)
     writer = ResultsWriter(results)
+    writer.keep = {n: (out / n).read_bytes() for n in ("manifest.json", "config.json")}
     return RunCtx(
         name=run_name,
         spec=plan.spec,
@@ -191,6 +196,7 @@ def execute(
     for p in plans:  # a directory the run would refuse is refused before the network is touched
         if p.out is not None:
             check_settings(p.out, p.spec)
+            check_dir(p.out, cfg, list(p.models))
     preflight(models, keep_going)
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []
@@ -350,6 +356,8 @@ async def _main(
             await watcher
         except asyncio.CancelledError:
             pass
+        except Exception as e:  # the view failing never costs the run its rows or its manifest
+            log.warning("progress view stopped: %s: %s", type(e).__name__, e)
         in_flight = 0
         for r in runs:
             if r.batcher is not None:

@@ -28,9 +28,11 @@ Fault injection (deterministic), for any model:
   strings, message a string, choices a list of ints, null content with finish_reason "stop"), garbage
   (one of MALFORMED, by hash), big (a valid 5 MB answer), bad_utf8 (invalid UTF-8 in the content),
   echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text),
-  echo_success (a 200 whose text echoes it), content_filter (a 200 with null content and finish_reason
-  content_filter), policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered prompt) and 404
-  (the `missing-*` answer: a model withdrawn mid-run).
+  echo_success (a 200 whose text echoes it), echo_spellings (a non-JSON 200 echoing it in every spelling
+  of tests/echoes.py), echo_spellings_text (a completion whose text does), error_200 (a 200 whose JSON is
+  an error), choices_flood (50,000 choices, whatever `n`), content_filter (a 200 with null content and
+  finish_reason content_filter), policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered
+  prompt) and 404 (the `missing-*` answer: a model withdrawn mid-run).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times, and per request how many of
@@ -83,6 +85,10 @@ FAULTS = (
     "bad_utf8",
     "echo_error",
     "echo_success",
+    "echo_spellings",
+    "echo_spellings_text",
+    "error_200",
+    "choices_flood",
     "content_filter",
     "policy_400",
     "404",
@@ -404,6 +410,19 @@ class MockServer:
             return web.Response(body=data, content_type="application/json")
         elif kind == "echo_success":
             good["choices"][0]["message"]["content"] += f" (you sent Authorization: Bearer {key})"
+        elif kind in ("echo_spellings", "error_200"):  # a 200 that is no completion: HTML, or an error JSON
+            from tests.echoes import echo_all
+
+            if kind == "error_200":
+                return web.json_response({"error": {"message": "model overloaded, try later", "code": 503}})
+            return web.Response(text=f"<html>proxy error for key\n{echo_all(key)}</html>", content_type="text/html")
+        elif kind == "echo_spellings_text":
+            from tests.echoes import echo_all
+
+            good["choices"][0]["message"]["content"] += "\n" + echo_all(key)
+        elif kind == "choices_flood":  # a broken server: 50,000 choices whatever `n` asked
+            good["choices"] = [{**good["choices"][0], "index": i} for i in range(50_000)]
+            good["usage"]["completion_tokens"] *= 50_000
         else:
             raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULTS)}")
         return web.json_response(good)
