@@ -20,8 +20,9 @@ question, a binary fine-grained perception question and three coarse-grained cou
   label file is bundled (data/NOTICE). Coarse questions are shown the puzzle without choice indices,
   DIR/coarse/<id>.png, built from the authors' DIR/Panel_data/ (panels.py) as the paper does.
 
-Files: data.py (load; panels.py: index-free images) → prompts.py (prompt, demos) → extract.py → score.py (+ tables.py); sim.py
-holds the simulated provider's response texts.
+Files: data.py (load; panels.py: index-free images, the panels) → prompts.py (prompt, demos) → extract.py →
+score.py (+ categories.py: Table 6's question categories; tables.py, paper_tables.py: the paper's layouts,
+its numbers from paper.py beside ours); sim.py holds the simulated provider's response texts.
 """
 
 from __future__ import annotations
