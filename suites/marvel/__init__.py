@@ -304,6 +304,7 @@ SUITE = Suite(
     check=check,
     deviations=deviations,
     paper_judge=(is_paper_judge, PAPER_JUDGE_NAME),
-    revision=1,
-    revision_note="coarse questions on the index-free puzzle image, as the paper",
+    revision=2,
+    revision_note="pattern classification sends Table 13's prompt (revision 1: coarse questions on the index-free "
+    "puzzle image, as the paper)",
 )

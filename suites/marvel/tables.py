@@ -63,15 +63,18 @@ def tables(
     note = _note(models, alpha)
     source = table2_rows(["avr"], prompting)[1]
     ms = [(m, models[m]) for m in ranked(models, "avr" if "avr" in kinds else _first(models, kinds))]
+    paper_note = (
+        f"; `paper:` rows are the paper's {source}"
+        + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else " (AVR)")
+        + "; † as the paper marks inductive bias"
+    )
     main = [
         Table(
             title=f"MARVEL: {what} accuracy (%)",
             columns=["model", "puzzles", *cols, "bias p"],
             rows=[[label(m, s), s["n_puzzles"], *(pct(s[c]) for c in cols), _p(s)] for m, s in ms]
             + [[*r, DASH] for r in _reference(cols, prompting)],
-            note=note + f"; `paper:` rows are the paper's {source} (AVR)"
-            + (", Table 2 (the rest; Gemini's on its left set)" if prompting == ZERO_SHOT else "")
-            + "; † as the paper marks inductive bias",
+            note=note + (paper_note if what == "instance" or prompting == ZERO_SHOT else ""),
             key=("avr",) if what == "instance" else ("perc_cf_avr",),
         )
         for what, cols in (("instance", INSTANCE), ("group", GROUP))
