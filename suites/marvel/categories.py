@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from suites.marvel.data import Puzzle
+from suites.marvel.paper import CATEGORIES
 
 NUMBERS = set("zero one two three four five six seven eight nine ten eleven twelve".split()) | set("0123456789")
 COLORS = {"black", "white", "gray", "grey", "filled", "empty", "solid", "hollow", "shaded", "dash", "dark", "light"}
@@ -66,9 +67,7 @@ def category(p: Puzzle) -> str:
         return "Quantity"
     if (a and d and a <= COLORS and d <= COLORS) or re.search(r"\bfilled (?:in|with) (?:color )?(?:black|white)\b", q):
         return "Color"
-    if {"yes", "no"} == a | d or RELATIONS.search(" ".join(a | d)) or "symmetr" in q or RELATIONS.search(q) and (
-        a | d
-    ) & {"same", "different", "yes", "no"}:
+    if a | d == {"yes", "no"} or RELATIONS.search(" ".join(a | d)) or "symmetr" in q:
         return "Comparison"
     if (a | d) & POSITIONS and REFERENCE.search(q) and not DIRECTION.search(q):
         return "Location"
@@ -77,4 +76,4 @@ def category(p: Puzzle) -> str:
 
 def counts(puzzles: Iterable[Puzzle]) -> dict[str, int]:
     c = Counter(category(p) for p in puzzles)
-    return {k: c[k] for k in ("Location", "Color", "Shape", "Quantity", "Comparison")}
+    return {k: c[k] for k in CATEGORIES}
