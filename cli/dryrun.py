@@ -39,6 +39,7 @@ def estimate(
     from runner.preflight import preflight
     from runner.protocol import judges_of, protocol_deviations, request_shaping
     from runner.resume import check_settings
+    from runner.settings import check_dir
     from runner.spend import attach
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
@@ -56,6 +57,7 @@ def estimate(
     for p in plans:  # what the real run refuses, refused here too, before any network
         if p.out is not None:
             check_settings(p.out, p.spec)
+            check_dir(p.out, cfg, list(p.models))
     preflight(models, keep_going)
     with probe(cache_dir) as in_cache:
         todo = remaining(plans, models, in_cache)

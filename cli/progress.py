@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -151,18 +152,26 @@ def _logs_above(console: Any) -> Iterator[None]:
 
 
 def _no_echo() -> Callable[[], None]:
-    """Turn off the terminal's echo of typed keys (^C included); returns the undo."""
+    """Turn off the terminal's echo of typed keys (^C included); returns the undo. Stdin that is no
+    terminal (nohup, a pipe, </dev/null) has no echo to turn off: nothing to do, never an error."""
     try:
         import termios
 
         fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return lambda: None
         old = termios.tcgetattr(fd)
         new = list(old)
         new[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
         termios.tcsetattr(fd, termios.TCSANOW, new)
-    except (ImportError, OSError, ValueError, AttributeError):
+    except Exception:  # termios.error is no OSError; a closed or odd stdin: keep the echo
         return lambda: None
-    return lambda: termios.tcsetattr(fd, termios.TCSANOW, old)
+
+    def undo() -> None:
+        with contextlib.suppress(Exception):  # the terminal may be gone by now (SIGHUP)
+            termios.tcsetattr(fd, termios.TCSANOW, old)
+
+    return undo
 
 
 async def watch(

@@ -2,18 +2,22 @@
 that Message Batches reuse as each request's `params`.
 
 Why native and not litellm: batch params must be the exact Messages body, and one converter for both
-paths keeps a batch answer and its live fallback byte-for-byte the same request.
+paths keeps a batch answer and its live fallback byte-for-byte the same request. A call whose
+`max_tokens` Anthropic's SDK would refuse without streaming streams (providers.stream), with an idle
+timeout instead of the total one.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import aiohttp
 import orjson
 
 from core.types import Request, TextPart, text_of
-from providers import http
+from core.urls import endpoint_url
+from providers import http, patience, stream
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.parse import anthropic_message
 
@@ -139,10 +143,19 @@ class AnthropicProvider:
         timeout_s: float = 600.0,
         max_connections: int = 256,
         headers: dict[str, str] | None = None,
+        stream_above_tokens: int | None = None,
+        idle_timeout_s: float | None = None,
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE).rstrip("/")
-        self.url = self.base_url + "/v1/messages"
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
+        self.stream_above = stream_above_tokens
+        self.idle_s = idle_timeout_s or timeout_s
+        self.timeout_s = timeout_s
+        self.partials: Counter[str] = Counter()
+        """Answers cut mid-stream, per model id (providers.stream)."""
+        self.long: set[str] = set()
+        """Models whose unstreamed call timed out: their calls stream (providers.stream.timed_out)."""
+        self.url = endpoint_url(self.base_url, "/v1/messages")
+        self._timeout = patience.session_timeout(timeout_s)  # each call's deadline: providers.patience
         self._max_connections = max_connections
         self._extra = headers or {}
         self._session: aiohttp.ClientSession | None = None
@@ -166,13 +179,26 @@ class AnthropicProvider:
             self._session = aiohttp.ClientSession(
                 connector=conn, timeout=self._timeout, request_class=http.SentRequest
             )
-        data = orjson.dumps(messages_body(req, model_id, params, shape))
-        raw, limits = await http.exchange(
-            self._session, self.url, data, anthropic_headers(api_key, self._extra)
-        )
-        try:
-            comp = parse_message(orjson.loads(raw))
-        except orjson.JSONDecodeError:
-            raise ProviderError(f"malformed response body ({len(raw)} bytes)", retryable=True) from None
-        comp.limits = limits
-        return comp
+        body = messages_body(req, model_id, params, shape)
+        headers = anthropic_headers(api_key, self._extra)
+        mt = body.get("max_tokens")
+        if model_id in self.long or isinstance(mt, int) and stream.anthropic_streams(mt, model_id, self.stream_above):
+            return await stream.call(
+                self._session, self.url, {**body, "stream": True}, headers, stream.MessageStream(), self.idle_s,
+                self.partials, lambda raw: _parsed(raw, None),
+            )  # https://docs.anthropic.com/en/docs/build-with-claude/streaming
+        try:  # a frozen process reads what arrived before its deadline fires (providers.patience)
+            raw, limits = await patience.exchange(self._session, self.url, orjson.dumps(body), headers, self.timeout_s)
+        except http.TimedOut:
+            stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
+            raise
+        return _parsed(raw, limits)
+
+
+def _parsed(raw: bytes, limits: dict[str, float] | None) -> Completion:
+    try:
+        comp = parse_message(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        raise ProviderError(f"malformed response body ({len(raw)} bytes)", retryable=True) from None
+    comp.limits = limits
+    return comp

@@ -7,6 +7,7 @@ returns texts and token usage.
 
 from __future__ import annotations
 
+import json
 import re
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -27,11 +28,16 @@ class ProviderError(Exception):
         rate_limited: bool = False,
         retry_after: float | None = None,
         quota: bool = False,
+        refuses_model: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.quota = quota
         """The key has no credit left / billing / disabled: its lane stops, retrying cannot help."""
+        self.refuses_model = refuses_model
+        """The provider refuses this model whatever we send (no such model, no access to it; set it too
+        on a 400 repeated after the request was adapted): runner.gate stops the model, its other calls
+        are not sent."""
         self.retryable = (retryable or rate_limited) and not quota
         self.rate_limited = rate_limited and not quota
         self.retry_after = retry_after
@@ -45,6 +51,8 @@ class ProviderError(Exception):
     def kind(self) -> str:
         if self.quota:
             return "quota"
+        if self.refuses_model:
+            return "model_refused"
         if self.rate_limited:
             return "rate_limit"
         return "transient" if self.retryable else "fatal"
@@ -60,10 +68,13 @@ def error_for_status(status: int, body: str, retry_after: float | None = None) -
 def _for_status(status: int, body: str, retry_after: float | None = None) -> ProviderError:
     """Map an answer to a retry class by its meaning first, then its status: quota/billing/disabled
     keys stop the lane (OpenAI sends insufficient_quota as a 429); overloaded (Anthropic 529) and
-    429/408/409/5xx retry; 400/401/403/404/422 never do."""
+    429/408/409/5xx retry; 400/401/403/404/422 never do. 401/403 (for this model's key), a 404 and
+    a `model_not_found` code refuse the model itself (`refuses_model`: runner.gate stops it)."""
     snippet = " ".join(body.split())[:300]
     if _QUOTA.search(body):
         return ProviderError(f"HTTP {status} out of quota: {snippet}", status=status, quota=True)
+    if status == 404 or (400 <= status < 500 and _NO_MODEL.search(body)):
+        return ProviderError(f"HTTP {status}: {error_message(body)}", status=status, refuses_model=True)
     if status == 429:
         return ProviderError(
             f"HTTP 429 rate limited: {snippet}", status=status, rate_limited=True, retry_after=retry_after
@@ -79,7 +90,9 @@ def _for_status(status: int, body: str, retry_after: float | None = None) -> Pro
     if status in (401, 403):
         # The body may echo part of the key: never pass it on.
         return ProviderError(
-            f"HTTP {status}: authentication/permission refused (check the key's env var)", status=status
+            f"HTTP {status}: authentication/permission refused (check the key's env var)",
+            status=status,
+            refuses_model=True,
         )
     if "content_filter" in body or "content_policy" in body or "safety" in body.lower():
         return ProviderError(f"HTTP {status} content-policy refusal: {snippet}", status=status)
@@ -91,6 +104,28 @@ _QUOTA = re.compile(
     r"|account_deactivated|api key (?:is |has been )?disabled|key_disabled|exceeded your current quota",
     re.IGNORECASE,
 )
+_NO_MODEL = re.compile(r'"(?:code|type|status)"\s*:\s*"(?:model_not_found|not_found_error|NOT_FOUND)"')
+"""A model the provider does not have (or not for this key): OpenAI's 404 `code: model_not_found`
+("The model `x` does not exist or you do not have access to it."), Anthropic's 404 `not_found_error`
+(platform.claude.com/docs/en/api/errors), Google's `status: NOT_FOUND`; some gateways send it as a 400."""
+
+
+def error_message(body: str) -> str:
+    """The provider's own words from an error body (`{"error": {"message"}}` in OpenAI's, Anthropic's
+    and Google's shapes, or a list of those), else the body itself, whitespace folded, cut at 300."""
+    try:
+        d = json.loads(body)
+    except ValueError:
+        d = None
+    if isinstance(d, list) and d:
+        d = d[0]
+    err = d.get("error") if isinstance(d, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+    if not isinstance(msg, str) or not msg.strip():
+        msg = body
+    return " ".join(msg.split())[:300]
+
+
 _INVALID = re.compile(r"\d+ validation errors?\b.{0,400}'loc': \('body',", re.DOTALL)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}

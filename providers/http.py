@@ -78,6 +78,10 @@ def _num(v: str) -> float | None:
         return None
 
 
+class TimedOut(ProviderError):
+    """An unstreamed call without an answer within its total timeout (the provider may still bill it)."""
+
+
 async def post(session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]) -> bytes:
     """The body of a 200 answer; HTTP errors, timeouts and dropped connections as ProviderError."""
     return (await exchange(session, url, data, headers))[0]
@@ -92,19 +96,26 @@ async def exchange(
             raw = await resp.read()
             limits = parse_limits(resp.headers)
             if resp.status != 200:
-                body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
-                err = error_for_status(resp.status, body, retry_after_of(resp.headers, limits))
-                err.limits = limits
-                raise err
+                raise refusal(resp, raw, headers, limits)
             return raw, limits
     except ProviderError:
         raise
     except TimeoutError:
-        raise ProviderError(f"request timed out: {host_port(url)}", retryable=True) from None
+        raise TimedOut(f"request timed out: {host_port(url)}", retryable=True) from None
     except (aiohttp.ClientError, ConnectionResetError) as e:
         raise ProviderError(
             f"connection error: {host_port(url)}: {connection_cause(e)}", retryable=True
         ) from None
+
+
+def refusal(
+    resp: aiohttp.ClientResponse, raw: bytes, headers: dict[str, str], limits: dict[str, float] | None
+) -> ProviderError:
+    """The error of a non-200 answer (its body scrubbed of the request's secrets), carrying its limits."""
+    body = scrub(raw.decode("utf-8", "replace"), header_secrets(headers))
+    err = error_for_status(resp.status, body, retry_after_of(resp.headers, limits))
+    err.limits = limits
+    return err
 
 
 def host_port(url: str) -> str:

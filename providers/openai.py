@@ -1,19 +1,23 @@
 """The fast path: any OpenAI-compatible `/chat/completions` over one pooled aiohttp session.
 
 No SDK, no per-call validation: orjson in, orjson out. Everything that goes wrong becomes a
-`ProviderError` with the retry class the scheduler needs.
+`ProviderError` with the retry class the scheduler needs. A call whose maximum output is above the
+endpoint's `stream_above_tokens` (default providers.stream.LONG_OUTPUT_TOKENS) streams, with an idle
+timeout instead of the total one; all other calls take the non-streamed path.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import aiohttp
 import orjson
 
 from core.types import Request
-from providers import http
-from providers.base import Completion, ProviderError, wire_body
+from core.urls import endpoint_url
+from providers import http, patience, stream
+from providers.base import Completion, ProviderError, header_secrets, scrub, wire_body
 from providers.parse import openai_chat
 from providers.responses import parse_responses, responses_body
 
@@ -32,15 +36,26 @@ class OpenAIProvider:
         max_connections: int = 256,
         headers: dict[str, str] | None = None,
         supports_n: bool = True,
+        stream_above_tokens: int | None = None,
+        idle_timeout_s: float | None = None,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.responses_url = base_url.rstrip("/") + "/responses"
+        self.url = endpoint_url(base_url, "/chat/completions")
+        self.responses_url = endpoint_url(base_url, "/responses")
         self.supports_n = supports_n
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(30.0, timeout_s))
+        self.timeout_s = timeout_s  # each call's deadline: providers.patience (a frozen process reads first)
+        self._timeout = patience.session_timeout(timeout_s)
         self._max_connections = max_connections
         self._headers = {**_JSON, **(headers or {})}
         self._session: aiohttp.ClientSession | None = None
         self._auth: dict[str | None, dict[str, str]] = {}
+        self.stream_above = stream.LONG_OUTPUT_TOKENS if stream_above_tokens is None else stream_above_tokens
+        self.idle_s = idle_timeout_s or timeout_s
+        self.timeout_s = timeout_s
+        self.partials: Counter[str] = Counter()
+        """Answers cut mid-stream, per model id (providers.stream)."""
+        self.long: set[str] = set()
+        """Models whose unstreamed call timed out: their calls stream (providers.stream.timed_out)."""
+        self._model_max: dict[str, int | None] = {}
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -78,35 +93,82 @@ class OpenAIProvider:
     ) -> Completion:
         if shape is not None and shape.api == "responses":
             return await self._responses(req, model_id, api_key, params, shape)
-        data = orjson.dumps(wire_body(req, model_id, n, params, shape))
-        return await self.post(data, api_key, n)
+        body = wire_body(req, model_id, n, params, shape)
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))  # inlined _long: the hot path
+        if (limit if type(limit) is int else self.model_max(model_id) or 0) > self.stream_above or model_id in self.long:
+            return await self.streamed(body, api_key, n)
+        try:
+            return await self.post(orjson.dumps(body), api_key, n)
+        except http.TimedOut:
+            stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
+            raise
+
+    def _long(self, model_id: str, limit: Any) -> bool:
+        """Whether a call streams: its maximum output (else the model's) above `stream_above_tokens`,
+        or a model whose unstreamed call timed out."""
+        if not isinstance(limit, int):
+            limit = self.model_max(model_id) or 0
+        return limit > self.stream_above or model_id in self.long
+
+    def model_max(self, model_id: str) -> int | None:
+        """The output a call without a limit may reach: the model's maximum in litellm's map, if known."""
+        if model_id not in self._model_max:
+            from providers.pricing import map_entry
+
+            top = map_entry(model_id).get("max_output_tokens")
+            self._model_max[model_id] = top if isinstance(top, int) and not isinstance(top, bool) else None
+        return self._model_max[model_id]
+
+    async def streamed(self, body: dict[str, Any], api_key: str | None, n: int = 1) -> Completion:
+        """One call as a stream, usage in its final chunk (https://platform.openai.com/docs/api-reference/
+        chat/create#chat-create-stream_options)."""
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        return await stream.call(
+            self._get_session(), self.url, body, self._headers_for(api_key), stream.ChatStream(n), self.idle_s,
+            self.partials, lambda raw: parse_chat(raw, n),
+        )
 
     async def _responses(
         self, req: Request, model_id: str, api_key: str | None, params: dict[str, Any], shape: Any
     ) -> Completion:
         """A model served only on OpenAI's Responses API: one sample per call."""
-        data = orjson.dumps(responses_body(req, model_id, params, shape))
-        raw, limits = await http.exchange(
-            self._get_session(), self.responses_url, data, self._headers_for(api_key)
-        )
-        comp = parse_responses(raw)
+        body = responses_body(req, model_id, params, shape)
+        headers = self._headers_for(api_key)
+        if self._long(model_id, body.get("max_output_tokens")):
+            return await stream.call(
+                self._get_session(), self.responses_url, {**body, "stream": True}, headers,
+                stream.ResponsesStream(), self.idle_s, self.partials, parse_responses,
+            )
+        try:
+            raw, limits = await patience.exchange(
+                self._get_session(), self.responses_url, orjson.dumps(body), headers, self.timeout_s
+            )
+        except http.TimedOut:
+            stream.timed_out(self.long, model_id, self.timeout_s, self.idle_s)
+            raise
+        comp = parse_responses(raw, headers)
         comp.limits = limits
         return comp
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
-        raw, limits = await http.exchange(self._get_session(), self.url, data, self._headers_for(api_key))
-        comp = parse_chat(raw, n)
+        raw, limits = await patience.exchange(
+            self._get_session(), self.url, data, self._headers_for(api_key), self.timeout_s
+        )
+        comp = parse_chat(raw, n, self._headers_for(api_key))
         comp.limits = limits
         return comp
 
 
-def parse_chat(raw: bytes, n: int = 1) -> Completion:
+def parse_chat(raw: bytes, n: int = 1, headers: dict[str, str] | None = None) -> Completion:
     """Parse a chat.completions body: a well-typed completion, or a retryable error for truncated,
-    undecodable or malformed bodies (providers.parse says what well-typed means)."""
+    undecodable or malformed bodies (providers.parse says what well-typed means). The snippet of a
+    bad body is scrubbed of the request's secrets (`headers`) BEFORE it is cut: a key echoed escaped
+    and then cut would no longer match any spelling of it."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
+        text = scrub(raw.decode("utf-8", "replace"), header_secrets(headers or {}))
         raise ProviderError(
-            f"malformed response body ({len(raw)} bytes): {raw[:120]!r}", retryable=True
+            f"malformed response body ({len(raw)} bytes): {text[:120]!r}", retryable=True
         ) from None
     return openai_chat(body, n)

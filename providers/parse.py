@@ -17,8 +17,9 @@ from providers.base import ProviderError
 
 log = logging.getLogger("evalsweep")
 
-NO_TEXT_OK = frozenset({"length", "content_filter", "max_tokens", "refusal", "tool_calls", "tool_use"})
-"""Finish reasons under which an empty answer is the model's real answer (an error row, no retry)."""
+NO_TEXT_OK = frozenset({"length", "content_filter", "max_tokens", "refusal", "tool_calls", "tool_use", "partial"})
+"""Finish reasons under which an empty answer is the model's real answer (an error row, no retry);
+`partial`: a stream cut before the choice finished (providers.stream)."""
 
 
 def malformed(what: str) -> ProviderError:
@@ -142,13 +143,45 @@ _UNEVEN: set[Any] = set()
 """Models already warned about (one warning each per process)."""
 
 
+def server_error(body: dict[str, Any]) -> str | None:
+    """The message of an error object a server put in a 200 (`{"error": {"message": ...}}`, or a
+    bare string), cut to a snippet; None when the body holds none."""
+    err = body.get("error")
+    if isinstance(err, dict):
+        msg, code = err.get("message"), err.get("code") or err.get("type")
+        said = " ".join(str(x) for x in (msg, f"({code})" if code else None) if x)
+        return said[:300] or str(err)[:300]
+    return str(err)[:300] if err else None
+
+
+FLOODS = [0]
+"""Answers seen with more choices than requested (one warning, then every 1,000th)."""
+
+
+def flooded(body: dict[str, Any], choices: list[Any], n: int) -> list[Any]:
+    """A server that sent more choices than the `n` asked (one seen sending 50,000 for n=1): keep the
+    first `n`, count output tokens for them only (their share), and say so."""
+    FLOODS[0] += 1
+    if FLOODS[0] % 1000 == 1:
+        log.warning("the server sent %d choices for n=%d (%d such answers so far): keeping %d, and their "
+                    "share of the output tokens", len(choices), n, FLOODS[0], n)
+    usage = body.get("usage")
+    outs = tokens(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+    if outs is not None:
+        body["usage"] = {**usage, "completion_tokens": -(-outs * n // len(choices))}
+    return choices[:n]
+
+
 def openai_chat(body: Any, n: int) -> Completion:
     """A decoded chat.completion body with `n` requested choices."""
     if not isinstance(body, dict):
         raise malformed(f"body is {type(body).__name__}, not an object")
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise malformed("no choices")
+        said = server_error(body)
+        raise malformed(f"an HTTP 200 carrying an error: {said}" if said else "no choices")
+    if len(choices) > n:
+        choices = flooded(body, choices, n)
     texts: list[str | None] = [None] * n
     reasons: list[str | None] = [None] * n
     seen = [False] * n

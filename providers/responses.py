@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from core.types import Completion, Request, TextPart
-from providers.base import apply_params
+from providers.base import apply_params, header_secrets, scrub
 from providers.parse import checked, malformed, output_billed
 
 
@@ -50,11 +50,12 @@ def responses_body(req: Request, model_id: str, params: dict[str, Any], shape: A
     return body
 
 
-def parse_responses(raw: bytes) -> Completion:
+def parse_responses(raw: bytes, headers: dict[str, str] | None = None) -> Completion:
     try:
         body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise malformed(f"response body ({len(raw)} bytes) is not JSON: {raw[:120]!r}") from None
+    except orjson.JSONDecodeError:  # scrubbed before it is cut (providers.openai.parse_chat says why)
+        text = scrub(raw.decode("utf-8", "replace"), header_secrets(headers or {}))
+        raise malformed(f"response body ({len(raw)} bytes) is not JSON: {text[:120]!r}") from None
     return responses_completion(body)
 
 

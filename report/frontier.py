@@ -61,6 +61,20 @@ def over_time(points: Sequence[Point]) -> list[Snapshot]:
     return out
 
 
+def at_dates(points: Sequence[Point], dates: Sequence[date]) -> list[Snapshot]:
+    """The frontier as it stood on each of the given dates (a paper's fixed snapshots: VRB's Fig. 7 right),
+    counting the models released on or before it; a date before any release has no snapshot."""
+    pts = [p for p in placeable(points) if p.released is not None]
+    out: list[Snapshot] = []
+    prev: set[str] = set()
+    for d in sorted(dates):
+        front = pareto([p for p in pts if p.released <= d])
+        if front:
+            out.append(Snapshot(when=d, frontier=front, new=sorted(p.name for p in front if p.name not in prev)))
+            prev = {p.name for p in front}
+    return out
+
+
 def pick_snapshots(snaps: Sequence[Snapshot], k: int = 6) -> list[Snapshot]:
     """At most k snapshots for a plot, evenly spread, always the first and the last."""
     if len(snaps) <= k:

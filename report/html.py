@@ -204,6 +204,11 @@ def _frontier_section(v: SuiteView, scale: float) -> str:
                 f'<p class="note">Not placed (cost unknown, so excluded from this frontier): '
                 f"{esc(', '.join(v.name(m) for m in v.unplaced[axis]))}.</p>"
             )
+        if v.paper_frontier and axis == "price_in":
+            out.append(f'<p class="note">Paper: {esc("; ".join(v.paper_frontier))}.</p>')
+        if v.left_out:
+            out.append(f'<p class="note">Left out, as the paper\'s figures leave them out: '
+                       f"{esc(', '.join(v.name(m) for m in v.left_out))}.</p>")  # fmt: skip
         snaps = v.snaps[axis]
         if snaps:
             srows = [
@@ -215,9 +220,8 @@ def _frontier_section(v: SuiteView, scale: float) -> str:
                 }
                 for s in snaps
             ]
-            out.append(
-                f"<details><summary>Frontier over time ({len(snaps)} change(s) at release dates)</summary>"
-            )
+            when = "at the paper's dates" if v.snapshot_dates else "change(s) at release dates"
+            out.append(f"<details><summary>Frontier over time ({len(snaps)} {when})</summary>")
             out.append(
                 table(
                     srows,

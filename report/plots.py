@@ -101,7 +101,8 @@ def has_cost(v: SuiteView, axis: str) -> bool:
 def _frontier_panel(ax: Axes, v: SuiteView, axis: str) -> list:
     """One (suite, cost axis) panel; returns its annotations, most important first."""
     k, ylabel = _scale(v)
-    es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
+    es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None
+          and e.model not in v.left_out]  # fmt: skip
     floor = _floor([v.cost(e, axis) for e in es])
     for e in es:
         ax.scatter(
@@ -199,7 +200,8 @@ def frontier_over_time(
     for ax, (v, axis) in zip(axes, panels, strict=True):
         k, ylabel = _scale(v)
         snaps = snaps_per_plot[(v.slug, axis)]
-        es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None]
+        es = [e for e in v.entries if e.accuracy is not None and v.cost(e, axis) is not None
+              and e.model not in v.left_out]  # fmt: skip
         floor = _floor([v.cost(e, axis) for e in es])
         ax.scatter(
             [_at(v.cost(e, axis), floor) for e in es],
@@ -265,6 +267,8 @@ def leaderboard(v: SuiteView, path: Path) -> Path:
         )
     if v.chance is not None:
         ax.axvline(v.chance * k, ls="--", color="#bbbbbb", lw=1, label="chance")
+    if v.threshold is not None:
+        ax.axvline(v.threshold * k, ls="-.", color="#d62728", lw=1, label="paper: usefulness threshold")
     ax.set_yticks(y, [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label + " with 95% CI")
     _title(ax, f"{v.label}: leaderboard", 10)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 import numpy as np
 
 from report.extras import deviations_of
-from report.frontier import Point, Snapshot, over_time, pareto
+from report.frontier import Point, Snapshot, at_dates, over_time, pareto
 from report.load import Entry, suite_label
 
 AXES = {
@@ -61,6 +62,15 @@ class SuiteView:
     """M3GIA: Pearson r between CHC factor accuracies across the run's models (the paper's factor figure)."""
     partial: str | None = None
     """"partial run (20 of 515 items)" when --limit cut the suite short."""
+    left_out: list[str] = field(default_factory=list)
+    """scores.json `frontier.excluded_models`: models the paper's figures leave out (VRB's EXCLUDE_MODELS),
+    kept off the frontier and out of the mean over models."""
+    snapshot_dates: bool = False
+    """The frontier over time at the paper's dates (scores.json `frontier.snapshots`), not at every change."""
+    paper_frontier: list[str] = field(default_factory=list)
+    """scores.json `frontier.paper`: what the paper's text says of its frontier, shown beside ours."""
+    threshold: float | None = None
+    """scores.json `usefulness_threshold`: the paper's bar (VRB: 94%), drawn on the leaderboard."""
 
     def cost(self, e: Entry, axis: str) -> float | None:
         return e.info.price_in if axis == "price_in" else e.run_cost_usd
@@ -195,10 +205,17 @@ def views_of(entries: list[Entry], extras: dict[str, dict[str, Any]]) -> list[Su
 def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any]) -> SuiteView:
     ranked = sorted(entries, key=lambda e: (e.accuracy is None, -(e.accuracy or 0.0), e.info.display_name))
     v = SuiteView(suite=ranked[0].suite, label=label, slug=slug, metric=ranked[0].metric, entries=ranked)
+    fx = extra.get("frontier") if isinstance(extra.get("frontier"), dict) else {}
+    v.left_out = [m for m in fx.get("excluded_models") or [] if any(e.model == m for e in ranked)]
+    dates = [date.fromisoformat(d) for d in fx.get("snapshots") or []]
+    v.snapshot_dates, v.paper_frontier = bool(dates), [str(x) for x in fx.get("paper") or []]
+    th = extra.get("usefulness_threshold")
+    v.threshold = float(th) if isinstance(th, int | float) and not isinstance(th, bool) else None
     for axis in AXES:
-        pts = [Point(e.model, v.cost(e, axis), e.accuracy, e.info.release_date) for e in ranked]
+        pts = [Point(e.model, v.cost(e, axis), e.accuracy, e.info.release_date) for e in ranked
+               if e.model not in v.left_out]  # fmt: skip
         v.front[axis] = pareto(pts)
-        v.snaps[axis] = over_time(pts)
+        v.snaps[axis] = at_dates(pts, dates) if dates else over_time(pts)
         v.unplaced[axis] = [e.model for e in ranked if e.accuracy is not None and v.cost(e, axis) is None]
     for kind in BREAKDOWNS:
         per = {e.model: s for e in ranked if (s := _stats(e.scores.get(kind)))}
@@ -385,8 +402,9 @@ def levels(per: dict[str, dict[str, Any]], kind: str) -> list[str]:
 
 
 def level_means(v: SuiteView, kind: str) -> dict[str, float]:
-    """Mean over the models that have each level (the black line of the severity plot)."""
-    per = v.breakdowns.get(kind, {})
+    """Mean over the models that have each level (the black line of the severity plot), without the models
+    the paper's figures leave out."""
+    per = {m: d for m, d in v.breakdowns.get(kind, {}).items() if m not in v.left_out}
     levels_ = levels(per, kind)
     return {
         lv: sum(d[lv].value for d in per.values() if lv in d) / sum(lv in d for d in per.values())

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from cache.store import AsyncCache
+from core.secrets import redact_url
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from runner import learned
@@ -19,6 +20,17 @@ from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row,
 from runner.spend import paid
 
 log = logging.getLogger("evalsweep")
+
+
+def refused_key(lane: Lane, e: ProviderError, msg: str) -> str:
+    """A refused key (HTTP 401/403) named by its variable and the endpoint it went to, never its value:
+    with several keys and endpoints, which one to fix."""
+    if e.status not in (401, 403):
+        return msg
+    env = lane.name.split("/", 1)[1] if "/" in lane.name else None
+    who = f"the key in ${env}" if env else "no key (the endpoint sets no api_key_env)"
+    ep = lane.endpoint
+    return f"{msg}: {who}, sent to endpoint {ep.name!r} ({redact_url(ep.base_url or ep.kind)})"
 
 
 @dataclass
@@ -101,12 +113,16 @@ async def _send(
             return [r for g in await asyncio.gather(*(send(req, m, g, keys, breaker, cache) for g in groups))
                     for r in g]
         breaker.failures += 1
-        breaker.last_error = lane.scrub(str(e))[:200]
+        msg = refused_key(lane, e, lane.scrub(str(e)))
+        breaker.last_error = msg[:200]
         if breaker.failures == breaker.threshold:
             log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
         attempts = getattr(e, "attempts", 1)
-        msg = lane.scrub(str(e))
-        return [error_row(req, s, keys[s], msg, e.kind, attempts, lane.name) for s in group]
+        kind = e.kind
+        if kind == "model_refused" and e.status in (401, 403) and len(m.lanes) > 1:
+            kind = "key_refused"  # this key, not the model: its other keys may be let in (runner.gate)
+        took = getattr(e, "latency_s", 0.0)
+        return [error_row(req, s, keys[s], msg, kind, attempts, lane.name, took) for s in group]
     except asyncio.CancelledError:
         raise
     except Exception as e:  # bad input (missing image file...) becomes an error row, not a crash

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import ConfigError
 from core.secrets import header_secrets, redact_url  # noqa: F401  (re-exported)
+from core.urls import userinfo
 
 ProviderKind = Literal["openai", "anthropic", "litellm", "sim", "replay"]
 
@@ -31,6 +32,12 @@ class Endpoint(BaseModel):
     tpm: float | None = Field(None, gt=0)
     max_concurrency: int = Field(64, ge=1)
     timeout_s: float = Field(600.0, gt=0)
+    """A non-streamed call's total timeout; a streamed one's idle timeout unless `idle_timeout_s` says."""
+    stream_above_tokens: int | None = Field(None, ge=0)
+    """Calls whose maximum output is above this stream (default 21,333, the largest max_tokens Anthropic's
+    SDK sends unstreamed; Anthropic calls the SDK would refuse unstreamed always stream)."""
+    idle_timeout_s: float | None = Field(None, gt=0)
+    """A streamed call fails after this long without a byte (default: timeout_s); it has no total timeout."""
     max_attempts: int = Field(6, ge=1)
     retry_initial_s: float = Field(1.0, ge=0)
     retry_max_s: float = Field(60.0, ge=0)
@@ -76,6 +83,16 @@ class Endpoint(BaseModel):
         for f in ("batch", "batch_api"):
             if getattr(self, f) and self.kind not in ("openai", "anthropic"):
                 raise ValueError(f"{f} = true needs kind 'openai' or 'anthropic', not {self.kind!r}")
+        if self.base_url and userinfo(self.base_url) and (self.api_key_env or any(
+                k.lower() == "authorization" for k in self.headers)):
+            raise ValueError(
+                f"base_url {redact_url(self.base_url)!r} carries credentials (user:password@) and the endpoint "
+                "sends a key too (api_key_env or an Authorization header): a request carries one or the other. "
+                "Drop the user:password@ part (the key goes as a bearer token), or unset api_key_env"
+            )
+        if self.base_url and "?" in self.base_url and (self.batch or self.batch_api):
+            raise ValueError("batch = true with a query string in base_url: batch APIs are called without it; "
+                             "drop the query (or batch = false)")
         if self.retry_max_s < self.retry_initial_s:
             raise ValueError(
                 f"retry_max_s ({self.retry_max_s:g}) is below retry_initial_s ({self.retry_initial_s:g})"

@@ -5,6 +5,7 @@ counts, lanes; a joined run's merged counts), written even on a full disk."""
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,15 @@ def finish_manifest(
     r: RunCtx, man_path: Path, status: str, elapsed: float, fault: str | None, lanes: Any, batch_why: Any,
     models: dict[str, ModelEntry] | None = None,
     spend: dict[str, Any] | None = None,
+    refused: dict[str, str] | None = None,
 ) -> None:
-    man = orjson.loads(man_path.read_bytes())
+    """`refused`: the run's models (judges too) the provider refused outright (runner.gate), each with
+    its one error."""
+    try:
+        man = orjson.loads(man_path.read_bytes())
+    except OSError as e:  # the run directory deleted and not made again: said, never a traceback
+        print(f"evalsweep: cannot record the run's end in {man_path}: {e.strerror}", file=sys.stderr)
+        return
     if models is not None and record_learned(man, r.suite, r.spec, models, r.models):
         model_devs = man.get("model_deviations") or []  # changed by a refusal during the run: deviations too
         own = [d for d in man["protocol"]["deviations"] if d not in model_devs]
@@ -82,6 +90,10 @@ def finish_manifest(
         man.pop("abort_reason", None)
         man.pop("unsaved_rows", None)
     man["lanes"] = lanes
+    if refused:
+        man["refused_models"] = refused
+    else:
+        man.pop("refused_models", None)
     if batch_why:
         man["batch"] = batch_why
     if spend:  # the spend ceilings (runner.spend.summary): spent, ceiling, whether one stopped the run

@@ -210,6 +210,7 @@ class Lane:
                 try:
                     result = await fn()
                 except ProviderError as e:
+                    e.latency_s = time.perf_counter() - t0  # type: ignore[attr-defined]  # its row's latency
                     self._on_error(e)
                     raise
                 finally:

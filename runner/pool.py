@@ -80,6 +80,8 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             timeout_s=ep.timeout_s,
             headers=ep.headers,
             max_connections=ep.max_concurrency * n_keys,
+            stream_above_tokens=ep.stream_above_tokens,
+            idle_timeout_s=ep.idle_timeout_s,
             supports_n=True if ep.supports_n is None else ep.supports_n,
         )
     if ep.kind == "anthropic":
@@ -90,6 +92,8 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             timeout_s=ep.timeout_s,
             headers=ep.headers,
             max_connections=ep.max_concurrency * n_keys,
+            stream_above_tokens=ep.stream_above_tokens,
+            idle_timeout_s=ep.idle_timeout_s,
         )
     if ep.kind == "litellm":
         from providers.litellm import LiteLLMProvider

@@ -47,6 +47,9 @@ class ResultsWriter:
         self.on_fault: Callable[[str], None] | None = None
         self._buf = bytearray()
         self._due = False
+        self.keep: dict[str, bytes] = {}
+        """Small files of the run directory (manifest, config) to put back if it is deleted mid-run."""
+        self.gone = False
 
     @property
     def unsaved_rows(self) -> int:
@@ -77,15 +80,24 @@ class ResultsWriter:
         del self._buf[:n]
         if self._buf:  # a short write: the disk filled up mid-line
             self._failed(OSError(28, os.strerror(28)))
+        elif os.fstat(self._fd).st_nlink == 0:  # ~0.3 us a batch: rows going to a deleted file
+            self.gone = True
+            self._fault(f"the run directory {self.path.parent} was deleted while the run wrote to it")
 
     def _failed(self, e: OSError) -> None:
+        self._fault(write_error(self.path, e))
+
+    def _fault(self, why: str) -> None:
         if self.fault is None:
-            self.fault = write_error(self.path, e)
+            self.fault = why
             if self.on_fault is not None:
                 self.on_fault(self.fault)
 
     def flush(self) -> int:
         """Write the held rows (retrying after a fault); returns how many are still unsaved."""
+        if self._fd >= 0 and (self.gone or os.fstat(self._fd).st_nlink == 0):
+            self.gone = True
+            put_back(self)
         while self._buf and self._fd >= 0:
             try:
                 n = os.write(self._fd, self._buf)
@@ -105,6 +117,36 @@ class ResultsWriter:
                 pass
             os.close(self._fd)
             self._fd = -1
+
+
+def put_back(w: ResultsWriter) -> None:
+    """The run directory was deleted mid-run: make it again with the rows already written (still
+    readable through the deleted file while it is open: Linux's /proc/self/fd), the kept manifest and
+    config, so that nothing finished is lost, the manifest can say `aborted`, and the run resumes."""
+    import logging
+
+    log = logging.getLogger("evalsweep")
+    old, out = w._fd, w.path.parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        new = os.open(w.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        log.error("cannot make %s again (%s): the rows finished so far are lost", out, e.strerror)
+        return
+    saved = "its rows are lost (no /proc here to read the deleted file back)"
+    try:
+        with open(f"/proc/self/fd/{old}", "rb") as src, os.fdopen(os.dup(new), "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        saved = "the rows finished so far"
+    except OSError:
+        pass
+    for name, data in w.keep.items():
+        if not (out / name).exists():
+            (out / name).write_bytes(data)
+    os.close(old)
+    w._fd, w.gone = new, False
+    log.error("%s was deleted mid-run: made it again with %s, its manifest and config (delete it again "
+              "if that was meant)", out, saved)
 
 
 def disk_full(e: BaseException) -> bool:
@@ -175,7 +217,10 @@ def scan(path: Path) -> Iterator[tuple[int, Row]]:
         yield off, row
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, Any]]:
+def _lines(path: Path, strict: bool = False) -> Iterator[tuple[int, int, Any]]:
+    """(line number, byte offset, decoded line) of every complete line. An undecodable complete line is
+    skipped, or with `strict` (scoring: a row silently missing would change the scores) an error naming
+    it; a last line without its newline (a write cut short) is never read."""
     if not path.exists():
         return
     with path.open("rb") as f:
@@ -184,8 +229,12 @@ def _lines(path: Path) -> Iterator[tuple[int, int, Any]]:
             if line.endswith(b"\n"):
                 try:
                     yield lineno, off, orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    pass
+                except orjson.JSONDecodeError as e:
+                    if strict:
+                        raise ConfigError(
+                            f"{path}:{lineno}: unreadable line ({e}); every other row is intact. Remove that "
+                            "line (resuming the run redoes its call), then rerun"
+                        ) from None
             off += len(line)
 
 
@@ -298,7 +347,7 @@ def final_offsets(path: Path) -> tuple[list[Path], np.ndarray, np.ndarray]:
     codes: dict[str, dict[str, int]] = {"model": {}, "item": {}, "pass": {}}
     cols = {k: array("q") for k in ("model", "item", "sample", "pass", "ok", "file", "offset")}
     for k_file, p in enumerate(paths):
-        for lineno, off, r in _lines(p):
+        for lineno, off, r in _lines(p, strict=True):
             bad = _identity_problem(r)
             if bad:
                 raise ConfigError(

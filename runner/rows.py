@@ -62,9 +62,17 @@ def hit_row(req: Request, s: int, key: str, v: dict[str, Any]) -> Row:
 
 
 def error_row(
-    req: Request, s: int, key: str, msg: str, kind: str, attempts: int = 0, lane: str | None = None
+    req: Request,
+    s: int,
+    key: str,
+    msg: str,
+    kind: str,
+    attempts: int = 0,
+    lane: str | None = None,
+    latency: float = 0.0,
 ) -> Row:
-    """`kind`: transient, fatal, quota, internal (retried on resume) or skipped (a reason, not a failure)."""
+    """`kind`: transient, fatal, quota, internal (retried on resume) or skipped (a reason, not a failure).
+    `latency`: how long the last attempt waited (a timed-out call: its timeout, not 0)."""
     r = answer_row(
         req,
         s,
@@ -72,7 +80,7 @@ def error_row(
         None,
         {"input_tokens": None, "output_tokens": None},
         None,
-        0.0,
+        latency,
         attempts,
         cached=False,
         finish=None,

@@ -36,6 +36,7 @@ from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.deviations import write as write_devs
 from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
+from runner.gate import REFUSED
 from runner.identity import identities, spec_fingerprint
 from runner.lanes import worst_state
 from runner.lock import lock_run_dir, unlock
@@ -45,6 +46,7 @@ from runner.protocol import judges_of, protocol_deviations, request_shaping
 from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
 from runner.resume import check_settings
 from runner.scheduler import Scheduler
+from runner.settings import check_dir, check_models, keep_earlier, model_settings, recorded
 from runner.state import RunCtx, Stats
 from suites.base import RunSpec, get_suite
 
@@ -108,12 +110,15 @@ def _prepare(
         manifest["data_identity"] = identities(fp)
     all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
     snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
+    used = {m["name"]: model_settings(m) for m in snap["models"]}
+    check_models(out, manifest, {k: v for k, v in used.items() if k in plan.models})
+    manifest["model_settings"] = {**used, **recorded(out, manifest)}  # each model as its rows were made
     for m in snap["models"]:  # the prices actually used and their source (config, genai-prices, map)
         e = models.get(m["name"])
         if e is not None:
             m.update(e.prices.record())
     manifest["prices"] = {m["name"]: {k: m.get(k) for k in PRICE_KEYS} for m in snap["models"]}
-    write_json(out / "config.json", snap)
+    write_json(out / "config.json", keep_earlier(out / "config.json", snap, now()))
     manifest.update(
         {
             "evalsweep": VERSION,
@@ -137,6 +142,7 @@ def _prepare(
     results = out / (results_name() if plan.join else RESULTS)
     done, _ = index(results)
     writer = ResultsWriter(results)
+    writer.keep = {n: (out / n).read_bytes() for n in ("manifest.json", "config.json")}
     return RunCtx(
         name=run_name,
         spec=plan.spec,
@@ -193,6 +199,7 @@ def execute(
     for p in plans:  # a directory the run would refuse is refused before the network is touched
         if p.out is not None:
             check_settings(p.out, p.spec)
+            check_dir(p.out, cfg, list(p.models))
     preflight(models, keep_going)
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []
@@ -292,6 +299,8 @@ async def _main(
     errors_logged: dict[str, int] = {}
 
     def on_error(run: RunCtx, row: Row) -> None:
+        if row.get("error_kind") == REFUSED:  # said once, by the gate
+            return
         k = row["model"]
         errors_logged[k] = errors_logged.get(k, 0) + 1
         if errors_logged[k] <= 5:
@@ -352,6 +361,8 @@ async def _main(
             await watcher
         except asyncio.CancelledError:
             pass
+        except Exception as e:  # the view failing never costs the run its rows or its manifest
+            log.warning("progress view stopped: %s: %s", type(e).__name__, e)
         in_flight = 0
         for r in runs:
             if r.batcher is not None:
@@ -383,8 +394,9 @@ async def _main(
         man_path = r.run_dir / "manifest.json"
         with join_view.locked(man_path) if r.join else nullcontext():
             lanes = lane_report(models, r.models)
+            refused = {m: why for m, why in sched.refused.items() if m in r.models or m in judges_of(r.spec)}
             finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models,
-                            spend.summary(ceilings) if ceilings else None)
+                            spend.summary(ceilings) if ceilings else None, refused)
     if sched.fault:
         kept = (
             ""
@@ -417,7 +429,8 @@ async def _main(
         return EXIT_MAX_COST
     if n_err:
         print(
-            f"{plural(n_err, 'call')} ended in an error row (see log.txt; what to do comes last).",
+            f"{plural(n_err, 'call')} ended in an error row (see log.txt; what to do comes last)."
+            + (f" Refused by the provider (fix the id or key first): {', '.join(sched.refused)}." if sched.refused else ""),
             file=sys.stderr,
         )
         return 3

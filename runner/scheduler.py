@@ -17,6 +17,7 @@ from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
 from runner.call import Breaker, send
+from runner.gate import REFUSED, Gate, label
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
@@ -55,6 +56,8 @@ class Scheduler:
         """Work a stop left undone (requests not launched, follow-ups not made): 0 after a Ctrl-C means
         every planned row was already in or finished within the grace period."""
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
+        self.gates = {name: Gate(label(m)) for name, m in models.items()}
+        """Per called model: its calls wait for its first answer, and stop at a refusal (runner.gate)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_error: Callable[[RunCtx, Row], None] | None = None
         self.fault: str | None = None
@@ -175,6 +178,7 @@ class Scheduler:
             return False
         stats = run.stats.setdefault(req.model, Stats())
         resumed = req.decoding.n - len(pre)
+        self._answered(req.target)
         if resumed and req.pass_ == "answer":
             stats.resumed += resumed
             run.answered[req.model] = run.answered.get(req.model, 0) + resumed
@@ -206,6 +210,7 @@ class Scheduler:
             if off is None:
                 todo.append(s)
             else:
+                self._answered(req.target)
                 if req.pass_ == "answer":  # progress counts first-pass answers, as `total` does
                     stats.resumed += 1
                     run.answered[req.model] = run.answered.get(req.model, 0) + 1
@@ -274,6 +279,8 @@ class Scheduler:
                 miss.append(s)
             else:
                 out.append(hit_row(req, s, keys[s], v))
+        if out:
+            self._answered(target)
         if miss and m.batch and run.batcher is not None:
             out.extend(await run.batcher.send(req, m, miss, keys))
             miss = []
@@ -321,7 +328,25 @@ class Scheduler:
         return left
 
     async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
-        return await send(req, m, group, keys, self.breakers[m.cfg.name], self.cache)
+        gate = self.gates[m.cfg.name]
+        call = lambda: send(req, m, group, keys, self.breakers[m.cfg.name], self.cache)  # noqa: E731
+        if gate.open:  # the model has answered: no turn to wait for
+            rows = await call()
+            if rows[0].get("error_kind") == REFUSED:
+                gate.settle(rows)
+            return rows
+        return await gate.through(call, lambda why: [error_row(req, s, keys[s], why, REFUSED) for s in group])
+
+    def _answered(self, name: str) -> None:
+        """A success row or cached answer from before: the model answered once, its gate opens."""
+        gate = self.gates.get(name)
+        if gate is not None and not gate.open:
+            gate.opened()
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """Models the provider refused (no such id, no access...), each with the one error that says so."""
+        return {name: g.refused for name, g in self.gates.items() if g.refused is not None}
 
     def _emit(self, run: RunCtx, stats: Stats, rows: list[Row]) -> list[Row]:
         for row in rows:

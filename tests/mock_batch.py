@@ -16,6 +16,7 @@ OpenAI batches take `/v1/chat/completions` or `/v1/responses` lines (every line'
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import time
@@ -278,6 +279,9 @@ class MockBatchServer(MockServer):
             self.keys[key] += 1
             self._seen[(body["model"], prompt)] += 1
             self.max_tokens[body["model"]] = body["max_tokens"]
+            seen = self._seen[(body["model"], prompt)]
+        if self._fault(body["model"], prompt, seen) == "hang":  # `[[fault:hang*1]]`: past the client's timeout
+            await asyncio.sleep(self.timeout_hang_s)
         return web.json_response(_message(body["model"], prompt))
 
     async def live_responses(self, request: web.Request) -> web.Response:

@@ -139,7 +139,7 @@ class ContractServer(MockServer):
         self.bodies: dict[str, dict[str, Any]] = {}
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
+        app = web.Application(client_max_size=64 * 2**20, middlewares=[self.sse.middleware])  # streams (tests.mock_sse)
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/v1/responses", self.responses)
         app.router.add_post("/v1/messages", self.messages)

@@ -7,6 +7,7 @@ Behaviour by the requested model's name, so one server covers every case:
   always-500    HTTP 500 forever
   bad-400       HTTP 400
   auth-401      HTTP 401 whose body echoes the bearer token (as some providers do)
+  missing-*     HTTP 404 `model_not_found`, OpenAI's body for an id it does not have (or this key may not use)
   policy        HTTP 400 content-policy refusal
   timeout-once  per prompt: hang past the client's timeout once, then answer
   reset-once    per prompt: drop the connection once, then answer
@@ -27,11 +28,18 @@ Fault injection (deterministic), for any model:
   strings, message a string, choices a list of ints, null content with finish_reason "stop"), garbage
   (one of MALFORMED, by hash), big (a valid 5 MB answer), bad_utf8 (invalid UTF-8 in the content),
   echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text),
-  echo_success (a 200 whose text echoes it), content_filter (a 200 with null content and finish_reason
-  content_filter) and policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered prompt).
+  echo_success (a 200 whose text echoes it), echo_spellings (a non-JSON 200 echoing it in every spelling
+  of tests/echoes.py), echo_spellings_text (a completion whose text does), error_200 (a 200 whose JSON is
+  an error), choices_flood (50,000 choices, whatever `n`), content_filter (a 200 with null content and
+  finish_reason content_filter), policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered
+  prompt) and 404 (the `missing-*` answer: a model withdrawn mid-run).
 Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
-It counts what it receives: per prompt text, per key, with arrival times.
+It counts what it receives: per prompt text, per key, with arrival times, and per request how many of
+its model's requests were answered before it and in flight with it (`seen_on_arrival`). A request with
+`stream: true` gets its answer as server-sent events (tests.mock_sse, which also injects stream faults).
+`GET /v1/models` lists `listed` (OpenAI's `{"object": "list", "data": [{"id", "object": "model"}]}`),
+or answers `models_status` with a non-JSON body when that is set (a server without the route).
 
 Run standalone (for bench/): `python -m tests.mock_openai --port 0 [--rpm N] [--latency S] [--realtime]`;
 prints the port.
@@ -54,6 +62,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.mock_sse import StreamFaults
+
 
 def answer_text(model: str, prompt: str, i: int) -> str:
     """Deterministic: the same prompt always gets the same answer (choice i varies for n > 1)."""
@@ -75,9 +85,15 @@ FAULTS = (
     "bad_utf8",
     "echo_error",
     "echo_success",
+    "echo_spellings",
+    "echo_spellings_text",
+    "error_200",
+    "choices_flood",
     "content_filter",
     "policy_400",
+    "404",
 )
+_MODEL = web.RequestKey("model", str)
 _MARK = re.compile(r"\[\[fault:([a-z0-9_]+)(\*(\d*))?\]\]")
 
 
@@ -142,8 +158,12 @@ class MockServer:
         keys: set[str] | None = None,
     ) -> None:
         self.valid_keys = keys
+        self.sse = StreamFaults()
+        """`stream: true` requests get their answer as SSE (tests.mock_sse, with its stream faults)."""
         """When set, any other key gets 401 (chat and `GET /v1/models` alike)."""
         self.models_requests = 0
+        self.listed: list[str] = []
+        self.models_status: int | None = None
         self.report_limits = report_limits
         self.latency_s = latency_s
         self.rpm_per_key = rpm_per_key
@@ -157,6 +177,11 @@ class MockServer:
         """Usable answers sent, per (model, prompt) (usage counts as strings included)."""
         self.prompts: Counter[str] = Counter()
         self.per_model: Counter[str] = Counter()
+        self.in_flight: Counter[str] = Counter()
+        self.finished: Counter[str] = Counter()
+        """Requests of each model answered (any status), as the server wrote its answer."""
+        self.seen_on_arrival: list[tuple[str, int, int]] = []
+        """Per request: (model, that model's requests already answered, its requests in flight with this one)."""
         self.keys: Counter[str] = Counter()
         self.times: dict[str, list[float]] = defaultdict(list)
         self.rejected_429 = 0
@@ -175,7 +200,7 @@ class MockServer:
     # --- the app -------------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
+        app = web.Application(client_max_size=64 * 2**20, middlewares=[self.sse.middleware])
         app.router.add_post("/v1/chat/completions", self.handle)
         app.router.add_get("/stats", self.handle_stats)
         app.router.add_get("/v1/models", self.handle_models)
@@ -193,9 +218,23 @@ class MockServer:
         with self._lock:
             self.models_requests += 1
         no = self._refused(request)
-        return no if no is not None else web.json_response({"object": "list", "data": []})
+        if no is not None:
+            return no
+        if self.models_status is not None:
+            return web.Response(status=self.models_status, text="Not Found")
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "mock"} for m in self.listed]
+        return web.json_response({"object": "list", "data": data})
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        finally:
+            if (model := request.get(_MODEL)) is not None:
+                with self._lock:
+                    self.in_flight[model] -= 1
+                    self.finished[model] += 1
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         if (no := self._refused(request)) is not None:
             return no
         raw = await request.read()
@@ -208,6 +247,9 @@ class MockServer:
             self.total += 1
             self.prompts[prompt] += 1
             self.per_model[model] += 1
+            request[_MODEL] = model
+            self.in_flight[model] += 1
+            self.seen_on_arrival.append((model, self.finished[model], self.in_flight[model]))
             self.keys[key] += 1
             self.times[key].append(now)
             self._seen[(model, prompt)] += 1
@@ -256,6 +298,8 @@ class MockServer:
             )
         if model == "bad-400":
             return web.json_response({"error": {"message": "invalid parameter 'foo'"}}, status=400)
+        if model.startswith("missing-"):
+            return _not_found(model)
         if model == "auth-401":
             return web.json_response({"error": {"message": f"Incorrect API key provided: {key}"}}, status=401)
         if model == "policy":
@@ -323,6 +367,8 @@ class MockServer:
             )
         if kind == "500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
+        if kind == "404":
+            return _not_found(model)
         if kind == "policy_400":  # Azure OpenAI's prompt filter: HTTP 400, code content_filter
             return web.json_response(
                 {"error": {"message": "The response was filtered due to the prompt triggering Azure OpenAI's "
@@ -364,6 +410,19 @@ class MockServer:
             return web.Response(body=data, content_type="application/json")
         elif kind == "echo_success":
             good["choices"][0]["message"]["content"] += f" (you sent Authorization: Bearer {key})"
+        elif kind in ("echo_spellings", "error_200"):  # a 200 that is no completion: HTML, or an error JSON
+            from tests.echoes import echo_all
+
+            if kind == "error_200":
+                return web.json_response({"error": {"message": "model overloaded, try later", "code": 503}})
+            return web.Response(text=f"<html>proxy error for key\n{echo_all(key)}</html>", content_type="text/html")
+        elif kind == "echo_spellings_text":
+            from tests.echoes import echo_all
+
+            good["choices"][0]["message"]["content"] += "\n" + echo_all(key)
+        elif kind == "choices_flood":  # a broken server: 50,000 choices whatever `n` asked
+            good["choices"] = [{**good["choices"][0], "index": i} for i in range(50_000)]
+            good["usage"]["completion_tokens"] *= 50_000
         else:
             raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULTS)}")
         return web.json_response(good)
@@ -446,6 +505,15 @@ _QUOTA = {
         "code": "insufficient_quota",
     }
 }
+
+
+def _not_found(model: str) -> web.Response:
+    """OpenAI's 404 for an id it does not have, or that this key may not use (its words as quoted in
+    Shopify/roast#13 and continuedev/continue#10832)."""
+    return web.json_response(
+        {"error": {"message": f"The model `{model}` does not exist or you do not have access to it.",
+                   "type": "invalid_request_error", "param": None, "code": "model_not_found"}},
+        status=404)  # fmt: skip
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:

@@ -31,7 +31,7 @@ def scored(run: Path) -> dict[tuple[str, str], dict]:
 
 
 def test_inspect_logs_round_trip(run_dir: Path, tmp_path: Path) -> None:
-    log_mod = pytest.importorskip("inspect_ai.log")
+    log_mod = pytest.importorskip("inspect_ai.log", reason="inspect-ai is not installed (pip install -e '.[inspect]'; .ci/run does)")
     out = tmp_path / "logs"
     assert main(["export", str(run_dir), "--format", "inspect", "--out", str(out)]) == 0
     files = sorted(out.glob("*.eval"))
@@ -89,7 +89,7 @@ def replay_run(tmp_path: Path, data: Path, path: Path, name: str = "replayed") -
 def test_replay_of_an_exported_inspect_log_rescores_the_same(
     run_dir: Path, data: Path, tmp_path: Path
 ) -> None:
-    pytest.importorskip("inspect_ai")
+    pytest.importorskip("inspect_ai", reason="inspect-ai is not installed (pip install -e '.[inspect]'; .ci/run does)")
     out = tmp_path / "logs"
     assert main(["export", str(run_dir), "--format", "inspect", "--out", str(out)]) == 0
     scores = json.loads((run_dir / "scores.json").read_text())["models"]
@@ -107,7 +107,7 @@ def test_replay_of_an_exported_inspect_log_rescores_the_same(
 
 def test_replay_of_a_foreign_inspect_log(data: Path, tmp_path: Path) -> None:
     """A log inspect itself wrote (no evalsweep metadata): id = item, output's completion = the answer."""
-    log_mod = pytest.importorskip("inspect_ai.log")
+    log_mod = pytest.importorskip("inspect_ai.log", reason="inspect-ai is not installed (pip install -e '.[inspect]'; .ci/run does)")
     from inspect_ai.model import ModelOutput
 
     samples = [
@@ -281,7 +281,7 @@ def test_failed_calls_are_exported_as_errors_never_as_wrong(data: Path, tmp_path
     assert agg["detailed_evaluation_results"]["additional_details"]["n_errors"] == "2"
     schema = Path(__file__).resolve().parents[1] / "report" / "export" / "schemas" / "eval.schema.json"
     jsonschema.validate(agg, json.loads(schema.read_text()))
-    log_mod = pytest.importorskip("inspect_ai.log")
+    log_mod = pytest.importorskip("inspect_ai.log", reason="inspect-ai is not installed (pip install -e '.[inspect]'; .ci/run does)")
     logs = tmp_path / "logs"
     assert main(["export", str(run), "--format", "inspect", "--out", str(logs)]) == 0
     (f,) = logs.glob("*.eval")

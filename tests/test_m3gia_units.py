@@ -174,7 +174,8 @@ def test_m3gia_departures_are_named() -> None:
 
     assert deviations(RunSpec("m3gia", {"judge": "gpt-4-turbo"})) == []
     assert deviations(RunSpec("m3gia", {"judge": "gpt-4o-mini"})) == [
-        "judge gpt-4o-mini (the paper: GPT-4-turbo, gpt-4-turbo-2024-04-09)"]
+        "judge gpt-4o-mini (the paper: GPT-4-turbo, gpt-4-turbo-2024-04-09; the authors' released code calls "
+        '"gpt-3.5")']
     assert deviations(RunSpec("m3gia", {"judge": "gpt-4-turbo", "languages": "en"})) == [
         "--languages en: Overall and GIA over 1 of the paper's 6 languages"]
     assert deviations(RunSpec("m3gia", {"judge": "gpt-4-turbo", "judge_parse": "lenient"})) == [
@@ -235,6 +236,7 @@ def test_pearson_known_values() -> None:
     assert out["en"]["p"] == pytest.approx(0.1210377, abs=1e-6)
     assert out["en"]["n_models"] == 3 and out["overall"]["r"] == pytest.approx(0.9819805, abs=1e-6)
     two = pearson({"a": s(1, 0.1), "b": s(2, 0.2)})
-    assert two["en"] == {"r": None, "p": None, "n_models": 2}  # too few models for a correlation
+    assert out["en"]["r2"] == pytest.approx(0.9819805**2, abs=1e-6)  # 27/28: the line's R² is r²
+    assert two["en"] == {"r": None, "p": None, "n_models": 2, "r2": None}  # too few models for a correlation
     flat = pearson({"a": s(1, 0.3), "b": s(2, 0.3), "c": s(3, 0.3)})
     assert flat["en"]["r"] is None  # constant accuracy: undefined

@@ -129,7 +129,10 @@ def test_bias_flag_constant_vs_uniform_model(tmp_path: Path) -> None:
     rep = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr"}), tmp_path)
     assert rep.models["const"]["biased"] and rep.models["const"]["chi2_p"] < 0.001
     assert not rep.models["uniform"]["biased"] and rep.models["uniform"]["chi2_p"] == pytest.approx(1.0)
-    for t in rep.tables:  # flagged in every table
+    for t in rep.tables:  # flagged in every table: a row label, or a column head in the paper's Tables 4 and 5
+        if "Table" in t.title:  # column heads carry no spaces (the terminal sizes a column by its head)
+            assert "const[BIASED]" in t.columns and "uniform" in t.columns, t.title
+            continue
         labels = [str(r[0]) for r in t.rows]
         assert "const [BIASED]" in labels, t.title
         assert "uniform" in labels and "uniform [BIASED]" not in labels, t.title
@@ -173,9 +176,57 @@ def test_scores_keys_and_reference_rows(tmp_path: Path) -> None:
     assert keys <= set(rep.models["m"])
     main = rep.tables[0]
     names = [r[0] for r in main.rows]
-    assert names == ["m", "random", "human"]
-    assert main.rows[1][2:4] == ["25.00", "50.00"] and main.rows[2][2:4] == ["68.86", "98.67"]
+    assert names[:3] == ["m", "random", "human"] and len(names) == 3 + 10  # + the paper's ten models (Table 2)
+    assert main.rows[1][2:4] == ["25.00", "50.00"] and main.rows[2][2:4] == ["68.86 ± 9.74", "98.67"]  # Table 2
+    assert main.rows[3][:4] == ["paper: Qwen-VL", "-", "19.61", "37.27"] and main.rows[3][4] == "-"  # no coarse column
+    assert main.rows[4][:4] == ["paper: Fuyu †", "-", "24.29", "34.94"]
+    group = rep.tables[1]
+    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", "-"]
     assert rep.extra["reference"]["human"]["avr"] == 0.6886
+
+
+def test_tables_4_and_5_in_the_papers_orientation(tmp_path: Path) -> None:
+    """Rows as the paper prints them (patterns; Sequence, Two-row, Matrix, Group, Reassembling), our models,
+    random, then the paper's Human and models; few-shot runs keep only the paper's Human column."""
+    ids = [p.id for p in load()]
+    rows = [row("m", f"{i}/avr", f"The answer is choice {P[i].answer if k % 2 else P[i].answer % 4 + 1}.")
+            for k, i in enumerate(ids)]  # fmt: skip
+    rep = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr"}), tmp_path)
+    t4, t5 = (next(t for t in rep.tables if t.title.startswith(f"MARVEL Table {n}")) for n in (4, 5))
+    assert [r[0] for r in t4.rows] == ["Temporal Movement", "Spatial Relationship", "Quantities", "Mathematical",
+                                       "2D-Geometry", "3D-Geometry"]  # fmt: skip
+    assert t4.columns[:5] == ["pattern", "puzzles", "m", "random", "paper:Human"] and len(t4.columns) == 15
+    assert t4.columns[5:7] == ["paper:Qwen-VL", "paper:Fuyu†"]
+    assert t4.rows[2][:2] == ["Quantities", 240] and t4.rows[2][3:6] == ["25.00", "81.57", "15.76"]
+    s = rep.models["m"]
+    assert t4.rows[0][2] == f"{100 * s['by_pattern']['Temporal Movement']:.2f}"
+    assert [r[0] for r in t5.rows] == ["Sequence", "Two-row", "Matrix", "Group", "Reassembling"]
+    assert [r[1] for r in t5.rows] == [165, 225, 225, 135, 20]  # the data's counts, "3D" = Reassembling
+    assert t5.rows[4][2] == f"{100 * s['by_configuration']['3D']:.2f}" and t5.rows[1][4] == "71.56"
+    assert "by_configuration" in s and list(s["by_configuration"]) == ["Sequence", "Matrix", "Two-row", "Group", "3D"]
+    few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": 1}), tmp_path)
+    t4 = next(t for t in few.tables if t.title.startswith("MARVEL Table 4"))
+    assert t4.columns[-1] == "paper:Human" and "zero-shot" in t4.note
+    main = few.tables[0]
+    assert "Table 8, one-shot" in main.note and ["paper: GPT-4o", "-", "30.78"] == main.rows[4][:3]
+
+
+def test_table6_fine_accuracy_by_category(tmp_path: Path) -> None:
+    """Each fine question's category (categories.py) groups the fine accuracy; counts beside the paper's."""
+    from suites.marvel.categories import category, counts
+
+    ps = load()
+    rows = [row("m", f"{p.id}/fine", f"{p.fine_answer if category(p) in ('Color', 'Quantity') else p.fine_distractor}.")
+            for p in ps]  # fmt: skip
+    rep = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "fine"}), tmp_path)
+    s = rep.models["m"]
+    assert s["by_fine_category"] == {"Location": 0.0, "Color": 1.0, "Shape": 0.0, "Quantity": 1.0, "Comparison": 0.0}
+    (t6,) = [t for t in rep.tables if t.title.startswith("MARVEL Table 6")]
+    n = counts(ps)
+    assert [r[:3] for r in t6.rows] == [[c, n[c], want] for c, want in
+                                         (("Location", 65), ("Color", 53), ("Shape", 177), ("Quantity", 304),
+                                          ("Comparison", 171))]  # fmt: skip
+    assert t6.rows[1][3:6] == ["100.00", "50.00", "37.74"] and t6.columns[3:6] == ["m", "random", "paper:Qwen-VL"]
 
 
 def test_questions_subset_leaves_other_keys_none(tmp_path: Path) -> None:

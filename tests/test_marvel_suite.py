@@ -12,9 +12,9 @@ import pytest
 from core.types import ImagePart, TextPart
 from suites.base import RunSpec, SuiteError, get_suite
 from suites.marvel import SUITE, follow_up
-from suites.marvel.data import DATA_ENV, KINDS, LABEL_FILE, PATTERNS, data_dir, load
+from suites.marvel.data import DATA_ENV, KINDS, LABEL_FILE, data_dir, load
 from suites.marvel.extract import extract
-from suites.marvel.prompts import PATTERN_PROMPT, pick_demos
+from suites.marvel.prompts import pick_demos
 from suites.marvel.sim import responses
 
 
@@ -71,16 +71,33 @@ def test_questions_subset_and_pattern_task(marvel_data: Path) -> None:
     reqs = list(SUITE.build(spec(marvel_data, limit=2, task="pattern")))
     assert [r.item for r in reqs] == ["1/pattern", "2/pattern"]
     text = reqs[0].messages[0].content[1].text
-    # The paper's Table 13 text is not released: the prompt is ours, so only what it must hold is pinned
-    # (every pattern name the answers are scored against), and a pattern run records the deviation.
-    assert text == PATTERN_PROMPT and all(name in text for name in PATTERNS)
-    assert any("Table 13" in d for d in SUITE.deviations(spec(marvel_data, task="pattern")))
+    assert text == TABLE13_PATTERN  # puzzle 1 is Table 13's example: the paper's prompt, character for character
+    other = reqs[1].messages[0].content[1].text  # another puzzle: its own description, the same patterns and ask
+    assert other.startswith(load()[1].avr_question.split(" Which choice")[0] + " The puzzle contains one of")
+    assert other.endswith(TABLE13_PATTERN.split("4). ", 1)[1].split("patterns:", 1)[1])
+    assert not any("Table 13" in d for d in SUITE.deviations(spec(marvel_data, task="pattern", judge="gpt-4")))
     assert SUITE.run_name(spec(task="pattern")) == "marvel-pattern"
     assert SUITE.run_name(spec(shots=2, demos="ood")) == "marvel-2shot-ood"
     assert SUITE.run_name(spec(questions="avr")) == "marvel-avr" and SUITE.run_name(spec()) == "marvel"
 
 
-@pytest.mark.parametrize("mode", ["same", "ood"])
+TABLE13_PATTERN = (  # Table 13, "Pattern Classification", as printed (line breaks where the paper breaks the list)
+    "You are given a puzzle. The puzzle consists of a question part on the top and the choices part in the bottom. "
+    "The question part on the top is a set of visual panels arranged in a 1 by 5 sequence, with the last piece "
+    "missing. Choices part on the bottom contains 4 choices (marked by 1, 2, 3, or 4). The puzzle contains one of "
+    "the following patterns:\n"
+    "Temporal Movement patterns focus on the related position change or movement.\n"
+    "Spatial Relationship patterns focus on the objects' relative positional relationship.\n"
+    "Quantity patterns focus on the accuracy of number comprehension.\n"
+    "Mathematical patterns focus on elementary mathematical operations.\n"
+    "2D-Geometry patterns focus on the 2D-geometric shape and its properties.\n"
+    "3D-Geometry patterns focus on the 3D-geometric shape and its properties.\n"
+    "Please answer which pattern the puzzle is mostly related to. Output your final answer with the pattern name "
+    "strictly."
+)
+
+
+@pytest.mark.parametrize("mode", ["same", "ood", "mix"])
 def test_demos_never_the_target_and_from_the_right_pool(mode: str) -> None:
     ps = load()
     for p in ps:
@@ -94,6 +111,10 @@ def test_demos_never_the_target_and_from_the_right_pool(mode: str) -> None:
             assert all(d.pattern == p.pattern for d in demos)
             if p.pattern != "3D-Geometry":  # the only pattern without Sequence puzzles
                 assert all(d.configuration == "Sequence" for d in demos)
+        elif mode == "mix":  # Table 10: one Sequence and one Two-row demo of the same pattern
+            assert all(d.pattern == p.pattern for d in demos)
+            if p.pattern != "3D-Geometry":
+                assert [d.configuration for d in demos] == ["Sequence", "Two-row"]
         else:
             assert all(d.pattern != p.pattern and d.configuration == "Sequence" for d in demos)
             assert demos[0].pattern == demos[1].pattern
@@ -148,13 +169,54 @@ def test_check_names_missing_data(tmp_path: Path, shared_data: Path, monkeypatch
         ({"questions": "avr,colour"}, "unknown colour"),
         ({"shots": 3}, "--shots must be 0, 1 or 2"),
         ({"demos": "random"}, "--demos must be"),
-        ({"task": "pattern", "shots": 1}, "cannot be combined"),
+        ({"task": "pattern", "shots": 1}, "neither combines with --task pattern"),
+        ({"task": "pattern", "panels": "one-by-one"}, "neither combines with --task pattern"),
         ({"questions": "fine", "shots": 1}, "include avr"),
+        ({"questions": "fine", "panels": "one-by-one"}, "include avr"),
+        ({"demos": "mix", "shots": 1}, "use --shots 2"),
+        ({"panels": "one-by-one", "shots": 2}, "cannot be combined with --shots"),
+        ({"panels": "all"}, "--panels must be 'whole' or 'one-by-one'"),
     ],
 )
 def test_bad_options(opts: dict, msg: str, marvel_data: Path) -> None:
     with pytest.raises(SuiteError, match=msg):
         SUITE.check(spec(marvel_data, **opts))
+
+
+def test_one_by_one_sends_each_panel_with_the_papers_strings(marvel_data: Path) -> None:
+    """Table 11 (Appendix I): each context panel, then each choice, each with its string; then the AVR question."""
+    reqs = list(SUITE.build(spec(marvel_data, limit=1, panels="one-by-one")))
+    avr, fine = reqs[0], reqs[1]
+    p = load()[0]  # 5 context panels (the blank one included), 4 choices
+    parts = avr.messages[0].content
+    assert len(parts) == 2 * (5 + 4) + 1 and avr.meta["panels"] == "one-by-one"
+    root = marvel_data.resolve() / "marvel" / "Panel_data"
+    assert [x.path for x in parts[0:18:2]] == [str(root / f"question_1_{k}.png") for k in range(5)] + [
+        str(root / f"answer_1_{k}.png") for k in range(4)
+    ]
+    texts = [x.text for x in parts[1:18:2]]
+    assert texts[0] == "This is the first panel in the context of the puzzle"
+    assert texts[4] == "This is the fifth panel in the context of the puzzle"
+    assert texts[5] == "This is the first choice of the puzzle" and texts[8] == "This is the fourth choice of the puzzle"
+    assert parts[-1].text == p.avr_question
+    assert [type(x).__name__ for x in fine.messages[0].content] == ["ImagePart", "TextPart"]  # whole image
+    assert SUITE.run_name(spec(panels="one-by-one")) == "marvel-onebyone"
+    assert SUITE.run_name(spec(shots=2, demos="mix")) == "marvel-2shot-mix"
+
+
+def test_one_by_one_needs_the_panels(tmp_path: Path, marvel_data: Path) -> None:
+    (tmp_path / "images").symlink_to(marvel_data / "marvel" / "images")
+    with pytest.raises(SuiteError, match="--panels one-by-one sends the authors' panels: .*Panel_data is absent"):
+        SUITE.check(RunSpec("marvel", {"data_dir": str(tmp_path), "panels": "one-by-one", "questions": "avr"}, limit=1))
+
+
+def test_authors_panels_match_the_coarse_answers(shared_data: Path) -> None:
+    """The released Panel_data/ holds, for all 770 puzzles, as many panels as the coarse answers count."""
+    from suites.marvel.panels import check_panels
+
+    if not (shared_data / "marvel" / "Panel_data").is_dir():
+        pytest.skip("the authors' Panel_data/ is not in ../shared")
+    check_panels(shared_data / "marvel", load())
 
 
 def test_judge_follow_up(marvel_data: Path) -> None:

@@ -50,9 +50,13 @@ def test_retry_and_no_retry_classes(tmp_path: Path, mock: MockServer):
     assert {r["attempts"] for r in by["timeout-once"]} == {2}
     assert {r["attempts"] for r in by["reset-once"]} == {2}
     assert {r["attempts"] for r in by["garbage-once"]} == {2}
-    for m in ("bad-400", "auth-401", "policy"):  # never retried: one request per item, an error row
+    for m in ("bad-400", "policy"):  # never retried: one request per item, an error row
         assert mock.per_model[m] == 3
         assert all(r["error"] and r["attempts"] == 1 and r["error_kind"] == "fatal" for r in by[m])
+    # a 401 for the model refuses the model itself: its first call stops it (runner.gate), the rest not sent
+    assert mock.per_model["auth-401"] == 1
+    assert sorted(r["attempts"] for r in by["auth-401"]) == [0, 0, 1]
+    assert all(r["error_kind"] == "model_refused" for r in by["auth-401"])
     assert mock.per_model["flaky-500"] == 9
     assert "content-policy" in by["policy"][0]["error"]
 

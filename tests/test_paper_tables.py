@@ -76,9 +76,33 @@ def _vrb_answers(balanced: bool) -> Answers:
     return Answers(*zip(*rows, strict=True), skills=[() for _ in rows])  # type: ignore[call-arg]
 
 
+def _shares(a: Answers) -> dict[str, float]:
+    return {c: float(np.mean([y for y, cat in zip(a.correct, a.category, strict=True) if cat == c])) for c in set(a.category)}
+
+
+def test_vrb_category_effects_are_the_references_own_fitted_means() -> None:
+    """The reference's Fig. 11 (bambi predictions, average_by category, no conditional): each category's own
+    answers' fitted probabilities averaged. Under the maximum-likelihood logit that is the category's observed
+    share of right answers, with or without the skill covariates; Other is never a covariate."""
+    ub = _vrb_answers(balanced=False)
+    skills = [("Other", "Counting") if i % 4 == 0 else ("Rotation",) if i % 3 else () for i in range(len(ub.correct))]
+    a = Answers(ub.correct, ub.item, ub.model, ub.dataset, ub.category, skills)
+    for cov in ("skills", "none"):
+        eff = category_effects(a, n_resamples=30, covariates=cov)
+        assert eff["estimand"] == "reference" and "own fitted probabilities" in eff["estimator"]
+        for c, v in eff["categories"].items():
+            assert v["accuracy"] == pytest.approx(_shares(a)[c], abs=1e-6)
+            assert v["ci95"][0] <= v["accuracy"] <= v["ci95"][1]
+    assert "has_Counting" in eff["formula"] or "has_Counting" in category_effects(a, n_resamples=2)["formula"]
+    assert "has_Other" not in category_effects(a, n_resamples=2)["formula"]
+    t = category_table(eff)
+    assert t is not None and t.columns[2:] == ["predicted accuracy %", "95% CI", "paper"]
+    assert t.rows[0][2] == f"{100 * min(_shares(a).values()):.1f}" and t.rows[0][4] == "-"  # hardest first, in %
+
+
 def test_vrb_category_effects_standardise_over_models() -> None:
     a = _vrb_answers(balanced=True)
-    eff = category_effects(a, n_resamples=50)
+    eff = category_effects(a, n_resamples=50, estimand="standardised")
     shares = {c: np.mean([y for y, cat in zip(a.correct, a.category, strict=True) if cat == c]) for c in set(a.category)}
     # saturated in category x model x dataset cells and balanced: standardised accuracy = the raw share
     for c, v in eff["categories"].items():
@@ -89,9 +113,10 @@ def test_vrb_category_effects_standardise_over_models() -> None:
     # models (as observed) lowers it toward what an average model would get
     ub = _vrb_answers(balanced=False)
     raw = np.mean([y for y, c in zip(ub.correct, ub.category, strict=True) if c == "count"])
-    assert category_effects(ub, n_resamples=20)["categories"]["count"]["accuracy"] < raw - 0.05
+    std = category_effects(ub, n_resamples=20, estimand="standardised")["categories"]["count"]["accuracy"]
+    assert std < raw - 0.05
     t = category_table(eff)
-    assert t is not None and t.columns[2] == "predicted accuracy" and "C(category)" in t.note
+    assert t is not None and "C(category)" in t.note and "marginal standardisation" in t.note
 
 
 def test_vrb_category_effects_hold_skills_fixed() -> None:
@@ -106,8 +131,8 @@ def test_vrb_category_effects_hold_skills_fixed() -> None:
             rows.append((float(rng.random() < (0.25 if hard else 0.8)), f"q{i}", m, ("zambia", "india")[i % 3 % 2], cat))
             skills.append(("spatial",) if hard else ())
     a = Answers(*zip(*rows, strict=True), skills=skills)  # type: ignore[call-arg]
-    with_skills = category_effects(a, n_resamples=20)
-    without = category_effects(a, n_resamples=20, covariates="none")
+    with_skills = category_effects(a, n_resamples=20, estimand="standardised")
+    without = category_effects(a, n_resamples=20, covariates="none", estimand="standardised")
     assert "has_spatial" in with_skills["formula"] and "has_" not in without["formula"]
     gap = lambda e: e["categories"]["shape"]["accuracy"] - e["categories"]["count"]["accuracy"]  # noqa: E731
     assert gap(without) > 0.1  # the raw confound: count looks ~0.14 harder

@@ -29,13 +29,14 @@ def test_missing_judge_and_changed_settings_are_named() -> None:
     assert any("§4" in d for d in _devs("marvel", coarse_images="numbered"))  # the paper's images are index-free
     assert not any(d.startswith("no --judge") for d in _devs("marvel", judge="gpt-4"))
     assert any("few-shot" in d for d in _devs("marvel", shots=1))
-    assert any("Table 13" in d for d in _devs("marvel", task="pattern"))
+    assert _devs("marvel", task="pattern", judge="gpt-4") == []  # Table 13's prompt as printed (#30)
     vrb = _devs("vrb")
     assert vrb[0].startswith("skill and category effects: a fixed")
-    assert vrb[1:] == ["failed calls left out of accuracy, with coverage below 100% (the reference counts them "
-                       "wrong: `accuracy_failures_wrong`)"]  # no temperature sent by default, as the reference
-    assert _devs("vrb", temperature=1.0)[2].startswith("temperature 1 sent (the reference sends none")
-    assert "image error" in _devs("vrb", effects_items="nonfatal")[2]
+    assert vrb[1] == ("failed calls left out of accuracy, with coverage below 100% (the reference counts them "
+                      "wrong: `accuracy_failures_wrong`)")  # no temperature sent by default, as the reference
+    assert len(vrb) == 3 and vrb[2].startswith("max_tokens left to each model's maximum output")
+    assert _devs("vrb", temperature=1.0)[3].startswith("temperature 1 sent (the reference sends none")
+    assert "image error" in _devs("vrb", effects_items="nonfatal")[3]
 
 
 def test_truncation_rate_and_deviation_notes() -> None:

@@ -107,6 +107,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def llama(tmp_path_factory: pytest.TempPathFactory):
     """(base_url, log path) of a llama-cpp-python server on the tiny model."""
     py = _servers_python()
+    pytest.importorskip("gguf", reason="gguf is not installed (pip install -e '.[servers]'; .ci/run does)")
     from tests.tiny_gguf import vocab_from_sdist, write_tiny_model
 
     d = tmp_path_factory.mktemp("llama")

@@ -18,7 +18,9 @@ import pytest
 
 from tests.helpers import cli, serving
 
-playwright = pytest.importorskip("playwright.sync_api")
+playwright = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[browser]'; .ci/run does)"
+)
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
     "--headless",

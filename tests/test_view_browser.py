@@ -14,7 +14,9 @@ import pytest
 from tests.helpers import cli, serving
 from tests.test_report_browser import ARGS, CHROMIUM, _loaded, _rows, _shots, _suite
 
-playwright = pytest.importorskip("playwright.sync_api")
+playwright = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[browser]'; .ci/run does)"
+)
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason="chromium not installed")
 
 

@@ -13,10 +13,11 @@ from core.types import ImagePart, TextPart
 from suites.base import RunSpec, SuiteError
 from suites.vrb import SUITE, data, prompt, sim
 from suites.vrb.extract import extract_step
+from suites.vrb.image import reference_png, reference_size
 from suites.vrb.synthetic import write_dataset
 
-EXPECTED_PROMPT = (
-    "Please answer the following question about the image.\n"
+EXPECTED_PROMPT = (  # the reference's Jinja TEMPLATE_BOTH (load.py) rendered: its leading newline kept
+    "\nPlease answer the following question about the image.\n"
     "How many circles are in this image?\n"
     "\n"
     "The image contains four possible answers labelled A, B, C, D.\n"
@@ -56,8 +57,49 @@ def test_shared_example_and_exact_prompt(shared_data: Path) -> None:
     [msg] = prompt.messages(it)
     assert msg.role == "user"
     image, text = msg.content
-    assert isinstance(image, ImagePart) and image.detail == "high" and image.path == str(it.image)
+    assert isinstance(image, ImagePart) and image.detail == "high" and image.path is None
+    assert image.data == reference_png(it.image) and image.media_type() == "image/png"
     assert isinstance(text, TextPart) and text.text == EXPECTED_PROMPT
+
+
+@pytest.mark.parametrize(
+    ("size", "sent"),
+    [
+        ((500, 300), (500, 300)),  # both limits met: unchanged
+        ((1000, 1000), (768, 768)),  # shortest side to 768
+        ((1500, 800), (1440, 768)),
+        ((4000, 3000), (1024, 768)),  # longest to 2048 (2048 x 1536), then shortest to 768
+        ((3000, 1000), (2048, 682)),  # longest to 2048 leaves 682.7 < 768: truncated, not rounded
+        ((800, 5000), (327, 2048)),
+    ],
+)
+def test_images_resized_as_the_reference(tmp_path: Path, size: tuple[int, int], sent: tuple[int, int]) -> None:
+    """fdllm LLMImage._format_image (detail "high"): longest side <= 2048, then shortest <= 768, bilinear,
+    re-encoded as an RGB PNG whatever the file was."""
+    from PIL import Image
+
+    assert reference_size(*size) == sent
+    src = Image.linear_gradient("L").resize(size)
+    path = tmp_path / "q.jpg"
+    src.save(path, format="jpeg")
+    png = reference_png(path)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(path) as orig, Image.open(__import__("io").BytesIO(png)) as got:
+        assert got.size == sent and got.mode == "RGB"
+        assert got.tobytes() == orig.resize(sent, Image.BILINEAR).convert("RGB").tobytes()
+    (tmp_path / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    with pytest.raises(SuiteError, match="bad.png: cannot read the image"):
+        reference_png(tmp_path / "bad.png")
+
+
+def test_check_decodes_every_image(vrb_dir: Path, tmp_path: Path) -> None:
+    """A file with a PNG header but no image passes the header sniff; `check` decodes it before any call."""
+    root = copy_of(vrb_dir, tmp_path / "d")
+    SUITE.check(spec(root))
+    first = sorted((root / "zambia-images").iterdir())[0]
+    first.write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    with pytest.raises(SuiteError, match="cannot read the image"):
+        SUITE.check(spec(root))
 
 
 @pytest.mark.parametrize(
@@ -117,7 +159,7 @@ def test_annotations_are_normalised(tmp_path: Path) -> None:
         [
             ["id ", " solution", " category ", " skills", " error_type_value", " error_severity_value "],
             ["Q001", "", " odd one out ", "rotation; Counting,  shape and form ", "", ""],
-            ["Q002", "", "My New Task", "Folding", "blur", "Moderate"],
+            ["Q002", "", "My New Task", "Folding; Shape & Form;Shading&Line Type", "blur", "Moderate"],
             ["Q009", "", "Odd One Out", "", "", ""],  # not in the questions file: ignored
         ],
     )
@@ -127,7 +169,10 @@ def test_annotations_are_normalised(tmp_path: Path) -> None:
         ("Rotation", "Counting", "Shape and Form"),
         "no_error",
     )
-    assert (b.category, b.skills, b.severity, b.error_type) == ("My New Task", ("Folding",), "medium", "blur")
+    # "&" is "and", as the reference's indicator names (skill_difficulty_analysis.py)
+    assert (b.category, b.severity, b.error_type) == ("My New Task", "medium", "blur")
+    assert b.skills == ("Folding", "Shape and Form", "Shading and Line Type")
+    assert data.split_skills("Shape & Form & More") == ("Shape & Form & More",)  # unknown: kept as written
     assert (c.category, c.skills, c.severity) == (None, (), None)  # not annotated
 
 
@@ -208,7 +253,8 @@ def test_build_requests(vrb_dir: Path) -> None:
     assert (r.decoding.n, r.decoding.temperature, r.decoding.max_tokens) == (1, None, prompt.MAX_TOKENS)  # none sent
     assert len(r.messages) == 1 and r.messages[0].role == "user"  # no system prompt
     image = r.messages[0].content[0]
-    assert isinstance(image, ImagePart) and image.data is None and image.detail == "high"  # a path, not bytes
+    assert isinstance(image, ImagePart) and image.detail == "high" and image.mime == "image/png"
+    assert image.data == reference_png(items[0].image)  # the reference's resized PNG, not the file
     assert set(r.sim) == {"correct", "wrong"}
     s = RunSpec(suite="vrb", options={"data_dir": str(vrb_dir)}, samples=5, temperature=0.7, limit=3)
     reqs = list(SUITE.build(s))

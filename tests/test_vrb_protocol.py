@@ -17,6 +17,7 @@ from tests.test_vrb_score import make_data, row
 
 FIXED = "skill and category effects: a fixed-effects logit"
 FAILED = "failed calls left out of accuracy"
+CAP = "max_tokens left to each model's maximum output (the reference: min(33,000, that maximum)"
 
 # tests/test_protocol_options.py checks these cover every option.
 # option dest -> [(value, substring of the deviation it records, or None for the reference's setting)]
@@ -25,9 +26,10 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
     "effects_items": [(None, None), ("reference", None), ("nonfatal", "effects over all items but the fatal ones")],
     "extractor": [(None, None), ("reference", None), ("rules", "--extractor rules: answers read with our four fixes")],
     "exclude_models": [(None, None), (",".join(sorted(REFERENCE_EXCLUDED)), None),
-                       ("none", "pooled skill and category effects over every model in the run"),
+                       ("none", "pooled skill and category effects, severity mean and analyses, and frontier over every model in the run"),
                        ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12")],
     "category_covariates": [(None, None), ("skills", None), ("none", "(Fig. 11) without the skill covariates")],
+    "category_estimand": [(None, None), ("reference", None), ("standardised", "(Fig. 11) by marginal standardisation")],
     "datasets": [(None, None), ("zambia,india", None)],
 }  # fmt: skip
 
@@ -36,17 +38,18 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
 def test_option_value_records_its_deviation(dest: str, value: object, want: str | None) -> None:
     devs = deviations(RunSpec("vrb", {dest: value}))
     assert devs[0].startswith(FIXED) and devs[1].startswith(FAILED)  # always: see suites/vrb/README.md
+    assert devs[2].startswith(CAP)  # always: one request for every model cannot carry a per-model cap
     if want is None:
-        assert devs[2:] == []
+        assert devs[3:] == []
     else:
-        assert len(devs) == 3 and want in devs[2], devs
+        assert len(devs) == 4 and want in devs[3], devs
 
 
 def test_temperature_samples_limit() -> None:
-    assert deviations(RunSpec("vrb", {}, temperature=0.0))[2] == (
+    assert deviations(RunSpec("vrb", {}, temperature=0.0))[3] == (
         "temperature 0 sent (the reference sends none: each provider's default)"
     )
-    assert deviations(RunSpec("vrb", {}, samples=3, limit=5))[2:] == ["3 samples (the reference: 1)", "--limit 5: a subset of the items"]
+    assert deviations(RunSpec("vrb", {}, samples=3, limit=5))[3:] == ["3 samples (the reference: 1)", "--limit 5: a subset of the items"]
 
 
 UP, LOW, NUM = ("A", "B", "C", "D"), ("a", "b", "c", "d"), ("1", "2", "3", "4")
@@ -102,7 +105,8 @@ def test_reference_exclusions_leave_the_pool(tmp_path: Path) -> None:
 
 
 def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The default requests changed (no temperature sent): a directory from before is refused, not mixed."""
+    """The default requests changed (revision 2: the reference's resized PNGs and its prompt's leading newline):
+    a directory from before is refused, not mixed."""
     import json
 
     from cli.main import main
@@ -116,11 +120,11 @@ def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, ca
             "--no-live", "--no-score"]  # fmt: skip
     assert main(argv) == 0
     man = json.loads((out / "manifest.json").read_text())
-    assert man["suite_revision"] == 1
+    assert man["suite_revision"] == 2
     assert main(argv) == 0  # the same revision resumes
-    del man["suite_revision"]  # as an earlier version wrote it
+    man["suite_revision"] = 1  # as the previous version wrote it
     (out / "manifest.json").write_text(json.dumps(man))
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "made by revision 0 of the vrb suite's requests; this version builds revision 1 (no temperature" in err
+    assert "made by revision 1 of the vrb suite's requests; this version builds revision 2 (images resized" in err

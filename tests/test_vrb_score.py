@@ -79,16 +79,16 @@ def test_scoring_rules(root: Path, tmp_path: Path) -> None:
     assert m["by_dataset"]["x"]["accuracy"] == pytest.approx(2 / 3)
     assert m["by_dataset"]["y"]["accuracy"] == 0.0
     assert m["accuracy"] == pytest.approx((3 * 2 / 3 + 1 * 0.0) / 4)
-    # fatal x/Q3 left out of categories and skills
+    # fatal x/Q3 left out of categories
     assert (
         m["by_category"]["Odd One Out"]["accuracy"] == pytest.approx(1 / 2)
         and m["by_category"]["Odd One Out"]["n"] == 2
     )
     assert m["by_category"]["Match (Figure)"] == {"accuracy": 0.0, "ci95": [0.0, 0.0], "n": 1}
     assert list(m["by_category"]) == ["Odd One Out", "Match (Figure)"]  # the paper's order
-    assert m["by_skill"]["Rotation"]["accuracy"] == pytest.approx(0.5)  # x/Q1 right, x/Q2 wrong
-    assert m["by_skill"]["Counting"]["accuracy"] == 0.0 and m["by_skill"]["Counting"]["n"] == 1  # x/Q2
-    assert m["by_skill"]["Other"]["n"] == 1
+    # skills, as the reference's skill analysis: no item with an image error (x/Q2 minor, x/Q3 fatal,
+    # y/Q1 medium) and no Other column; y/Q2 (Counting) failed
+    assert m["by_skill"] == {"Rotation": {"accuracy": 1.0, "ci95": [1.0, 1.0], "n": 1}}  # x/Q1 right
     # severity: no_error, minor, medium (moderate read as medium); fatal not a level
     assert {k: v["accuracy"] for k, v in m["by_severity"].items()} == {
         "no_error": 1.0,  # x/Q1 (y/Q2 failed)
@@ -328,3 +328,19 @@ def test_score_reports_pooled_and_per_model_effects(tmp_path: Path) -> None:
 
 
 SUITE_SKILLS = __import__("suites.vrb.data", fromlist=["SKILLS"]).SKILLS
+
+
+def test_skill_accuracy_is_the_references_set() -> None:
+    """Per-skill accuracy as visualisations_paper.py §2: an image-error item of any severity is dropped, and
+    Other is no column; a clean item counts once per skill."""
+    from suites.vrb.data import Item
+    from suites.vrb.score import breakdowns
+
+    def it(i: str, skills: tuple[str, ...], sev: str | None) -> Item:
+        return Item("d", i, "q", "alpha_upper", ("A", "B", "C", "D"), "A", Path("x.png"), "Odd One Out", skills, sev)
+
+    items = {x.key: x for x in (it("1", ("Counting", "Other"), "no_error"), it("2", ("Counting",), None),
+                                it("3", ("Counting", "Rotation"), "minor"), it("4", ("Other",), "no_error"))}  # fmt: skip
+    out = breakdowns({"d/1": 1.0, "d/2": 0.0, "d/3": 1.0, "d/4": 1.0}, items)
+    assert {k: (v["accuracy"], v["n"]) for k, v in out["by_skill"].items()} == {"Counting": (0.5, 2)}
+    assert out["by_category"]["Odd One Out"]["n"] == 4  # categories keep minor/medium items

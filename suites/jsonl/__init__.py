@@ -97,6 +97,12 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
                     f'{path}:{lineno}: no gold "answer" for {kind} item {item!r}; add it, or run with '
                     "--allow-missing-gold to score such items None"
                 )
+            if choices and _has_gold(d) and _gold(d) not in LETTERS[: len(choices)]:
+                raise SuiteError(
+                    f'{path}:{lineno}: item {item!r}: gold "answer" {d["answer"]!r} is none of its '
+                    f"{len(choices)} choices; give a letter {LETTERS[0]}-{LETTERS[len(choices) - 1]} or "
+                    "one of the choices' texts exactly"
+                )
             d["_line"] = lineno
             yield d
     if not seen:

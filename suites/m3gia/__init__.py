@@ -6,7 +6,9 @@ CHC factor and language, mean over `--samples` iterations) -> GIA (gia.py: the a
 factor scores, ported to numpy).
 
 `--limit K` takes the first K questions of each selected language; GIA is only reported for languages
-whose 300 questions were all run.
+whose 300 questions were all run. The paper's numbers are printed beside ours (paper.py: `paper:` rows);
+`deviations(spec)` says before a run what its options change, departures.py adds at scoring what only the
+answers show (stage-1 edge cases, random letters, failed calls) and what holds for every run.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from core.types import ImagePart, Message, Request, Row, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Truncation, with_protocol
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages
+from suites.m3gia.departures import JUDGE_CODE, after_scoring
 from suites.m3gia.factors import factor_correlation
+from suites.m3gia.figures import fig4_right_png, fig5_png
 from suites.m3gia.prompts import (
     JUDGE_MAX_TOKENS,
     JUDGE_SYSTEM,
@@ -162,7 +166,7 @@ def deviations(spec: RunSpec) -> list[str]:
     if not spec.opt("judge"):
         out.append(
             "no --judge: stage 2 (the authors' choice_extraction LLM judge) is skipped, so answers the rules "
-            "cannot read get a random letter (stage 3)"
+            "cannot read get a random letter (stage 3, seeded per model, question and iteration)"
         )
     if iterations(spec) != ITERATIONS:
         out.append(f"{iterations(spec)} iteration(s) instead of the paper's {ITERATIONS} (App. F)")
@@ -180,7 +184,7 @@ def deviations(spec: RunSpec) -> list[str]:
                    f"{len(LANGS)} languages")
     judge = spec.opt("judge")
     if judge and not is_paper_judge(str(judge)):
-        out.append(f"judge {judge} (the paper: {PAPER_JUDGE_NAME})")
+        out.append(f"judge {judge} (the paper: {PAPER_JUDGE_NAME}; the authors' released code calls \"gpt-3.5\")")
     if judge and spec.opt("judge_parse") == "lenient":
         out.append("judge replies read leniently ('B.' counts; the authors take only an exact letter)")
     return out
@@ -203,22 +207,31 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | No
     lenient = spec.opt("judge_parse") == "lenient"
     models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec), sink, lenient)
     corr = score.pearson(models)
+    judge = spec.opt("judge")
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
+    note = "; ".join(x for x in (note, f"Judge: {judge or 'none'}; {JUDGE_CODE}.") if x)
     fcorr, ftable = factor_correlation(models)
+    images = not spec.opt("no_images", False)
+    extra: dict[str, Any] = {
+        "gia_accuracy_pearson": corr,
+        "factor_correlation": fcorr,
+        "unmatched_rows": unmatched,
+        "prompt": _mode(spec),
+        "images": images,
+        "judge": judge,
+        "judge_sources": {"paper": "GPT-4-turbo (App. F)", "authors_code": "gpt-3.5 (utils/eval_utils.py)"},
+    }
+    for key, png in (("fig4_right_png", fig4_right_png(models, corr, run_dir / "m3gia_fig4_right.png")),
+                     ("fig5_png", fig5_png(models, run_dir / "m3gia_fig5.png"))):  # fmt: skip
+        if png is not None:
+            extra[key] = png.name
     report = ScoreReport(
         models=models,
         scored=scored,
-        tables=score.tables(models, corr, note) + ([ftable] if ftable else []),
-        extra={
-            "gia_accuracy_pearson": corr,
-            "factor_correlation": fcorr,
-            "unmatched_rows": unmatched,
-            "prompt": _mode(spec),
-            "images": not spec.opt("no_images", False),
-            "judge": spec.opt("judge"),
-        },
+        tables=score.tables(models, corr, note, images) + ([ftable] if ftable else []),
+        extra=extra,
     )
-    return with_protocol(report, deviations(spec), trunc)
+    return with_protocol(report, deviations(spec) + after_scoring(models), trunc)
 
 
 def run_name(spec: RunSpec) -> str:

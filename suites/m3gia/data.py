@@ -62,6 +62,9 @@ class Question:
     options: tuple[str, ...]
     answer: str
     image: bytes | None = None
+    absent: str | None = None
+    """The first absent option cell as the authors' code prints it ("None" for a null, "nan" for NaN): their
+    `get_options` keeps it as one more option text (extract.authors_rules). None: all six options present."""
 
     @property
     def item(self) -> str:
@@ -177,9 +180,11 @@ def _question(
             f"{qtype!r}; is this the M3GIA {LANGS[lang]} file?"
         )
     options: list[str] = []
+    absent = None
     for col in OPTION_COLS:  # options stop at the first empty one
         v = row.get(col)
         if _is_none(v):
+            absent = "None" if v is None else str(v)  # pandas' str() of the cell, as the authors read it
             break
         options.append(str(v))
     if not options:
@@ -198,6 +203,7 @@ def _question(
         options=tuple(options),
         answer=answer,
         image=_image_bytes(row.get("image")) if with_images else None,
+        absent=absent,
     )
 
 

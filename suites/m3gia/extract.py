@@ -49,3 +49,45 @@ def random_letter(model: str, item: str, iteration: int, letters: tuple[str, ...
     """Stage 3: a letter that depends only on (model, question, iteration), never on call order."""
     h = hashlib.sha256(f"{model}\x1f{item}\x1f{iteration}".encode()).digest()
     return letters[int.from_bytes(h[:8], "big") % len(letters)]
+
+
+def authors_rules(
+    response: str | None, letters: tuple[str, ...], options: tuple[str, ...], absent: str | None = None
+) -> str | None:
+    """Stage 1 as the authors' parse_multi_choice_response behaves (utils/eval_utils.py), edge cases included,
+    only to count the answers where `by_rules` reads otherwise (a recorded deviation; never used to score).
+
+    Their edge cases: only punctuation is stripped, one character class after another, never whitespace;
+    `X)`/`X.`/`X:` candidates are collected per punctuation mark, and with several the position list
+    (three entries per candidate) is argmax'ed, an index past the candidates giving the last one collected;
+    the text tier also tries `absent`, the printed first absent option cell ("None", "nan": their
+    `get_options` keeps it in `index2ans`), which may be a letter that is not an option.
+    """
+    if response is None:
+        return None
+    r = response
+    for ch in STRIP:
+        r = r.strip(ch)
+    r = " " + r + " "
+    cands = [x for x in letters if f"({x})" in r]
+    where: list[int] = [r.rfind(f"({x})") for x in cands]
+    if not cands:
+        cands = list(dict.fromkeys(x for ch in ").:" for x in letters if f"{x}{ch}" in r))
+        where = [r.rfind(f"{x}{ch}") for ch in ").:" for x in cands]
+    if not cands:
+        cands = [x for x in letters if f" {x} " in r]
+        where = [r.rfind(f" {x} ") for x in cands]
+    if not cands and len(r.split()) > 5:
+        texts = dict(zip(letters, options, strict=True))
+        if absent is not None and len(letters) < len(ALL_LETTERS):
+            texts[ALL_LETTERS[len(letters)]] = absent
+        cands = [x for x, o in texts.items() if o.lower() in r.lower()]
+        where = [r.lower().rfind(texts[x].lower()) for x in cands]
+    if not cands:
+        return None
+    i = max(range(len(where)), key=lambda k: (where[k], -k))  # np.argmax: the first of equal maxima
+    return cands[i] if i < len(cands) else cands[-1]
+
+
+ALL_LETTERS = ("A", "B", "C", "D", "E", "F")
+"""The authors' all_options: the letters `get_options` walks, so the one after the last option."""

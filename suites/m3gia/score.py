@@ -22,6 +22,7 @@ from suites.base import Sink, Table, by_model, ranked
 from suites.m3gia import extract, gia
 from suites.m3gia.data import CLUSTERS, FACTORS, LANGS, TYPES, Question, answer_key, factor_labels
 from suites.m3gia.factors import table1
+from suites.m3gia.paper import FIG4_R2, TABLE2, TABLE2_LANGS, TABLE2_NORMALIZED, TABLE2_SHOWN, TABLE4
 from suites.stats import bootstrap_ci, ci_method
 
 STAGES = ("rule", "judge", "random", "error", "missing")
@@ -172,6 +173,8 @@ def _score_model(
 ) -> dict[str, Any]:
     t = np.zeros((len(qs), iterations))
     stages = dict.fromkeys(STAGES, 0)
+    failed_calls = {"answer": 0, "judge": 0}
+    authors = {"answers": 0, "differ": 0}
     for i, q in enumerate(qs):
         for s in range(iterations):
             answer, judge = answers.get((q.item, s)), judges.get((q.item, s))
@@ -185,8 +188,19 @@ def _score_model(
                    "stage": stage, "error": None}  # fmt: skip
             if stage == "error" and failed is not None:
                 row.update(error=failed.get("error"), error_kind=failed.get("error_kind") or "error")
+                failed_calls["answer" if failed is answer else "judge"] += 1
+            if answer is not None and not answer.get("error"):
+                ours = extract.by_rules(answer.get("text"), q.letters, q.options)
+                theirs = extract.authors_rules(answer.get("text"), q.letters, q.options, q.absent)
+                authors["answers"] += 1
+                if ours != theirs:  # the README's edge cases: counted, recorded as a deviation
+                    authors["differ"] += 1
+                    row["authors_rule"] = theirs
             sink(row)
-    return model_scores(t, qs, stages)
+    out = model_scores(t, qs, stages)
+    out["failed_calls"] = failed_calls
+    out["rules_vs_authors"] = authors
+    return out
 
 
 def pearson(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -209,11 +223,17 @@ def pearson(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if len(pairs) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
             res = sps.pearsonr(x, y)
             r, p = float(res.statistic), float(res.pvalue)
-        out[k] = {"r": r, "p": p, "n_models": len(pairs)}
+        out[k] = {"r": r, "p": p, "n_models": len(pairs), "r2": None if r is None else r * r}
     return out
 
 
-def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -> list[Table]:
+def _paper2(table: dict[str, tuple[float, ...]], model: str, lang: str) -> float:
+    return table[model][TABLE2_LANGS.index(lang)]
+
+
+def tables(
+    models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str, images: bool = True
+) -> list[Table]:
     ms = list(models)
     langs = [c for c in LANGS if any(c in models[m]["by_language"] for m in ms)]
     ms = ranked(models, "accuracy")
@@ -250,10 +270,14 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
         ),  # fmt: skip
         key=("accuracy", "95% CI"),
     )
+    t4 = "with images" if images else "without images"
     clusters = Table(
         title="m3gia: accuracy by cluster",
-        columns=["model", *CLUSTERS],
-        rows=[[m, *(s["by_cluster"].get(c) for c in CLUSTERS)] for m, s in models.items()],
+        columns=["model", *CLUSTERS, "Overall"],
+        rows=[[m, *(s["by_cluster"].get(c) for c in CLUSTERS), s["accuracy"]] for m, s in models.items()]
+        + [[f"paper: GPT-4v {t4}", *(v / 100 for v in TABLE4[t4])]],
+        note=f"Row `paper: ...` is the paper's Table 4 (GPT-4v {t4}, percent / 100); with and without images "
+        "side by side: `evalsweep report` over a run and its --no-images run.",
     )
     by_lang = Table(
         title="m3gia: accuracy by language (95% CI)",
@@ -277,16 +301,22 @@ def tables(models: dict[str, Any], corr: dict[str, dict[str, Any]], note: str) -
             [m, *(s["gia"].get(c) for c in langs), *(s["gia_normalized"].get(c) for c in langs)]
             for m, s in models.items()
         ]
-        + [["human (average)", *(gia.HUMAN_GIA[c] for c in langs), *(100.0 for _ in langs)]],
+        + [["human (average)", *(gia.HUMAN_GIA[c] for c in langs), *(100.0 for _ in langs)]]
+        + [[f"paper: {m}", *(_paper2(TABLE2, m, c) for c in langs), *(_paper2(TABLE2_NORMALIZED, m, c) for c in langs)]
+           for m in TABLE2_SHOWN],  # fmt: skip
         note="GIA needs all 300 questions of a language (no --limit); missing values are shown empty. The human "
-        "row is the paper's human-average GIA per language (the normalisation base, gia.HUMAN_GIA).",
+        "row is the paper's human-average GIA per language (the normalisation base, gia.HUMAN_GIA); rows "
+        "`paper: ...` are the paper's Table 2 (Fig. 5 plots it: m3gia_fig5.png beside scores.json).",
     )
     c = Table(
-        title="m3gia: Pearson correlation of GIA with accuracy across models",
-        columns=["language", "models", "r", "p"],
-        rows=[[k, v["n_models"], v["r"], v["p"]] for k, v in corr.items()],
+        title="m3gia: Pearson correlation of GIA with accuracy across models (Fig. 4 right)",
+        columns=["language", "models", "r", "p", "R²"],
+        rows=[[k, v["n_models"], v["r"], v["p"], v.get("r2")] for k, v in corr.items()]
+        + [["paper (Fig. 4 right; §4.2)", None, None, None, f">= {FIG4_R2}"]],
         note="per language: GIA vs that language's accuracy; overall: mean normalized GIA vs accuracy; "
-        "r needs at least 3 models.",
+        "r needs at least 3 models; R² of the least-squares line (r²). The paper's Fig. 4 caption gives "
+        f"R² >= {FIG4_R2}, its §4.2 'cor > {FIG4_R2}' (r > {FIG4_R2} would be R² > {FIG4_R2 ** 2:.2f}); the "
+        "scatter: m3gia_fig4_right.png beside scores.json.",
     )
     return [main, clusters, by_lang, factors, types, g, c]
 

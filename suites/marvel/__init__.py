@@ -3,22 +3,26 @@
 770 puzzles (an image: context panels on top, choices 1-4 below), five questions each: the AVR
 question, a binary fine-grained perception question and three coarse-grained counting questions.
 
-    evalsweep run marvel [--questions avr,fine,coarse] [--shots 0|1|2] [--demos same|ood]
+    evalsweep run marvel [--questions avr,fine,coarse] [--shots 0|1|2] [--demos same|ood|mix]
                          [--task puzzles|pattern] [--judge MODEL] [--data-dir DIR]
-                         [--coarse-images index-free|numbered]
+                         [--coarse-images index-free|numbered] [--panels whole|one-by-one]
 
 - Item ids: "{id}/avr", "{id}/fine", "{id}/coarse-context", "{id}/coarse-choices", "{id}/coarse-whole";
   with `--task pattern` (pattern classification instead of the five questions): "{id}/pattern".
 - `--limit K` takes the first K puzzles (file order) with all their selected questions.
 - `--shots 1|2`: few-shot CoT for the AVR question only (see prompts.pick_demos); fine and coarse
   stay zero-shot. Temperature 0 and one sample unless --temperature / --samples say otherwise.
+- `--demos mix` (with `--shots 2`, Table 10): one Sequence and one Two-row demo of the puzzle's pattern.
+- `--panels one-by-one` (Table 11): the AVR question with each panel sent separately (Appendix I's
+  strings), from the authors' DIR/Panel_data/; fine and coarse questions keep the whole image.
 - `--judge MODEL`: responses the rules cannot read are re-read by MODEL (pass "judge").
 - Images come from --data-dir, $EVALSWEEP_MARVEL_DATA or ./data/marvel (DIR/images/<id>.png); the
   label file is bundled (data/NOTICE). Coarse questions are shown the puzzle without choice indices,
   DIR/coarse/<id>.png, built from the authors' DIR/Panel_data/ (panels.py) as the paper does.
 
-Files: data.py (load; panels.py: index-free images) → prompts.py (prompt, demos) → extract.py → score.py (+ tables.py); sim.py
-holds the simulated provider's response texts.
+Files: data.py (load; panels.py: index-free images, the panels) → prompts.py (prompt, demos) → extract.py →
+score.py (+ categories.py: Table 6's question categories; tables.py, paper_tables.py: the paper's layouts,
+its numbers from paper.py beside ours); sim.py holds the simulated provider's response texts.
 """
 
 from __future__ import annotations
@@ -38,13 +42,12 @@ from suites.base import (
     SuiteError,
     Truncation,
     judge_request,
-    run_deviations,
     with_protocol,
 )
 from suites.marvel import panels, sim
 from suites.marvel.data import KINDS, Puzzle, by_id, check_images, data_dir, load
 from suites.marvel.extract import extract, judge_instruction
-from suites.marvel.prompts import pick_demos, question_message
+from suites.marvel.prompts import one_by_one_message, pick_demos, question_message
 from suites.marvel.score import score as score_rows
 
 QUESTIONS = {
@@ -62,6 +65,7 @@ class Options:
     demos: str
     task: str
     coarse_images: str = "index-free"
+    panels: str = "whole"
 
 
 def options(spec: RunSpec) -> Options:
@@ -86,16 +90,23 @@ def options(spec: RunSpec) -> Options:
     if coarse_images not in ("index-free", "numbered"):
         raise SuiteError(f"--coarse-images must be 'index-free' or 'numbered', got {coarse_images!r}")
     demos = str(spec.opt("demos", "same"))
-    if demos not in ("same", "ood"):
-        raise SuiteError(f"--demos must be 'same' or 'ood', got {demos!r}")
+    if demos not in ("same", "ood", "mix"):
+        raise SuiteError(f"--demos must be 'same', 'ood' or 'mix', got {demos!r}")
+    if demos == "mix" and shots == 1:
+        raise SuiteError("--demos mix takes one Sequence and one Two-row demo (Table 10): use --shots 2")
+    panels = str(spec.opt("panels") or "whole")
+    if panels not in ("whole", "one-by-one"):
+        raise SuiteError(f"--panels must be 'whole' or 'one-by-one', got {panels!r}")
     if task == "pattern":
-        if shots:
-            raise SuiteError("--shots applies to the AVR question; it cannot be combined with --task pattern")
+        if shots or panels != "whole":
+            raise SuiteError("--shots and --panels change the AVR question: neither combines with --task pattern")
         return Options(("pattern",), 0, demos, task)
     kinds = tuple(k for k in KINDS if any(k in QUESTIONS[q] for q in names))
-    if shots and "avr" not in kinds:
-        raise SuiteError("--shots adds demonstrations to the AVR question: include avr in --questions")
-    return Options(kinds, shots, demos, task, coarse_images)
+    if (shots or panels != "whole") and "avr" not in kinds:
+        raise SuiteError("--shots and --panels one-by-one change the AVR question: include avr in --questions")
+    if shots and panels != "whole":
+        raise SuiteError("--panels one-by-one is zero-shot (Table 11): it cannot be combined with --shots")
+    return Options(kinds, shots, demos, task, coarse_images, panels)
 
 
 def _selected(spec: RunSpec) -> tuple[Puzzle, ...]:
@@ -112,6 +123,8 @@ def _plan(spec: RunSpec) -> tuple[Options, Path, list[tuple[Puzzle, list[Puzzle]
     check_images(root, sorted({p.id for p, _ in plan} | {d.id for _, ds in plan for d in ds}))
     if any(k.startswith("coarse") for k in opts.kinds) and opts.coarse_images == "index-free":
         panels.ensure(root, [p for p, _ in plan])
+    if opts.panels == "one-by-one":
+        panels.check_panels(root, [p for p, _ in plan])
     return opts, root, plan
 
 
@@ -129,13 +142,20 @@ def build(spec: RunSpec) -> Iterator[Request]:
     for p, demos in plan:
         for kind in opts.kinds:
             shots = demos if kind == "avr" else []
+            separate = kind == "avr" and opts.panels == "one-by-one"
+            message = (
+                one_by_one_message(p, root)
+                if separate
+                else question_message(p, kind, root, shots, opts.coarse_images == "index-free")
+            )
+            meta = {"puzzle": p.id, "question": kind, "demos": [d.id for d in shots]}
             yield Request(
                 suite="marvel",
                 item=f"{p.id}/{kind}",
-                messages=[question_message(p, kind, root, shots, opts.coarse_images == "index-free")],
+                messages=[message],
                 decoding=decoding,
                 sim=sim.hints(p, kind),
-                meta={"puzzle": p.id, "question": kind, "demos": [d.id for d in shots]},
+                meta={**meta, "panels": "one-by-one"} if separate else meta,
             )
 
 
@@ -176,9 +196,26 @@ def deviations(spec: RunSpec) -> list[str]:
             "few-shot CoT rationales are built from the one-line explanations (the paper's demonstrations are "
             "not released; demos whose explanation names choices by letter are left out)"
         )
-    if opts.task == "pattern":
-        out.append("the pattern-classification prompt paraphrases the paper's Table 13 text")
-    return out + run_deviations(spec, "the 770 puzzles")
+    if opts.panels == "one-by-one":
+        out.append(
+            "--panels one-by-one: {index} is sent as an ordinal word (\"first\") and each string after its panel "
+            "(Appendix I gives neither)"
+        )
+    return out + run_deviations(spec)
+
+
+def run_deviations(spec: RunSpec) -> list[str]:
+    """Samples or temperature other than the suite's default, and --limit. The paper states no temperature
+    and no sample count; it reports one accuracy per model, so one answer per question is ours to assume."""
+    out = []
+    if spec.samples not in (None, 1) or spec.temperature not in (None, 0.0):
+        out.append(
+            f"samples {spec.samples or 1} at temperature {spec.temperature or 0} (this suite's default: one answer "
+            "at temperature 0; the paper states neither)"
+        )
+    if spec.limit is not None:
+        out.append(f"--limit {spec.limit}: a subset of the 770 puzzles")
+    return out
 
 
 PAPER_JUDGE = re.compile(r"gpt-4(?![o.\d])")
@@ -192,7 +229,9 @@ def is_paper_judge(name: str) -> bool:
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     trunc = Truncation()
-    report = score_rows(trunc.watch(rows), spec, run_dir, options(spec).kinds, sink=sink)
+    opts = options(spec)
+    prompting = (opts.shots, opts.demos, opts.panels)
+    report = score_rows(trunc.watch(rows), spec, run_dir, opts.kinds, sink=sink, prompting=prompting)
     return with_protocol(report, deviations(spec), trunc)
 
 
@@ -204,7 +243,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shots", type=int, choices=(0, 1, 2), default=None, help="few-shot CoT demos for AVR"
     )
     parser.add_argument(
-        "--demos", choices=("same", "ood"), default=None, help="demos from the same/another pattern"
+        "--demos",
+        choices=("same", "ood", "mix"),
+        default=None,
+        help="demos from the same pattern (Sequence), another pattern (Table 9) or, with --shots 2, one Sequence "
+        "and one Two-row puzzle of the same pattern (Table 10)",
+    )
+    parser.add_argument(
+        "--panels",
+        choices=("whole", "one-by-one"),
+        default=None,
+        help="one-by-one: the AVR question with each panel sent separately (Table 11; needs DIR/Panel_data/)",
     )
     parser.add_argument(
         "--task",
@@ -239,6 +288,8 @@ def run_name(spec: RunSpec) -> str:
         name += "-" + "+".join(q for q, ks in QUESTIONS.items() if ks[0] in opts.kinds)
     if "coarse-context" in opts.kinds and opts.coarse_images == "numbered":
         name += "-numbered"
+    if opts.panels == "one-by-one":
+        name += "-onebyone"
     return name
 
 
@@ -253,6 +304,7 @@ SUITE = Suite(
     check=check,
     deviations=deviations,
     paper_judge=(is_paper_judge, PAPER_JUDGE_NAME),
-    revision=1,
-    revision_note="coarse questions on the index-free puzzle image, as the paper",
+    revision=2,
+    revision_note="pattern classification sends Table 13's prompt (revision 1: coarse questions on the index-free "
+    "puzzle image, as the paper)",
 )

@@ -11,6 +11,8 @@ else one row. The layout is ours; the panels are the authors'.
 
     python -m suites.marvel.panels DIR     # DIR/Panel_data/ -> DIR/coarse/<id>.png (all 770)
 
+The same panels, sent one at a time, are Table 11's one-by-one prompting (prompts.one_by_one_message).
+
 `evalsweep run marvel` builds the missing ones itself when DIR/Panel_data/ is there.
 """
 
@@ -80,6 +82,23 @@ def compose(root: Path, pid: int, question: str, counts: tuple[int, int]) -> Ima
     draw.text((MARGIN // 2, y), "Choices", fill="black", font=font)
     _frame(canvas, ans, 1, len(ans), (width - len(ans) * CELL) // 2, y + LABEL_H)
     return canvas
+
+
+def check_panels(root: Path, puzzles: Iterable) -> None:
+    """One-by-one prompting (Table 11) needs every selected puzzle's panels, as many as its coarse answers
+    say; a clear error naming what to get otherwise."""
+    if not (root / "Panel_data").is_dir():
+        raise SuiteError(
+            f"--panels one-by-one sends the authors' panels: {root / 'Panel_data'} is absent. Copy Panel_data/ "
+            "from https://github.com/1171-jpg/MARVEL_AVR into the data directory."
+        )
+    for p in puzzles:
+        found = (len(panel_paths(root, p.id, "question")), len(panel_paths(root, p.id, "answer")))
+        if found != tuple(p.coarse_answers[:2]):
+            raise SuiteError(
+                f"MARVEL puzzle {p.id}: {root / 'Panel_data'} holds {found[0]} context and {found[1]} choice panels; "
+                f"its coarse answers say {p.coarse_answers[0]} and {p.coarse_answers[1]}"
+            )
 
 
 def ensure(root: Path, puzzles: Iterable) -> None:

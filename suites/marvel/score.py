@@ -2,7 +2,8 @@
 
 Per model (scores.json, fractions 0-1): instance accuracy per question type; group accuracy
 (`perc_c`: the 3 coarse questions of a puzzle all right; `perc_cf`: + fine; `perc_cf_avr`: all 5);
-AVR accuracy by pattern, by configuration and by both; the share of each predicted choice 1-4 with
+AVR accuracy by pattern, by configuration and by both; fine-grained accuracy by question category
+(`by_fine_category`, Table 6: categories.py); the share of each predicted choice 1-4 with
 a chi-square test against uniform (`biased` when p < 0.001: AVR accuracy then reflects a preference
 for some choices, not reasoning — flagged in every table).
 
@@ -31,8 +32,11 @@ from scipy.stats import chisquare
 
 from core.types import Row, blocked
 from suites.base import RunSpec, ScoreReport, Sink, SuiteError, by_model, scored_row
+from suites.marvel.categories import category
 from suites.marvel.data import CONFIGURATIONS, KINDS, PATTERNS, REFERENCE, Puzzle, by_id
 from suites.marvel.extract import extract, is_refusal
+from suites.marvel.paper import CATEGORIES
+from suites.marvel.paper_tables import ZERO_SHOT, Prompting
 from suites.marvel.tables import pattern_table, tables
 from suites.stats import bootstrap_ci, mean
 
@@ -152,6 +156,9 @@ def aggregate(scored: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str,
         k: v for k, v in sorted(_by(avr, "configuration").items(), key=lambda kv: CONFIGURATIONS.index(kv[0]))
     }
     both = _by(avr, "pattern", "configuration")
+    fine = [s for s in by_kind["fine"] if s["score"] is not None]
+    cats = _by([{**s, "category": category(by_id()[s["puzzle"]])} for s in fine], "category")
+    out["by_fine_category"] = {c: cats[c] for c in CATEGORIES if c in cats}
     out["by_pattern_configuration"] = {
         pat: {cfg: both[(pat, cfg)] for cfg in CONFIGURATIONS if (pat, cfg) in both}
         for pat in PATTERNS
@@ -236,6 +243,7 @@ def score(
     run_dir: Path,
     kinds: tuple[str, ...] = KINDS,
     sink: Sink | None = None,
+    prompting: Prompting = ZERO_SHOT,
 ) -> ScoreReport:
     """One model at a time: its scored rows go to `sink` and are aggregated, then dropped."""
     sink = sink if sink is not None else Sink()
@@ -256,7 +264,7 @@ def score(
     return ScoreReport(
         models=models,
         scored=sink.rows,
-        tables=tables(models, kinds, list(gold.values()), BIAS_ALPHA),
+        tables=tables(models, kinds, list(gold.values()), BIAS_ALPHA, prompting),
         extra=_extra(spec),
     )
 

@@ -11,6 +11,16 @@ from typing import Any
 
 from suites.base import Table, ranked
 from suites.marvel.data import CONFIGURATIONS, PATTERNS, REFERENCE
+from suites.marvel.paper_tables import (
+    ZERO_SHOT,
+    Prompting,
+    human_avr,
+    table2_rows,
+    table4,
+    table5,
+    table6,
+    table7_rows,
+)
 from suites.stats import ci_method
 
 DASH = "-"
@@ -36,22 +46,35 @@ def _note(models: dict[str, dict[str, Any]], alpha: float) -> str:
     )
 
 
-def _reference(cols: list[str]) -> list[list[Any]]:
-    return [[name, DASH, *(pct(ref.get(c)) for c in cols)] for name, ref in REFERENCE.items()]
+def _reference(cols: list[str], prompting: Prompting) -> list[list[Any]]:
+    """Random and human rows (Table 2: the human AVR with its SD), then the paper's model rows."""
+    rows = [[name, DASH, *(human_avr() if (name, c) == ("human", "avr") else pct(ref.get(c)) for c in cols)]
+            for name, ref in REFERENCE.items()]  # fmt: skip
+    return rows + table2_rows(cols, prompting)[0]
 
 
 def tables(
-    models: dict[str, dict[str, Any]], kinds: tuple[str, ...], gold: list[Any], alpha: float
+    models: dict[str, dict[str, Any]],
+    kinds: tuple[str, ...],
+    gold: list[Any],
+    alpha: float,
+    prompting: Prompting = ZERO_SHOT,
 ) -> list[Table]:
     note = _note(models, alpha)
+    source = table2_rows(["avr"], prompting)[1]
     ms = [(m, models[m]) for m in ranked(models, "avr" if "avr" in kinds else _first(models, kinds))]
+    paper_note = (
+        f"; `paper:` rows are the paper's {source}"
+        + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else " (AVR)")
+        + "; † as the paper marks inductive bias"
+    )
     main = [
         Table(
             title=f"MARVEL: {what} accuracy (%)",
             columns=["model", "puzzles", *cols, "bias p"],
             rows=[[label(m, s), s["n_puzzles"], *(pct(s[c]) for c in cols), _p(s)] for m, s in ms]
-            + [[*r, DASH] for r in _reference(cols)],
-            note=note,
+            + [[*r, DASH] for r in _reference(cols, prompting)],
+            note=note + (paper_note if what == "instance" or prompting == ZERO_SHOT else ""),
             key=("avr",) if what == "instance" else ("perc_cf_avr",),
         )
         for what, cols in (("instance", INSTANCE), ("group", GROUP))
@@ -89,22 +112,11 @@ def tables(
                 + ", ".join(f"{m} {sum(v.get(f'{c}_blocked', 0) for c in cols)}" for m, v in left) + ".",
             )
         )
+    if "fine" in kinds:
+        main.append(table6(ms, note))
     if "avr" not in kinds:
         return main
-    chance = [["random", *(pct(REFERENCE["random"]["avr"]) for _ in PATTERNS)]]
-    by_pattern = Table(
-        title="MARVEL: AVR accuracy by pattern (%)",
-        columns=["model", *PATTERNS],
-        rows=[[label(m, s), *(pct(s["by_pattern"].get(p)) for p in PATTERNS)] for m, s in ms] + chance,
-        note=note,
-    )
-    by_cfg = Table(
-        title="MARVEL: AVR accuracy by task configuration (%)",
-        columns=["model", *CONFIGURATIONS],
-        rows=[[label(m, s), *(pct(s["by_configuration"].get(c)) for c in CONFIGURATIONS)] for m, s in ms]
-        + [["random", *(pct(REFERENCE["random"]["avr"]) for _ in CONFIGURATIONS)]],
-        note=note,
-    )
+    by_pattern, by_cfg = table4(ms, note, prompting), table5(ms, note, prompting)
     cross = Table(
         title="MARVEL: AVR accuracy by pattern x configuration (%)",
         columns=["model", "pattern", *CONFIGURATIONS],
@@ -160,8 +172,10 @@ def pattern_table(models: dict[str, dict[str, Any]]) -> Table:
             ]
             for m, s in ms
         ]
-        + [["random", DASH, pct(REFERENCE["random"]["pattern"]), DASH, *(pct(1 / 6) for _ in PATTERNS)]],
-        note=ci_method(max((s["n"] for _, s in ms), default=0)) + " (puzzles)",
+        + [["random", DASH, pct(REFERENCE["random"]["pattern"]), DASH, *(pct(1 / 6) for _ in PATTERNS)]]
+        + table7_rows(),
+        note=ci_method(max((s["n"] for _, s in ms), default=0)) + " (puzzles); `paper:` rows: Table 7 (all 770 "
+        "puzzles; the paper reports no per-pattern figures)",
         key=("pattern", "95% CI"),
     )
 

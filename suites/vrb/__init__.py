@@ -2,8 +2,9 @@
 in Zambia and India, one image each, four options. The items are private; users hold them in the
 published format and point `--data-dir` at them (data.py describes the layout).
 
-load (data.py) → prompt (prompt.py) → extract (reference.py: the reference's code exactly, the default;
-extract.py: ours, `--extractor rules`) → score and aggregate (score.py, effects.py, categories.py).
+load (data.py) → prompt (prompt.py; the image as the reference sends it: image.py) → extract (reference.py: the reference's code exactly, the default;
+extract.py: ours, `--extractor rules`) → score and aggregate (score.py, effects.py, categories.py,
+severity.py; the paper's numbers beside ours: paper.py).
 Item ids are "{dataset}/{id}". sim.py writes realistic responses for the `sim/...` models.
 """
 
@@ -16,10 +17,18 @@ from pathlib import Path
 from core.types import Request, Row
 from suites.base import RunSpec, ScoreReport, Sink, Suite, Truncation, with_protocol
 from suites.vrb import data, prompt, sim
-from suites.vrb.categories import COVARIATES
+from suites.vrb.categories import COVARIATES, ESTIMANDS
 from suites.vrb.extract import EXTRACTORS
+from suites.vrb.image import reference_png
 from suites.vrb.score import REFERENCE_EXCLUDED, excluded_models, extractor
 from suites.vrb.score import score as score_rows
+
+MAX_TOKENS_DEVIATION = (
+    "max_tokens left to each model's maximum output (the reference: min(33,000, that maximum), run.py "
+    "DEFAULT_MAX_TOKENS clamped by fdllm; one request serves every model and providers refuse a limit above "
+    "their maximum, so a model whose maximum exceeds 33,000 may answer longer: set params = {max_tokens = "
+    "33000} for it in the config)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="exclude_models",
         default=None,
         metavar="M1,M2|none",
-        help="models left out of the pooled skill and category effects (default: the reference's list, "
-        "score.py REFERENCE_EXCLUDED, where those models are in the run; 'none' pools every model)",
+        help="models left out of the pooled skill and category effects, the severity mean and analyses and the "
+        "frontier (default: the reference's list, score.py REFERENCE_EXCLUDED, where those models are in the "
+        "run; 'none' keeps every model)",
     )
     parser.add_argument(
         "--category-covariates",
@@ -63,6 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "or without",
     )
     parser.add_argument(
+        "--category-estimand",
+        dest="category_estimand",
+        choices=ESTIMANDS,
+        default=None,
+        help="Fig. 11's predicted accuracy: the mean of each category's own fitted probabilities, as the "
+        "reference (default), or standardised (every answer set to each category in turn)",
+    )
+    parser.add_argument(
         "--datasets",
         default=None,
         help=f"comma-separated datasets, e.g. zambia,india (default: every *{data.QUESTIONS_SUFFIX} found)",
@@ -70,8 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check(spec: RunSpec) -> None:
-    """Read and validate every file the run needs (CSV fields, option sets, gold labels, images)."""
-    data.check_images(data.load(spec))
+    """Read and validate every file the run needs (CSV fields, option sets, gold labels, images: each decoded
+    and resized as it will be sent, so a broken file stops the run before its first call)."""
+    items = data.load(spec)
+    data.check_images(items)
+    for it in items:
+        reference_png(it.image)
 
 
 def build(spec: RunSpec) -> Iterator[Request]:
@@ -91,12 +113,15 @@ def build(spec: RunSpec) -> Iterator[Request]:
 
 
 def deviations(spec: RunSpec) -> list[str]:
-    """Departures from the reference protocol (README.md: Protocol); the first two always hold."""
+    """Departures from the reference protocol (README.md: Protocol); the first three always hold."""
     out = [
         "skill and category effects: a fixed-effects logit (model, dataset, category dummies; the reference: "
-        "Bayesian, random model and dataset effects)",
+        "Bayesian, random model and dataset effects), as is the severity regression (the reference: random "
+        "category, model and dataset effects); intervals from an item bootstrap, 95% (the reference's code: "
+        "94% HDIs; the paper's Fig. 9: 95% bootstrap)",
         "failed calls left out of accuracy, with coverage below 100% (the reference counts them wrong: "
         "`accuracy_failures_wrong`)",
+        MAX_TOKENS_DEVIATION,
     ]
     if spec.temperature is not None:
         out.append(f"temperature {spec.temperature:g} sent (the reference sends none: each provider's default)")
@@ -110,11 +135,14 @@ def deviations(spec: RunSpec) -> list[str]:
     excluded = excluded_models(spec)
     if excluded != REFERENCE_EXCLUDED:
         which = "every model in the run" if not excluded else "the run's models but " + ", ".join(sorted(excluded))
-        out.append(f"pooled skill and category effects over {which} (the reference excludes its own list of "
-                   f"{len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
+        out.append(f"pooled skill and category effects, severity mean and analyses, and frontier over {which} "
+                   f"(the reference excludes its own list of {len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
     if spec.opt("category_covariates") == "none":
         out.append("task category effects (Fig. 11) without the skill covariates (the reference: category + "
                    "skill indicators)")  # fmt: skip
+    if spec.opt("category_estimand") == "standardised":
+        out.append("task category effects (Fig. 11) by marginal standardisation (the reference: the mean of each "
+                   "category's own fitted probabilities)")  # fmt: skip
     if spec.samples not in (None, 1):
         out.append(f"{spec.samples} samples (the reference: 1)")
     if spec.limit is not None:
@@ -142,7 +170,7 @@ SUITE = Suite(
     run_name=run_name,
     check=check,
     deviations=deviations,
-    revision=1,
-    revision_note="no temperature sent by default, as the reference",
+    revision=2,
+    revision_note="images resized and re-encoded as PNG and the prompt's leading newline kept, as the reference",
     open_max_tokens=33000,  # the reference's DEFAULT_MAX_TOKENS (run.py)
 )

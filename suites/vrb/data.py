@@ -174,10 +174,15 @@ def _find_image(folder: Path, item_id: str) -> Path | None:
 
 
 def _canonical(value: str, known: tuple[str, ...]) -> str:
-    """Known names case- and space-insensitively mapped to their canonical spelling; others kept."""
+    """Known names case- and space-insensitively mapped to their canonical spelling; others kept.
+
+    "&" reads as "and", as the reference's indicator names do (`skill.lower().replace(' ', '_')
+    .replace('&', 'and')`, skill_difficulty_analysis.py): "Shape & Form" is Shape and Form, not an
+    unknown skill that would fall out of the regressions."""
     squash = " ".join(value.split())
+    spoken = " ".join(squash.replace("&", " and ").split()).lower()
     for k in known:
-        if k.lower() == squash.lower():
+        if k.lower() in (squash.lower(), spoken):
             return k
     return squash
 

@@ -7,9 +7,10 @@ image-quality severity, and skill effects (see effects.py).
   over items, so the combined accuracy is the datasets' accuracies weighted by question count, as in
   the paper. An answer the rules cannot read stays wrong, as the paper scores it.
 - 95% CIs: percentile bootstrap over items, 1,000 resamples, seed 0 (`suites.stats.bootstrap_ci`).
-- Category, skill and severity breakdowns leave out items annotated `fatal` (an unusable image);
-  the skill and category effects use the reference's item set (EFFECT_ITEMS);
-  the headline accuracy keeps every item. An item counts once for each of its skills.
+- Category and severity breakdowns leave out items annotated `fatal` (an unusable image); per-skill
+  accuracy, as the reference's skill analysis (visualisations_paper.py §2), leaves out every item with an
+  image-error annotation and the skill `Other`; the skill and category effects use the reference's item
+  set (EFFECT_ITEMS); the headline accuracy keeps every item. An item counts once for each of its skills.
 - Severity levels: no_error, minor, medium (`moderate` is read as medium), as in the reference.
 - Skill and category effects pool the run's models but the reference's excluded list (REFERENCE_EXCLUDED;
   `--exclude-models`), with model fixed effects (scores.json's top-level `skill_effects`); each model's own `skill_effects` fits the same regression on its answers alone
@@ -27,11 +28,12 @@ import numpy as np
 from core.types import Row
 from suites.base import RunSpec, ScoreReport, Sink, SuiteError, Table, by_model, ranked, scored_row
 from suites.stats import bootstrap_ci, ci_method, mean
-from suites.vrb import data
+from suites.vrb import data, paper
 from suites.vrb.categories import category_effects, category_table
 from suites.vrb.data import CATEGORIES, SKILLS, Item
-from suites.vrb.effects import Answers, skill_effects
+from suites.vrb.effects import OTHER, Answers, skill_effects
 from suites.vrb.extract import EXTRACTORS
+from suites.vrb.severity import LEVELS, severity_effects, severity_mean, severity_tables, severity_tiers
 
 SEVERITY_LEVELS = ("no_error", "minor", "medium")
 """The reference's order (error_by_model_analysis.py `severity_order`); fatal items are left out."""
@@ -45,6 +47,14 @@ REFERENCE_EXCLUDED = frozenset({
 error_by_model_analysis.py: left out of the pooled effects (a model matches by the last `/` part of its name)."""
 N_RESAMPLES = 1000
 SEED = 0
+
+
+EFFECT_ITEMS = {
+    "reference": lambda it: it.severity in (None, "no_error"),
+    "nonfatal": lambda it: it.severity != "fatal",
+}
+"""Items in the skill and category effects: the reference's (every item with an image-error annotation
+dropped, as its category_analysis.py does; the default) or all but the fatal ones (`--effects-items nonfatal`)."""
 
 
 def _acc(scores: list[float]) -> dict[str, Any]:
@@ -70,23 +80,16 @@ def breakdowns(item_scores: dict[str, float], items: dict[str, Item]) -> dict[st
         return groups
 
     usable = lambda it: it.severity != "fatal"  # noqa: E731
+    clean = EFFECT_ITEMS["reference"]
     ds = by(lambda it: [it.dataset])
     cat = by(lambda it: [it.category] if it.category and usable(it) else [])
-    skl = by(lambda it: list(it.skills) if usable(it) else [])
+    skl = by(lambda it: [s for s in it.skills if s != OTHER] if clean(it) else [])
     sev = by(lambda it: [it.severity] if it.severity in SEVERITY_LEVELS else [])
     out["by_dataset"] = {k: _acc(ds[k]) for k in ds}
     out["by_category"] = {k: _acc(cat[k]) for k in _ordered(cat, CATEGORIES)}
     out["by_skill"] = {k: _acc(skl[k]) for k in _ordered(skl, SKILLS)}
     out["by_severity"] = {k: _acc(sev[k]) for k in SEVERITY_LEVELS if k in sev}
     return out
-
-
-EFFECT_ITEMS = {
-    "reference": lambda it: it.severity in (None, "no_error"),
-    "nonfatal": lambda it: it.severity != "fatal",
-}
-"""Items in the skill and category effects: the reference's (every item with an image-error annotation
-dropped, as its category_analysis.py does; the default) or all but the fatal ones (`--effects-items nonfatal`)."""
 
 
 def _answers(rows: list[Row], items: dict[str, Item], which: str = "reference") -> Answers:
@@ -127,6 +130,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     sink = sink if sink is not None else Sink()
     which, how, leave_out = effect_items(spec), extractor(spec), excluded_models(spec)
     covariates = spec.opt("category_covariates") or "skills"
+    estimand = spec.opt("category_estimand") or "reference"
     root = data.data_dir(spec)
     items = {it.key: it for it in data.load(spec)}
     annotated = any(it.category for it in items.values())
@@ -167,18 +171,45 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
 
     extra: dict[str, Any] = {"chance": float(np.mean([1 / len(it.labels) for it in items.values()]))}
     excluded = sorted(m for m in models if _excluded(m, leave_out))
+    kept = [m for m in models if m not in excluded]
+    extra["usefulness_threshold"] = paper.USEFULNESS_THRESHOLD  # §1, §3.3
+    for v in models.values():
+        v["meets_usefulness_threshold"] = v["accuracy"] is not None and v["accuracy"] >= paper.USEFULNESS_THRESHOLD
+    extra["frontier"] = {  # read by the report: the paper's snapshots, the models its figures leave out
+        "snapshots": list(paper.FRONTIER_SNAPSHOTS.values()),
+        "excluded_models": excluded,
+        "paper": list(paper.FRONTIER_TEXT),
+    }
+    per_level = {m: {k: x["accuracy"] for k, x in models[m]["by_severity"].items()} for m in kept}
+    extra["severity_mean"] = {"models": kept, "excluded_models": excluded, "mean": severity_mean(per_level),
+                              "paper": paper.SEVERITY_MEAN}  # fmt: skip
     if annotated and pooled:
         extra["skill_effects"] = {
             "models": sorted(set(models) - set(excluded)),
             "excluded_models": excluded,
             "items": which,
             **skill_effects(_answers(pooled, items, which), SKILLS),
+            "paper_ame_pp": {k: v[0] for k, v in paper.SKILL_AME_PP.items()},
         }
+        unknown = sorted({s for it in items.values() for s in it.skills} - set(SKILLS))
+        if unknown:
+            extra["skill_effects"]["unknown_skills"] = unknown  # not among the paper's ten: not in the fits
         extra["category_effects"] = {
             "items": which,
             "excluded_models": excluded,
-            **category_effects(_answers(pooled, items, which), covariates=covariates),
+            **category_effects(_answers(pooled, items, which), covariates=covariates, estimand=estimand),
         }
+        sev = _answers(pooled, items, "nonfatal")
+        extra["severity_effects"] = {
+            "excluded_models": excluded,
+            **severity_effects(sev, [items[k].severity or "no_error" for k in sev.item]),
+        }
+        per_model: dict[str, list[tuple[str, float]]] = {m: [] for m in kept}
+        for r in pooled:
+            it = items[r["item"]]
+            if r["score"] is not None and it.severity in LEVELS:
+                per_model[r["model"]].append((it.severity, r["score"]))
+        extra["severity_tiers"] = {"excluded_models": excluded, **severity_tiers(per_model)}
     else:
         extra["skill_effects"] = {
             "note": f"no <dataset>{data.CATEGORIES_SUFFIX} in {root}: no skill annotations"
@@ -213,6 +244,13 @@ def effect_items(spec: RunSpec) -> str:
     return which
 
 
+BREAKDOWN_NOTE = {
+    "by_category": "items with fatal image errors excluded",
+    "by_skill": "items with any image-error annotation and the skill Other excluded (the reference's skill "
+    "analysis, visualisations_paper.py §2)",
+}
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
@@ -231,10 +269,14 @@ def _ci(ci: list[float] | None) -> str:
 def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Table]:
     order = ranked(models, "accuracy")
     dsets = _ordered({d for v in models.values() for d in v["by_dataset"]}, ())
+    th = extra.get("usefulness_threshold", paper.USEFULNESS_THRESHOLD)
+    left_out = extra.get("frontier", {}).get("excluded_models") or []
     out = [
         Table(
-            title=f"vrb: accuracy % (chance {100 * extra['chance']:.0f}%)",
-            columns=["model", "n", "accuracy", "95% CI", *dsets, "no answer", "errors", "failures wrong"],
+            title=f"vrb: accuracy % (chance {100 * extra['chance']:.0f}%; the paper's usefulness threshold "
+            f"{100 * th:.0f}%)",
+            columns=["model", "n", "accuracy", "95% CI", *dsets, "no answer", "errors", "failures wrong",
+                     f"vs {100 * th:.0f}%", "paper"],  # fmt: skip
             rows=[
                 [
                     m,
@@ -245,11 +287,18 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     v["no_answer"],
                     v["errors"],
                     _pct(v.get("accuracy_failures_wrong")),
+                    "-" if v["accuracy"] is None else f"{100 * (v['accuracy'] - th):+.1f}",
+                    paper.accuracy(m),
                 ]
                 for m, v in ((m, models[m]) for m in order)
             ],
             note=ci_method(max((v["n"] for v in models.values()), default=0), N_RESAMPLES, SEED)
-            + "; over answered items; 'failures wrong': the reference's count, failed calls as wrong answers",
+            + "; over answered items; 'failures wrong': the reference's count, failed calls as wrong answers; "
+            f"'vs {100 * th:.0f}%': points to the paper's minimum capability threshold for classroom use (§1, "
+            "§3.3: the share of items the three annotators agreed on); 'paper': the accuracy its text gives "
+            "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text)"
+            + (f"; left out of the severity mean, the severity analyses and the frontier, as the paper's "
+               f"figures: {', '.join(left_out)}" if left_out else ""),  # fmt: skip
             key=("accuracy", "95% CI"),
         )
     ]
@@ -260,34 +309,43 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
     ):
         cols = _ordered({c for v in models.values() for c in v[key]}, known)
         if cols:
-            out.append(
-                Table(
-                    title=f"vrb: {title}",
-                    columns=["model", *cols],
-                    rows=[
-                        [m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in order
-                    ],
-                    note="items with fatal image errors excluded" if key != "by_severity" else "",
-                )
-            )
+            rows = [[m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in order]
+            note = BREAKDOWN_NOTE.get(key, "")
+            if key == "by_severity" and (sm := extra.get("severity_mean")):
+                rows.append(["mean over models", *(_pct(sm["mean"].get(c)) for c in cols)])
+                rows.append(["paper (Fig. 10, §4.3)", *(sm["paper"].get(c, "-") for c in cols)])
+                note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + (
+                    f", without {', '.join(sm['excluded_models'])} as the paper" if sm["excluded_models"] else "")
+            out.append(Table(title=f"vrb: {title}", columns=["model", *cols], rows=rows, note=note))
     eff = extra.get("skill_effects", {}).get("effects")
     if eff:
         out.append(
             Table(
                 title="vrb: skill effects, pooled over models (average marginal effect, percentage points)",
-                columns=["skill", "AME pp", "95% CI", "items"],
+                columns=["skill", "AME pp", "95% CI", "items", "paper (Fig. 9)"],
                 rows=[
                     [
                         s,
                         "-" if e["ame_pp"] is None else f"{e['ame_pp']:+.1f}",
                         "-" if e["ci95_pp"] is None else f"[{e['ci95_pp'][0]:+.1f}, {e['ci95_pp'][1]:+.1f}]",
                         e["n_items"],
+                        paper.SKILL_AME_PP.get(s, (None, "-"))[1],
                     ]
                     for s, e in eff.items()
                 ],
-                note=extra["skill_effects"]["formula"] + "; " + _pool_note(extra["skill_effects"]),
+                note=extra["skill_effects"]["formula"] + "; " + _pool_note(extra["skill_effects"])
+                + "; paper: §4.2.2's values for Fig. 9"
+                + (f"; skills not among the paper's ten, left out of the fits: "
+                   f"{', '.join(extra['skill_effects']['unknown_skills'])}"
+                   if extra["skill_effects"].get("unknown_skills") else ""),  # fmt: skip
             )
         )
     cat = extra.get("category_effects")
     t = category_table(cat, _pool_note(cat)) if cat else None
-    return out + ([t] if t else [])
+    out += [t] if t else []
+    if "severity_effects" in extra:
+        dropped = extra["severity_effects"]["excluded_models"]
+        note = "items with fatal image errors excluded" + (
+            f"; models left out (--exclude-models): {', '.join(dropped)}" if dropped else "")
+        out += severity_tables(extra["severity_effects"], extra.get("severity_tiers", {}), note)
+    return out
