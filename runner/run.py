@@ -1,8 +1,8 @@
-"""A run (one suite × models, one directory) and a sweep (many runs, one scheduler).
+"""A run (one suite × models, one directory) and a sweep (many runs, one scheduler): the run
+directories made ready (runner.rundir), the calls made, and each run's end recorded and said.
 
-The run directory is the unit of resume: config.json (snapshot, no secrets), manifest.json,
-results.jsonl (append-only), log.txt. Rerunning the same command skips every finished row; with the
-content-addressed cache on top, no completed call is paid twice.
+Rerunning the same command skips every finished row; with the content-addressed cache on top, no
+completed call is paid twice.
 """
 
 from __future__ import annotations
@@ -16,39 +16,33 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cache.store import AsyncCache, default_cache_dir
-from core import __version__ as VERSION
 from core.term import plural
 from core.types import Row
-from providers.pricing import PRICE_KEYS
 from runner import join_view, learned, resume, spend
-from runner.atomic import write_json
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
-from runner.budgets.leases import open_leases, results_name
-from runner.checks import check_dir_arg
+from runner.budgets.leases import open_leases
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
-from runner.deviations import write as write_devs
-from runner.ending import account, finish_manifest, not_running, now, warn_exhausted
+from runner.ending import account, finish_manifest, warn_exhausted
 from runner.gate import REFUSED
-from runner.identity import identities, spec_fingerprint
 from runner.lanes import worst_state
-from runner.lock import lock_run_dir, unlock
+from runner.lock import unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
-from runner.protocol import judges_of, protocol_deviations, request_shaping
-from runner.results import RESULTS, ResultsWriter, index, read_manifest, write_error
+from runner.protocol import judges_of
+from runner.results import read_manifest, write_error
 from runner.resume import check_settings
+from runner.rundir import RunPlan, prepare
 from runner.scheduler import Scheduler
-from runner.settings import check_dir, check_models, keep_earlier, model_settings, recorded
+from runner.settings import check_dir
 from runner.state import RunCtx, Stats
-from suites.base import RunSpec, get_suite
+from suites.base import get_suite
 
 log = logging.getLogger("evalsweep")
 Watch = Callable[..., Awaitable[None]]
@@ -58,102 +52,10 @@ GC_GEN0 = 20_000
 """The collector's gen-0 threshold while calls run (see `execute`)."""
 
 
-@dataclass
-class RunPlan:
-    spec: RunSpec
-    models: list[str]
-    out: Path | None = None
-    join: bool = False
-    """--join: one of several workers sharing this run directory (runner.budgets.leases)."""
-
-
 EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
 EXIT_MAX_COST = 5
 """A spend ceiling stopped the run (runner.spend): status `stopped` in the manifest."""
-
-
-def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: str) -> RunCtx:
-    suite = get_suite(plan.spec.suite)
-    run_name = suite.run_name(plan.spec)
-    out = plan.out or Path("runs") / run_name
-    check_dir_arg("--out", out)
-    out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out, shared=plan.join)
-    try:
-        return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
-    except BaseException as e:
-        if not plan.join:
-            not_running(out / "manifest.json", e)
-        unlock(lock)
-        raise
-
-
-def _prepare(
-    plan: RunPlan,
-    cfg: Config,
-    models: dict[str, ModelEntry],
-    command: str,
-    out: Path,
-    suite: Any,
-    run_name: str,
-    lock: int,
-) -> RunCtx:
-    man_path = out / "manifest.json"
-    (out / "scored.jsonl.tmp").unlink(missing_ok=True)  # a `score` killed mid-write left it
-    fp = spec_fingerprint(plan.spec)
-    manifest: dict[str, Any] = {}
-    if man_path.exists():
-        manifest = read_manifest(out)
-        fp = check_settings(out, plan.spec, manifest)  # the run keeps its first spelling of a path
-    else:
-        manifest["data_identity"] = identities(fp)
-    all_models = list(dict.fromkeys([*manifest.get("models", []), *plan.models]))
-    snap = cfg.snapshot(list(dict.fromkeys(all_models + judges_of(plan.spec))))
-    used = {m["name"]: model_settings(m) for m in snap["models"]}
-    check_models(out, manifest, {k: v for k, v in used.items() if k in plan.models})
-    manifest["model_settings"] = {**used, **recorded(out, manifest)}  # each model as its rows were made
-    for m in snap["models"]:  # the prices actually used and their source (config, genai-prices, map)
-        e = models.get(m["name"])
-        if e is not None:
-            m.update(e.prices.record())
-    manifest["prices"] = {m["name"]: {k: m.get(k) for k in PRICE_KEYS} for m in snap["models"]}
-    write_json(out / "config.json", keep_earlier(out / "config.json", snap, now()))
-    manifest.update(
-        {
-            "evalsweep": VERSION,
-            "suite": fp["suite"],
-            "run_name": run_name,
-            "spec": {**fp, "limit": plan.spec.limit},
-            "models": all_models,
-            "command": command,
-            "created": manifest.get("created", now()),
-            "updated": now(),
-            "status": "running",
-            "suite_revision": suite.revision,
-        }
-    )
-    own, manifest["model_deviations"] = protocol_deviations(suite, plan.spec, models, all_models)
-    deviations = own + manifest["model_deviations"]
-    manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
-    manifest["request_shaping"] = request_shaping(suite, plan.spec, models, all_models)
-    write_devs(out, run_name, own, manifest["model_deviations"], manifest["request_shaping"])
-    write_json(man_path, manifest)  # said before anything is sent (`execute`): no morning surprise
-    results = out / (results_name() if plan.join else RESULTS)
-    done, _ = index(results)
-    writer = ResultsWriter(results)
-    writer.keep = {n: (out / n).read_bytes() for n in ("manifest.json", "config.json")}
-    return RunCtx(
-        name=run_name,
-        spec=plan.spec,
-        suite=suite,
-        models=list(dict.fromkeys(plan.models)),
-        run_dir=out,
-        writer=writer,
-        done=done,
-        lock=lock,
-        join=plan.join,
-    )
 
 
 def _count(run: RunCtx) -> int:

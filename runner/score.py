@@ -24,11 +24,10 @@ import orjson
 from core.term import tables_text
 from core.types import Row, answer_problem
 from providers.pricing import Prices, recorded
-from runner.atomic import atomic_open
+from runner.atomic import atomic_open, write_json
 from runner.config import ConfigError
 from runner.prompt_cache import PromptCache
 from runner.results import RESULTS, final_rows
-from runner.run import write_json
 from suites.base import RunSpec, Sink, Suite, SuiteError, Table, get_suite
 
 COVERAGE_KEYS = ("n_planned", "n_scored", "n_errors", "coverage")
