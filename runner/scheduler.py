@@ -17,6 +17,7 @@ from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
 from runner.call import Breaker, send
+from runner.fanout import Fanout
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
@@ -54,6 +55,8 @@ class Scheduler:
         self.dropped = 0
         """Work a stop left undone (requests not launched, follow-ups not made): 0 after a Ctrl-C means
         every planned row was already in or finished within the grace period."""
+        self.fanout = Fanout()
+        """A shared prompt prefix's first call before its siblings (runner.fanout)."""
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_error: Callable[[RunCtx, Row], None] | None = None
@@ -281,11 +284,7 @@ class Scheduler:
             miss = await self._wait_for_others(req, m, miss, keys, out)
         if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
-            if len(groups) == 1:
-                out.extend(await self._send(req, m, groups[0], keys))
-            else:
-                for rows in await asyncio.gather(*(self._send(req, m, g, keys) for g in groups)):
-                    out.extend(rows)
+            out.extend(await self.fanout.send(req, m, groups, lambda g: self._send(req, m, g, keys)))
             if use_cache:  # calls that ended without an answer: a process waiting for them sends its own
                 self.cache.release([r["key"] for r in out if r["error"] is not None])  # type: ignore[union-attr]
         return self._emit(run, stats, out)
