@@ -21,6 +21,7 @@ the fan-out order, and sums the billed input: writes at 1.25x, reads at 0.1x, th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import threading
 import time
@@ -51,6 +52,7 @@ class Call:
     """(where, message, block): ("system", -1, i) or ("messages", m, i)."""
     stream: bool
     began: float = 0.0
+    ended: float = 0.0
     usage: dict[str, int] = field(default_factory=dict)
 
 
@@ -95,7 +97,16 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 
 class CachingMock:
-    def __init__(self, *, latency_s: float = 0.2, ttfb_s: float = 0.02, answer_chars: int = 400) -> None:
+    def __init__(
+        self, *, latency_s: float = 0.2, ttfb_s: float = 0.02, answer_chars: int = 400, hold_streams: bool = False,
+        hold_s: float = 5.0,
+    ) -> None:
+        self.hold_streams = hold_streams
+        """A stream pauses after its first event until another request with its prompt arrives (at most
+        `hold_s`): a client that waits for the whole answer before sending siblings shows it by their
+        arriving after the end (`Call.ended`), with no clock in the test."""
+        self.hold_s = hold_s
+        self._arrived: dict[str, asyncio.Event] = {}
         self.latency_s = latency_s
         self.ttfb_s = ttfb_s
         self.answer_chars = answer_chars
@@ -175,6 +186,10 @@ class CachingMock:
             return _invalid(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
                             f"Found {len(marks)}.")
         prompt = _last_user_text(body)
+        if self.hold_streams and prompt in self._arrived:
+            self._arrived[prompt].set()  # a sibling is here: the held stream goes on
+        elif self.hold_streams:
+            self._arrived[prompt] = asyncio.Event()
         with self._lock:
             call = Call(self.now(), model, prompt, marks, bool(body.get("stream")))
             self.calls.append(call)
@@ -188,6 +203,7 @@ class CachingMock:
         if not call.stream:
             await asyncio.sleep(self.latency_s)
             self._begin(call, written)
+            call.ended = call.began
             return web.json_response(answer)
         frames = message_events(answer)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -195,10 +211,15 @@ class CachingMock:
         await resp.prepare(request)
         self._begin(call, written)
         await resp.write(frames[0])
+        if self.hold_streams:
+            ev = self._arrived.setdefault(prompt, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ev.wait(), self.hold_s)
         await asyncio.sleep(max(0.0, self.latency_s - self.ttfb_s))
         for f in frames[1:]:
             await resp.write(f)
         await resp.write_eof()
+        call.ended = self.now()
         return resp
 
     # --- what it billed --------------------------------------------------------------------------
