@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from core.types import Request, Row
@@ -28,6 +29,13 @@ TTL_S = 300.0
 """Anthropic's default cache lifetime, refreshed by every read."""
 PRUNE_AT = 4096
 """Groups kept before expired ones are dropped (one per shared prefix in flight or warm)."""
+WINDOW: ContextVar[tuple[asyncio.Semaphore, int] | None] = ContextVar("evalsweep_window", default=None)
+"""The scheduler's window of items in flight for this stream, and its width (runner.scheduler sets it).
+A call waiting for its group's leader gives its slot back meanwhile, so the leaders of the next groups
+can go (five questions on one image would otherwise hold four slots idle of every five): at most
+PARKED x `width` calls wait so (MARVEL's four followers a leader), which bounds the items a stream holds.
+"""
+PARKED = 4
 
 Send = Callable[[list[int]], Awaitable[list[Row]]]
 
@@ -43,6 +51,7 @@ class Fanout:
     def __init__(self) -> None:
         self._groups: dict[tuple[str, str], _Group] = {}
         self._on: dict[str, bool] = {}
+        self._parked: dict[int, int] = {}
 
     async def send(self, req: Request, m: ModelEntry, groups: list[list[int]], send: Send) -> list[Row]:
         """The rows of `groups` (sample groups of `req`, one call each), sent in cache-aware order."""
@@ -100,7 +109,22 @@ class Fanout:
             if g.opened.is_set():
                 g.used = now
                 return None
-            await g.opened.wait()  # a leader that failed left no group: the loop makes a new leader
+            await self._wait(g)  # a leader that failed left no group: the loop makes a new leader
+
+    async def _wait(self, g: _Group) -> None:
+        """Wait for the group's leader, the window slot given back meanwhile (WINDOW)."""
+        w = WINDOW.get()
+        if w is None or self._parked.get(id(w[0]), 0) >= PARKED * w[1]:
+            await g.opened.wait()
+            return
+        slot = w[0]
+        self._parked[id(slot)] = self._parked.get(id(slot), 0) + 1
+        slot.release()
+        try:
+            await g.opened.wait()
+        finally:
+            self._parked[id(slot)] -= 1
+            await slot.acquire()
 
     def _opened(self, key: tuple[str, str], g: _Group, ok: bool) -> None:
         if ok:

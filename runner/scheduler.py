@@ -17,7 +17,7 @@ from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
 from runner.call import Breaker, send
-from runner.fanout import Fanout
+from runner.fanout import WINDOW, Fanout
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
@@ -93,6 +93,7 @@ class Scheduler:
         if self._batched(run, model):  # items wait hours for their batch
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
+        WINDOW.set((window, width))  # a call waiting for its prefix group's leader lends its slot (runner.fanout)
         tasks: set[asyncio.Task[Any]] = set()
         try:
             async for chunk in self._planned(run, model):

@@ -41,6 +41,7 @@ def run(
     caching: bool = True,
     follow_up: FollowUp | None = None,
     concurrency: int = 64,
+    window: int = 1024,
 ) -> list[Row]:
     """Every request (and its follow-ups) answered into `out`/results.jsonl; returns the rows."""
     out.mkdir(parents=True, exist_ok=True)
@@ -53,7 +54,7 @@ def run(
 
     async def go() -> None:
         try:
-            await Scheduler(models, None).run([ctx])
+            await Scheduler(models, None, window=window).run([ctx])
         finally:
             writer.flush()
             await close_models(models)

@@ -99,8 +99,12 @@ def _last_user_text(body: dict[str, Any]) -> str:
 class CachingMock:
     def __init__(
         self, *, latency_s: float = 0.2, ttfb_s: float = 0.02, answer_chars: int = 400, hold_streams: bool = False,
-        hold_s: float = 5.0,
+        hold_s: float = 5.0, hold_until: int = 0,
     ) -> None:
+        self.hold_until = hold_until
+        """Every answer waits until this many requests have arrived (at most `hold_s`): what a client sends
+        while its first calls are unanswered shows, with no clock in the test."""
+        self._enough: asyncio.Event | None = None
         self.hold_streams = hold_streams
         """A stream pauses after its first event until another request with its prompt arrives (at most
         `hold_s`): a client that waits for the whole answer before sending siblings shows it by their
@@ -194,6 +198,13 @@ class CachingMock:
             call = Call(self.now(), model, prompt, marks, bool(body.get("stream")))
             self.calls.append(call)
             usage, written = self._account(model, blocks)
+        if self.hold_until:
+            if self._enough is None:
+                self._enough = asyncio.Event()
+            if len(self.calls) >= self.hold_until:
+                self._enough.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._enough.wait(), self.hold_s)
         text = _answer(prompt, self.answer_chars)
         usage["output_tokens"] = -(-len(text) // 4)
         call.usage = usage

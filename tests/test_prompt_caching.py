@@ -180,6 +180,22 @@ def test_shared_image_prefix_first_question_first_then_reads(tmp_path: Path) -> 
     assert all(c.usage["cache_read_input_tokens"] == 1600 for c in rest)  # the image, read
 
 
+def test_followers_lend_their_window_slot_to_the_next_groups_leader(tmp_path: Path) -> None:
+    """Two slots in the scheduler's window: puzzle A's four followers wait for A's first question
+    without holding it, so puzzle B's first question goes while A's is unanswered (the mock holds every
+    answer until 2 requests have arrived: without the lending, B would arrive only after A's answer)."""
+    mock = CachingMock(latency_s=0.01, hold_until=2).start()
+    reqs = [req(messages=[user(ImagePart(data=PNG + p.encode()), f"Question {q}?")], prefix=(0, 0), item=f"{p}/{q}")
+            for p in "AB" for q in range(5)]
+    try:
+        rows = caching_run.run(reqs, mock.base_url, tmp_path, window=2)
+    finally:
+        mock.stop()
+    assert len(rows) == 10 and all(r["error"] is None for r in rows)
+    a0, b0 = mock.calls[:2]
+    assert (a0.prompt, b0.prompt) == ("Question 0?", "Question 0?") and b0.arrived <= a0.began
+
+
 def test_critique_pass_reads_the_first_pass_prompt(tmp_path: Path) -> None:
     def critique(r: Request, row: Row, spec: RunSpec) -> list[Request]:
         if r.pass_ != "answer":
