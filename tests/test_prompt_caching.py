@@ -5,10 +5,13 @@ OpenAI's prompt_cache_key; suites' shared prefixes."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from cache.key import cache_key
@@ -21,6 +24,7 @@ from runner.fanout import Fanout
 from runner.pool import build_models, close_models
 from suites.base import RunSpec
 from tests import caching_run
+from tests.helpers import cli
 from tests.mock_caching import CachingMock
 from tests.mock_openai import MockServer
 
@@ -238,6 +242,26 @@ def test_a_leader_without_an_answer_hands_the_lead_on(tmp_path: Path) -> None:
 
     asyncio.run(go())
     assert order[:4] == ["start a", "end a", "start b", "end b"] and order[4:] == ["start c", "end c"]
+
+
+def test_cli_sc8_on_claude_scores_say_seven_eighths_read(tmp_path: Path) -> None:
+    """`evalsweep run jsonl:... --samples 8` on a Claude endpoint, end to end: scores.json's prompt_cache."""
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b"".join(orjson.dumps({"id": f"q{k}", "prompt": f"Problem {k}. " + LONG, "choices": list("wxyz"),
+                                            "answer": "A"}) + b"\n" for k in range(3)))
+    mock = CachingMock(latency_s=0.05).start()
+    try:
+        cfg = caching_run.config(tmp_path, mock.base_url)
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        out = tmp_path / "run"
+        done = cli("run", f"jsonl:{data}", "--models", "claude", "--config", str(cfg), "--out", str(out),
+                   "--no-live", "--samples", "8", "--temperature", "0.5", env=env)
+    finally:
+        mock.stop()
+    assert done.returncode == 0, done.stderr
+    pc = json.loads((out / "scores.json").read_text())["models"]["claude"]["prompt_cache"]
+    assert pc["cached_share"] == pytest.approx(7 / 8, abs=0.01) and pc["saved_usd"] > 0
+    assert mock.billed()["ratio"] <= 0.30 and len(mock.calls) == 24
 
 
 # --- OpenAI: prompt_cache_key --------------------------------------------------------------------
