@@ -124,7 +124,7 @@ class Fanout:
             await g.opened.wait()
         finally:
             self._parked[id(slot)] -= 1
-            await slot.acquire()
+        await slot.acquire()  # (cancelled, at shutdown: the item's done callback gives back one too many)
 
     def _opened(self, key: tuple[str, str], g: _Group, ok: bool) -> None:
         if ok:
