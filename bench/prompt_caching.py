@@ -6,7 +6,7 @@ against the same run with `prompt_caching = false`, on a mock that caches by Ant
 Two workloads, each run both ways through the real scheduler (tests/caching_run.py):
 - SC@8: self-consistency, 8 samples of one prompt as 8 calls (Anthropic has no `n`);
 - critique: one answer, then a second pass re-sending the prompt with the answer and a critique turn;
-- image x5: MARVEL's shape, five questions on one image (the mock counts an image as 1,600 tokens).
+- image x5: MARVEL's shape, five questions on each image (the mock counts an image as 1,600 tokens).
 Printed side by side: billed input / uncached input (the mock's usage) and the cost of the rows, and the
 wall time with caching against without it (the fan-out order's cost; the mock's latency does not drop
 on a cache hit, so this is the worst case). Targets: SC@8 billed <= 0.30x, wall <= 1.10x.
@@ -66,11 +66,11 @@ def critique_requests(items: int, tokens: int) -> list[Request]:
 def image_requests(items: int) -> list[Request]:
     """MARVEL's shape: five questions on each puzzle image, the image their declared shared prefix."""
     out = []
-    for k in range(items // 5 + (items % 5 > 0)):
+    for k in range(items):
         img = ImagePart(data=PNG + k.to_bytes(4, "big"))
         out += [Request(suite="bench", item=f"{k}/{q}", messages=[user(img, f"Question {q} on puzzle {k}?")],
                         prefix=(0, 0), decoding={"temperature": 0.0, "max_tokens": 1024}) for q in range(5)]
-    return out[:items]
+    return out
 
 
 def critique(req: Request, row: Row, spec: RunSpec) -> list[Request]:
