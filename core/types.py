@@ -130,7 +130,11 @@ class Request(BaseModel):
     `decoding.n > 1` stands for samples `sample .. sample+n-1`; the runner turns it into one call with
     the provider's `n` where supported, separate calls elsewhere, and one row/cache entry per sample.
     `via` names the model that is actually called when it differs from `model` (an LLM judge reading
-    `model`'s answer). `sim` carries hints for the built-in simulated provider only (never sent, never
+    `model`'s answer). `prefix` is where the prefix this request shares with other requests ends, as
+    (message, part) of its last part (a str content is part 0): the system text, exemplars, or an image
+    asked about several times; `resent` says a later pass sends these messages again as its own start.
+    Both only let providers cache what is re-sent (providers.cache_marks); neither is sent nor keyed.
+    `sim` carries hints for the built-in simulated provider only (never sent, never
     part of the cache key): `{"correct": str, "wrong": [str, ...]}` realistic response texts, optional
     `"difficulty"` in [0, 1]. `meta` is the suite's own bookkeeping, kept out of calls and keys.
     """
@@ -146,6 +150,8 @@ class Request(BaseModel):
     via: str | None = None
     sim: dict[str, Any] | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    prefix: tuple[int, int] | None = None
+    resent: bool = False
 
     @property
     def target(self) -> str:

@@ -19,6 +19,7 @@ from core.types import Request, TextPart, text_of
 from core.urls import endpoint_url
 from providers import http, patience, stream
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
+from providers.cache_marks import mark_messages, whole_resent
 from providers.parse import anthropic_message
 
 DEFAULT_BASE = "https://api.anthropic.com"
@@ -81,15 +82,22 @@ def anthropic_headers(api_key: str | None, extra: dict[str, str] | None = None) 
     return h
 
 
-def messages_body(req: Request, model_id: str, params: dict[str, Any], shape: Any = None) -> dict[str, Any]:
-    """Our messages in Anthropic's format: system prompt apart, images as base64 source blocks."""
+def messages_body(
+    req: Request, model_id: str, params: dict[str, Any], shape: Any = None, cache: bool = False
+) -> dict[str, Any]:
+    """Our messages in Anthropic's format: system prompt apart, images as base64 source blocks; with
+    `cache`, prompt-cache breakpoints where the request is re-sent (providers.cache_marks; live calls
+    only: a batch runs its requests at once, so a write there is seldom read)."""
     # An empty system message (JEEBench's, as its authors send it) is no system prompt: Anthropic refuses
     # empty text blocks ("text content blocks must be non-empty"), and an absent `system` means the same.
     system = [t for m in req.messages if m.role == "system" and (t := text_of(m.content))]
     msgs: list[dict[str, Any]] = []
+    where: list[int | None] = []
     for m in req.messages:
         if m.role == "system":
+            where.append(None)
             continue
+        where.append(len(msgs))
         if isinstance(m.content, str):
             msgs.append({"role": m.role, "content": m.content})
             continue
@@ -121,6 +129,8 @@ def messages_body(req: Request, model_id: str, params: dict[str, Any], shape: An
         shape.messages(body, d.max_tokens)
     if params:
         apply_params(body, params)
+    if cache and (req.prefix is not None or whole_resent(req)):
+        mark_messages(body, req, where, whole_resent(req))
     return body
 
 
@@ -145,8 +155,11 @@ class AnthropicProvider:
         headers: dict[str, str] | None = None,
         stream_above_tokens: int | None = None,
         idle_timeout_s: float | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE).rstrip("/")
+        self.caches_prompts = prompt_caching
+        """Breakpoints on re-sent prefixes (providers.cache_marks); the runner's fan-out waits for them."""
         self.stream_above = stream_above_tokens
         self.idle_s = idle_timeout_s or timeout_s
         self.timeout_s = timeout_s
@@ -179,7 +192,7 @@ class AnthropicProvider:
             self._session = aiohttp.ClientSession(
                 connector=conn, timeout=self._timeout, request_class=http.SentRequest
             )
-        body = messages_body(req, model_id, params, shape)
+        body = messages_body(req, model_id, params, shape, self.caches_prompts)
         headers = anthropic_headers(api_key, self._extra)
         mt = body.get("max_tokens")
         if model_id in self.long or isinstance(mt, int) and stream.anthropic_streams(mt, model_id, self.stream_above):

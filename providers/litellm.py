@@ -27,9 +27,12 @@ class LiteLLMProvider:
     cacheable = True
 
     def __init__(
-        self, base_url: str | None = None, *, timeout_s: float = 600.0, supports_n: bool = False
+        self, base_url: str | None = None, *, timeout_s: float = 600.0, supports_n: bool = False,
+        prompt_caching: bool = True,
     ) -> None:
         self.base_url = base_url
+        self.caches_prompts = prompt_caching
+        """Gemini, DeepSeek... cache prompt prefixes by themselves: the runner's fan-out helps them."""
         self.timeout_s = timeout_s
         self.supports_n = supports_n
         self._litellm: Any = None

@@ -18,6 +18,7 @@ from core.types import Request
 from core.urls import endpoint_url
 from providers import http, patience, stream
 from providers.base import Completion, ProviderError, header_secrets, scrub, wire_body
+from providers.cache_marks import prefix_key
 from providers.parse import openai_chat
 from providers.responses import parse_responses, responses_body
 
@@ -38,7 +39,14 @@ class OpenAIProvider:
         supports_n: bool = True,
         stream_above_tokens: int | None = None,
         idle_timeout_s: float | None = None,
+        prompt_caching: bool = True,
+        prompt_cache_key: bool = False,
     ) -> None:
+        self.caches_prompts = prompt_caching
+        """The server caches prompt prefixes by itself (OpenAI, DeepSeek, vLLM's prefix cache): the runner's
+        fan-out sends a shared prefix's first call before the rest (runner.fanout)."""
+        self.cache_key = prompt_caching and prompt_cache_key
+        """Send `prompt_cache_key` (OpenAI's own endpoints: requests with one key reach one cache)."""
         self.url = endpoint_url(base_url, "/chat/completions")
         self.responses_url = endpoint_url(base_url, "/responses")
         self.supports_n = supports_n
@@ -94,6 +102,8 @@ class OpenAIProvider:
         if shape is not None and shape.api == "responses":
             return await self._responses(req, model_id, api_key, params, shape)
         body = wire_body(req, model_id, n, params, shape)
+        if self.cache_key and req.prefix is not None:
+            body["prompt_cache_key"] = prefix_key(req)
         limit = body.get("max_completion_tokens", body.get("max_tokens"))  # inlined _long: the hot path
         if (limit if type(limit) is int else self.model_max(model_id) or 0) > self.stream_above or model_id in self.long:
             return await self.streamed(body, api_key, n)
@@ -133,6 +143,8 @@ class OpenAIProvider:
     ) -> Completion:
         """A model served only on OpenAI's Responses API: one sample per call."""
         body = responses_body(req, model_id, params, shape)
+        if self.cache_key and req.prefix is not None:
+            body["prompt_cache_key"] = prefix_key(req)
         headers = self._headers_for(api_key)
         if self._long(model_id, body.get("max_output_tokens")):
             return await stream.call(

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
@@ -46,6 +47,11 @@ from providers.parse import anthropic_message, checked, openai_chat
 from providers.responses import responses_completion
 
 log = logging.getLogger("evalsweep")
+
+BEGUN: ContextVar[Callable[[], None] | None] = ContextVar("evalsweep_begun", default=None)
+"""Set around a call whose start others wait for (runner.fanout): called once a streamed answer has
+begun (its first bytes), when the prompt cache it wrote becomes readable (Anthropic: "a cache entry
+only becomes available after the first response begins")."""
 
 LONG_OUTPUT_TOKENS = 21_333
 """Above this maximum output a call streams (Anthropic's SDK figure: 10 minutes at 128,000 tokens/hour)."""
@@ -124,6 +130,8 @@ async def post_sse(
                 raise refusal(resp, await resp.read(), headers, limits)
             if resp.content_type != "text/event-stream":
                 return await resp.read(), limits
+            if (begun := BEGUN.get()) is not None:  # the answer began: the prompt cache it wrote is readable
+                begun()
             try:
                 async for event, payload in sse_events(resp.content.iter_any()):
                     feed(event, payload)

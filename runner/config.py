@@ -60,6 +60,10 @@ class Endpoint(BaseModel):
     batch_max_requests: int | None = Field(None, ge=1)
     batch_max_bytes: int | None = Field(None, ge=1024)
     """Lower the provider's per-batch limits (OpenAI 50,000 / 200 MB; Anthropic 100,000 / 256 MB)."""
+    prompt_caching: bool = True
+    """Runner-side prompt caching: breakpoints on re-sent prefixes (Anthropic), `prompt_cache_key`
+    (api.openai.com), and a shared prefix's first call before its siblings (runner.fanout). false: none
+    of it (the provider's own automatic caching still applies)."""
 
     @field_validator("api_key_env")
     @classmethod

@@ -7,7 +7,8 @@ a 5xx or 429s after every retry) opens the gate too: holding the others would on
 sick server, which the circuit breaker stops. A probe refused for its own reason (a 400 on its input, a
 prompt over the context window) hands its turn to the next call.
 
-Once the model answers, the gate is open: one attribute read per call. A refusal, even after the gate
+A streamed probe opens the gate when its answer begins (its first bytes: the provider took the model),
+not at the end of a long answer. Once the model answers, the gate is open: one attribute read per call. A refusal, even after the gate
 opened, stops the model: its waiting and later calls become `model_refused` error rows without being
 sent, it is said once (the log, the manifest's `refused_models`), and the sweep goes on with the others.
 """
@@ -20,6 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from core.types import Row
+from providers.stream import BEGUN
 from runner.pool import ModelEntry
 
 log = logging.getLogger("evalsweep")
@@ -85,14 +87,29 @@ class Gate:
                 if probe:
                     self._pass_on()
                 return self._not_sent(not_sent)
+        token = BEGUN.set(self._on_begun(BEGUN.get())) if probe else None
         try:
             rows = await send()
         except BaseException:
             if probe:
                 self._pass_on()
             raise
+        finally:
+            if token is not None:
+                BEGUN.reset(token)
         self.settle(rows, probe)
         return rows
+
+    def _on_begun(self, outer: Callable[[], None] | None) -> Callable[[], None]:
+        """A streamed probe whose answer began (HTTP 200, first bytes) has its verdict: the provider
+        takes the model. The gate opens then, not at the end of a long answer; a callback already set
+        (runner.fanout's) is still called."""
+        def begun() -> None:
+            if outer is not None:
+                outer()
+            self.opened()
+
+        return begun
 
     def settle(self, rows: list[Row], probe: bool = False) -> None:
         kind = rows[0].get("error_kind") if rows else None

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from core.secrets import bad_key_chars
 from core.types import Request, text_of
@@ -83,6 +84,8 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             stream_above_tokens=ep.stream_above_tokens,
             idle_timeout_s=ep.idle_timeout_s,
             supports_n=True if ep.supports_n is None else ep.supports_n,
+            prompt_caching=ep.prompt_caching,
+            prompt_cache_key=urlsplit(ep.base_url).hostname == "api.openai.com",
         )
     if ep.kind == "anthropic":
         from providers.anthropic import AnthropicProvider
@@ -94,11 +97,14 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             max_connections=ep.max_concurrency * n_keys,
             stream_above_tokens=ep.stream_above_tokens,
             idle_timeout_s=ep.idle_timeout_s,
+            prompt_caching=ep.prompt_caching,
         )
     if ep.kind == "litellm":
         from providers.litellm import LiteLLMProvider
 
-        return LiteLLMProvider(ep.base_url, timeout_s=ep.timeout_s, supports_n=bool(ep.supports_n))
+        return LiteLLMProvider(
+            ep.base_url, timeout_s=ep.timeout_s, supports_n=bool(ep.supports_n), prompt_caching=ep.prompt_caching
+        )
     if ep.kind == "sim":
         from providers.sim import SimProvider
 

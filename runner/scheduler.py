@@ -17,6 +17,7 @@ from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
 from runner.call import Breaker, send
+from runner.fanout import WINDOW, Fanout
 from runner.gate import REFUSED, Gate, label
 from runner.pool import ModelEntry
 from runner.results import read_at
@@ -55,6 +56,8 @@ class Scheduler:
         self.dropped = 0
         """Work a stop left undone (requests not launched, follow-ups not made): 0 after a Ctrl-C means
         every planned row was already in or finished within the grace period."""
+        self.fanout = Fanout()
+        """A shared prompt prefix's first call before its siblings (runner.fanout)."""
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
         self.gates = {name: Gate(label(m)) for name, m in models.items()}
         """Per called model: its calls wait for its first answer, and stop at a refusal (runner.gate)."""
@@ -93,6 +96,7 @@ class Scheduler:
         if self._batched(run, model):  # items wait hours for their batch
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
+        WINDOW.set((window, width))  # a call waiting for its prefix group's leader lends its slot (runner.fanout)
         tasks: set[asyncio.Task[Any]] = set()
         try:
             async for chunk in self._planned(run, model):
@@ -288,11 +292,7 @@ class Scheduler:
             miss = await self._wait_for_others(req, m, miss, keys, out)
         if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
-            if len(groups) == 1:
-                out.extend(await self._send(req, m, groups[0], keys))
-            else:
-                for rows in await asyncio.gather(*(self._send(req, m, g, keys) for g in groups)):
-                    out.extend(rows)
+            out.extend(await self.fanout.send(req, m, groups, lambda g: self._send(req, m, g, keys)))
             if use_cache:  # calls that ended without an answer: a process waiting for them sends its own
                 self.cache.release([r["key"] for r in out if r["error"] is not None])  # type: ignore[union-attr]
         return self._emit(run, stats, out)

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.types import Request, Row
+from core.types import ImagePart, Message, Request, Row
 from suites.base import (
     RunSpec,
     ScoreReport,
@@ -140,6 +140,10 @@ def build(spec: RunSpec) -> Iterator[Request]:
         "max_tokens": MAX_TOKENS,
     }
     for p, demos in plan:
+        msgs = {
+            kind: question_message(p, kind, root, demos if kind == "avr" else [], opts.coarse_images == "index-free")
+            for kind in opts.kinds
+        }
         for kind in opts.kinds:
             shots = demos if kind == "avr" else []
             separate = kind == "avr" and opts.panels == "one-by-one"
@@ -156,7 +160,19 @@ def build(spec: RunSpec) -> Iterator[Request]:
                 decoding=decoding,
                 sim=sim.hints(p, kind),
                 meta={**meta, "panels": "one-by-one"} if separate else meta,
+                prefix=shared_image(message, msgs.values()),
             )
+
+
+def shared_image(msg: Message, siblings: Iterable[Message]) -> tuple[int, int] | None:
+    """(0, 0) when the puzzle image opening this question opens another of its questions too (the
+    provider can cache it for the rest), else None: a prefix asked about once is not worth a cache write."""
+    def opening(m: Message) -> tuple[str | None, bytes | None, str | None] | None:
+        p = m.content[0] if isinstance(m.content, list) and m.content else None
+        return (p.path, p.data, p.detail) if isinstance(p, ImagePart) else None
+
+    first = opening(msg)
+    return (0, 0) if first is not None and sum(opening(m) == first for m in siblings) > 1 else None
 
 
 def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
