@@ -18,12 +18,8 @@ from report import paperfigs, plots
 from report.frontier import pick_snapshots
 from report.load import ReportError, atomic_write, load_runs, read_json, run_dirs_of, suite_label
 from report.page import render
-from report.samples import partial_note, write_view
-from report.sweeps import add_sweep_tables
-from report.tables import (
-    AXES,
+from report.rows import (
     FRONTIER_COLUMNS,
-    POOLED,
     best_worst_rows,
     breakdown_rows,
     frontier_list_rows,
@@ -31,8 +27,10 @@ from report.tables import (
     group_rows,
     leaderboard_rows,
     snapshot_rows,
-    views_of,
 )
+from report.samples import partial_note, write_view
+from report.sweeps import add_sweep_tables
+from report.tables import AXES, POOLED, views_of
 
 __all__ = ["main", "add_arguments", "ReportError"]
 

@@ -12,16 +12,8 @@ from typing import Any
 
 from core.term import plural
 from report.paper import paper_tables_html
-from report.tables import (
-    AXES,
-    SuiteView,
-    best_worst_rows,
-    group_rows,
-    is_fraction,
-    leaderboard_rows,
-    level_means,
-    levels,
-)
+from report.rows import best_worst_rows, group_rows, leaderboard_rows, level_means, levels
+from report.tables import AXES, SuiteView, is_fraction
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}

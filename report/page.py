@@ -11,8 +11,9 @@ from typing import Any
 from core.term import plural
 from report import viewer
 from report.html import CSS, JS, esc, flag, img, pct, score_columns, suite_section, table, usd
+from report.rows import leaderboard_rows
 from report.samples import ViewData
-from report.tables import AXES, SuiteView, is_fraction, leaderboard_rows
+from report.tables import AXES, SuiteView, is_fraction
 
 WHY_NO_COST = {
     "price_in": "no model has a known list price (set price_in in the config or pass --models-table)",

@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from report.load import Entry, atomic_write
-from report.tables import AXES, POOLED, SuiteView, is_fraction, level_means, levels
+from report.rows import level_means, levels
+from report.tables import AXES, POOLED, SuiteView, is_fraction
 
 COLORS = {True: "#1b9e77", False: "#d95f02", None: "#7f7f7f"}  # open weights / proprietary / unknown
 MARKERS = {True: "^", False: "o", None: "s"}  # reasoning / non-reasoning / unknown

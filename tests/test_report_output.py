@@ -291,7 +291,7 @@ def test_table_sorter_sorts_numbers_numerically_and_unknowns_last(tmp_path: Path
 
 def test_severity_in_the_papers_order(sweep: list[Path], tmp_path: Path) -> None:
     """scores.json sorts its keys (medium, minor, no_error); the page shows the reference's order."""
-    from report.tables import levels
+    from report.rows import levels
 
     assert levels({"m": {"medium": 0, "minor": 0, "no_error": 0, "x": 0}}, "by_severity") == [
         "no_error", "minor", "medium", "x"]  # fmt: skip

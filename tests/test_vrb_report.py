@@ -10,7 +10,8 @@ import pytest
 
 from report import main as report_main
 from report.load import load_runs
-from report.tables import level_means, views_of
+from report.rows import level_means
+from report.tables import views_of
 from suites.vrb import paper
 from tests.report_runs import make_run
 
