@@ -209,7 +209,9 @@ def test_price_sources_apart_by_more_than_2x_the_newer_is_used_and_both_shown(tm
     assert main(["models", "ds", "--config", str(cfg)]) == 0
     out = capsys.readouterr().out
     assert "0.28" in out and "from litellm map" in out and "other prices    genai-prices (deepseek" in out
-    assert "0.55/2.19/0.14" in out
+    # genai-prices' DeepSeek price depends on the hour (its off-peak discount, 16:30-00:30 UTC): the
+    # numbers shown are the ones it gives now, whichever they are
+    assert ds.other.split(": ", 1)[1].split(" $/M")[0] in out, (ds.other, out)
 
 
 def test_gemini_3_at_the_protocols_temperature_0_is_said_before_the_run(tmp_path, caplog):

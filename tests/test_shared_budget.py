@@ -80,6 +80,12 @@ class _Replay:
     async def read(self) -> bytes:
         return self._raw
 
+    def __setitem__(self, key: str, value: object) -> None:  # the mock's per-request state (web.Request's)
+        self._r[key] = value
+
+    def get(self, key: str, default: object = None) -> object:
+        return self._r.get(key, default)
+
 
 def _cfg(path: Path, base_url: str, models: list[str], redis_url: str | None, extra: str = "") -> Path:
     write_config(path, base_url, models, key_env="SHARED_TEST_KEY", extra_endpoint=extra)
@@ -164,17 +170,23 @@ def test_concurrency_leases_of_a_killed_process_expire(tmp_path: Path, redis_ser
     srv = Mock().start()
     try:
         extra = "max_concurrency = 2\nrpm = 6000\ntpm = 100000000\n"  # limits known: no probing at cap 1
-        a_data = write_dataset(tmp_path / "a.jsonl", 4, prefix="[[slow]] A question")
+        # A's first call answers at once: the model has answered (runner.gate lets the rest fan out)
+        a_data = write_dataset(tmp_path / "a.jsonl", 5, prefix="[[slow]] A question")
+        lines = a_data.read_text().splitlines()
+        a_data.write_text("\n".join([lines[0].replace("[[slow]] ", ""), *lines[1:]]) + "\n")
         b_data = write_dataset(tmp_path / "b.jsonl", 6, prefix="B question")
         ca = _cfg(tmp_path / "a.toml", srv.base_url, ["ok-a"], redis_server.url, extra)
         cb = _cfg(tmp_path / "b.toml", srv.base_url, ["ok-b"], redis_server.url, extra)
         pa = _start(run_args(a_data, "ok-a", ca, tmp_path / "ra"), tmp_path, "a")
         t0 = time.monotonic()
-        while sum(1 for _, m, _, _ in srv.arrivals if m == "ok-a") < 2:
+        def slow() -> int:
+            return sum(1 for _, m, p, _ in srv.arrivals if m == "ok-a" and "[[slow]]" in p)
+
+        while slow() < 2:
             assert time.monotonic() - t0 < 60 and pa.poll() is None
             time.sleep(0.02)
         time.sleep(0.3)
-        assert sum(1 for _, m, _, _ in srv.arrivals if m == "ok-a") == 2  # the cap holds the other two
+        assert slow() == 2  # the cap holds the other two
         pa.send_signal(signal.SIGKILL)
         pa.wait(10)
         killed = time.monotonic()

@@ -61,7 +61,7 @@ def test_view_of_the_demo_folder(tmp_path: Path) -> None:
             assert "calls: 2" in detail and "prompt of the critique pass" in detail
             assert "attempts: 1" in detail  # per call: its attempts (retries shown only when any)
             critique = page.inner_text("#v-detail details.v-pm")
-            assert "Give a detailed solution" in critique  # the critique quotes the question...
+            assert "Problem: " in critique and "Find any problems" in critique  # the authors' critique prompt...
             assert len(critique) > 400  # ...and the model's answer
             page.locator("#v-detail").scroll_into_view_if_needed()
             page.screenshot(path=str(shots / "view_demo_critique.png"))
