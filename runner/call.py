@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from cache.store import AsyncCache
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
-from runner.lanes import Lane
+from runner.lanes import Halted, Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
 
@@ -79,7 +79,7 @@ async def send(
 
     try:
         comp, attempts, latency = await lane.call(attempt, est)
-    except _BreakerOpen as e:
+    except (_BreakerOpen, Halted) as e:  # not sent: the breaker opened, or the run is stopping
         return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
     except ProviderError as e:
         if e.quota:  # the lane stopped itself: the model's other keys take its calls

@@ -67,6 +67,19 @@ PROBE_MAX_S = 3.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
 lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
 
+HALTED = "skipped: interrupted before it was sent (rerun the same command to resume)"
+"""The reason on the row of a call a stop (Ctrl-C, SIGTERM, a fault of ours) caught before it was sent."""
+
+
+class Halted(ProviderError):
+    """The run is stopping and this call was not on the wire yet: it is not sent (a skipped row)."""
+
+
+def _wake_one(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
 """The worst lane state of a model is its state (lower: worse)."""
 
@@ -90,6 +103,9 @@ class Lane:
         if endpoint.kind in PROBE_KINDS and not (endpoint.rpm and endpoint.tpm):
             self.budget.set_probing(True)  # the first answer tells us the key's limits (or that none come)
         self.stopped: str | None = None
+        self.halted = False
+        """Stopping (Ctrl-C...): calls not yet sent end here (`Halted`); those sent finish."""
+        self._sleepers: set[asyncio.Future[None]] = set()
         self.conn_failures = 0
         """Consecutive attempts that got no answer at all (refused, DNS, TLS, timeout): `down` at DOWN_AFTER."""
         self.last_error: str | None = None
@@ -172,6 +188,27 @@ class Lane:
             "error": self.last_error if self.conn_failures else None,
         }
 
+    def halt(self) -> None:
+        """No call of this lane is sent from now on: those waiting for a pacing slot, a retry or a
+        concurrency lease wake and end as `Halted`; those already sent finish."""
+        self.halted = True
+        for fut in list(self._sleepers):
+            _wake_one(fut)
+        if isinstance(self.budget, LocalBudget):
+            self.budget.open()  # (a shared budget's waiters follow as the calls in flight end)
+
+    async def _sleep(self, seconds: float) -> None:
+        """asyncio.sleep that `halt` cuts short (the same cost: one future, one timer)."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        timer = loop.call_later(seconds, _wake_one, fut)
+        self._sleepers.add(fut)
+        try:
+            await fut
+        finally:
+            self._sleepers.discard(fut)
+            timer.cancel()
+
     # --- one attempt -----------------------------------------------------------------------------
 
     async def _admit(self, est_tokens: int) -> Callable[..., None] | None:
@@ -182,7 +219,9 @@ class Lane:
         while True:
             if wait > 0:
                 due = time.monotonic() + wait
-                await asyncio.sleep(wait)
+                await self._sleep(wait)
+                if self.halted:
+                    raise Halted(HALTED)
                 if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
             wait = b.confirm()
@@ -197,11 +236,15 @@ class Lane:
         finally:
             self.queued -= 1
         try:
+            if self.halted:
+                raise Halted(HALTED)
             sent = await self._admit(est_tokens)
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
                     raise ProviderError(self.stopped, quota=True)
+                if self.halted:  # the run is stopping: what is not on the wire stays unsent
+                    raise Halted(HALTED)
                 self.in_flight += 1
                 self.admitted += 1
                 if b.probing:
@@ -341,7 +384,7 @@ class Lane:
         attempts = 1
         self.retrying += 1
         try:
-            async for attempt in AsyncRetrying(wait=self._wait, **self._retry_kw):
+            async for attempt in AsyncRetrying(wait=self._wait, sleep=self._sleep, **self._retry_kw):
                 with attempt:
                     if first is not None:  # replay attempt 1's failure: tenacity's count and wait start there
                         err, first = first, None

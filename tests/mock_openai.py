@@ -29,7 +29,7 @@ Fault injection (deterministic), for any model:
   echo_error (HTTP 500 whose body echoes the Authorization header after 200 chars of text),
   echo_success (a 200 whose text echoes it), content_filter (a 200 with null content and finish_reason
   content_filter) and policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered prompt).
-Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
+Server-wide: `held` (while True, answers wait: a test decides when they may come), `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times.
 
@@ -142,6 +142,7 @@ class MockServer:
         keys: set[str] | None = None,
     ) -> None:
         self.valid_keys = keys
+        self.held = False
         """When set, any other key gets 401 (chat and `GET /v1/models` alike)."""
         self.models_requests = 0
         self.report_limits = report_limits
@@ -232,6 +233,8 @@ class MockServer:
             )
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        while self.held:
+            await asyncio.sleep(0.02)
         if model == "flaky-500" and seen <= 2 or model == "always-500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
         if model == "ratelimit" and seen == 1:
