@@ -13,8 +13,11 @@ long thinkers at 6x the median). Its output is reasoning (`tok_s` tokens a secon
 takes the longest of its choices and the sum of their tokens; a model with `n: false` answers one.
 
 Limits are token buckets per key (RPM and TPM, refilled continuously, holding `window_s` seconds of
-the limit): a request is admitted when both hold its cost (TPM: prompt + output, what it will really
-use), else HTTP 429 with the reset of the exhausted one. Answers carry x-ratelimit-* headers stamped
+the limit). TPM is charged as Anthropic documents its output-token limits: at admission the prompt
+plus the request's max_tokens (per choice), settled to the real usage (reasoning included) when the
+answer is done, so a key spent by long reasoning goes into debt. A request is admitted when both
+buckets hold its admission charge (at most a full bucket), else HTTP 429 with the reset of the
+exhausted one. Answers carry x-ratelimit-* headers stamped
 at admission, as providers send them: by the time the answer arrives they are stale.
 GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens], and 429 counts
 (per key and budget).
@@ -109,6 +112,8 @@ class Server:
         lat = max(d[0] for d in draws)
         out = sum(d[1] for d in draws)
         p_tok = len(prompt) // 4 + 1
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or 4096
+        charge = p_tok + limit * n  # what admission charges the TPM bucket (settled at the end)
         rb, tb, lim = self.keys[key]
         hdr: dict[str, str] = {}
         if rb is not None:
@@ -121,11 +126,11 @@ class Server:
             tb.fill(now)
             hdr |= {
                 "x-ratelimit-limit-tokens": f"{lim['tpm']:g}",
-                "x-ratelimit-remaining-tokens": str(max(0, int(tb.level - p_tok - out))),
+                "x-ratelimit-remaining-tokens": str(max(0, int(tb.level - charge))),
             }
         short = [
             (what, b.wait_for(c))
-            for what, b, c in (("requests", rb, 1), ("tokens", tb, p_tok + out))
+            for what, b, c in (("requests", rb, 1), ("tokens", tb, charge))
             if b is not None and b.wait_for(c) > 0
         ]
         if short:
@@ -146,11 +151,14 @@ class Server:
         if rb is not None:
             rb.level -= 1
         if tb is not None:
-            tb.level -= p_tok + out
+            tb.level -= charge
             hdr["x-ratelimit-reset-tokens"] = f"{max(0.0, tb.cap - tb.level) / tb.rate * 1000:.0f}ms"
         self.seen[(model, prompt)] += n
         self.log.append([now, key, model, n, lat, p_tok + out])
         await asyncio.sleep(lat)
+        if tb is not None:  # settled: the bucket pays what the call really used (reasoning included)
+            tb.fill(time.monotonic())
+            tb.level = min(tb.cap, tb.level - (p_tok + out - charge))
         choices = [
             {
                 "index": i,

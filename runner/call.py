@@ -59,7 +59,7 @@ async def send(
         breaker.last_error = m.lanes[0].stopped or "out of quota"
         return [error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
     n, start = len(group), group[0]
-    est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
+    est = m.spend.tokens(req) * n if lane.tpm is not None else 0  # what its answers so far used
     tpm = lane.endpoint.tpm
     if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
         msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
@@ -98,6 +98,7 @@ async def send(
         return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
     breaker.failures = 0
     lane.reconcile(est, total_tokens(comp))
+    m.spend.observe(req.pass_, n, comp.output_tokens, latency)
     try:
         if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
             comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]

@@ -3,9 +3,13 @@
 Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budgets.local`.
 
 Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
-`x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when the provider
-says the key's budget is empty (`x-ratelimit-remaining-*: 0`; for as long as it said when that came
-with a 429) or refuses most of a second's attempts with a Retry-After (the shortest one told). A
+`x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when a 429 says
+the key's requests are spent (`x-ratelimit-remaining-requests: 0`, for as long as it said) or most of
+a second's attempts are refused with a Retry-After (the shortest one told). A 429 for tokens
+(`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the refused
+charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
+admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
+(`runner.spend`) and reconciled with each answer's usage. A
 shared budget (Redis) makes every process on the key wait the same pause. A lane whose recent attempts are mostly
 refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
 refused) and recovers additively while quiet (AIMD), so a storm of random 429s costs at most ~2x,
@@ -79,6 +83,8 @@ def _wake_one(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
 
+
+NOT_NEAR = (False, False)
 
 STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
 """The worst lane state of a model is its state (lower: worse)."""
@@ -211,11 +217,13 @@ class Lane:
 
     # --- one attempt -----------------------------------------------------------------------------
 
-    async def _admit(self, est_tokens: int) -> Callable[..., None] | None:
-        """Wait for the lane's next slot; returns the callback that stamps the send, if any."""
+    async def _admit(self, est_tokens: int) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
+        """Wait for the lane's next slot; returns the callback that stamps the send, if any, and
+        whether the lane was using its (request, token) rate at this admission."""
         b = self.budget
         local = isinstance(b, LocalBudget)
         wait = b.reserve(est_tokens)
+        own = getattr(b, "near", NOT_NEAR)  # the lane's own account at this admission
         while True:
             if wait > 0:
                 due = time.monotonic() + wait
@@ -226,7 +234,7 @@ class Lane:
                     b.late_by(time.monotonic() - due)
             wait = b.confirm()
             if wait <= 0:
-                return b.on_sent() if local and self._reports_send else None
+                return (b.on_sent() if local and self._reports_send else None), own
 
     async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, float]:
         b = self.budget
@@ -238,7 +246,7 @@ class Lane:
         try:
             if self.halted:
                 raise Halted(HALTED)
-            sent = await self._admit(est_tokens)
+            sent, own = await self._admit(est_tokens)
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
@@ -253,7 +261,9 @@ class Lane:
                 try:
                     result = await fn()
                 except ProviderError as e:
-                    self._on_error(e)
+                    if e.rate_limited and est_tokens:
+                        b.reconcile(est_tokens, 0)  # refused: the key charged it nothing
+                    self._on_error(e, own)
                     raise
                 finally:
                     self.in_flight -= 1
@@ -263,15 +273,15 @@ class Lane:
                     sent(final=True)  # type: ignore[misc]  # never reported: it counts from now
         finally:
             b.release()
-        self._on_answer(getattr(result, "limits", None), False)
+        self._on_answer(getattr(result, "limits", None), False, own=own)
         return result, time.perf_counter() - t0
 
-    def _on_error(self, e: ProviderError) -> None:
+    def _on_error(self, e: ProviderError, own: tuple[bool, bool] = NOT_NEAR) -> None:
         if e.quota:
             self.stop(str(e))
             return
         if e.status is not None:  # the server answered: limits known (or known to be absent)
-            self._on_answer(e.limits, e.rate_limited, e.retry_after)
+            self._on_answer(e.limits, e.rate_limited, e.retry_after, own)
         else:  # a timeout or a dropped connection: no limits will come from this probe
             self._end_probe()
             if e.retryable:  # no answer at all (not a breaker or quota stop of ours)
@@ -287,13 +297,25 @@ class Lane:
             self.stopped = f"out of quota on {self.name}: {self.scrub(reason)[:200]}"
             log.warning("lane %s stopped: %s", self.name, self.stopped)
 
-    def _on_answer(self, limits: dict[str, float] | None, limited: bool, told: float | None = None) -> None:
+    def _on_answer(
+        self, limits: dict[str, float] | None, limited: bool, told: float | None = None,
+        own: tuple[bool, bool] = NOT_NEAR,
+    ) -> None:
+        """`own`: whether the lane itself was using its (request, token) rate when this attempt was
+        admitted (its budget's account then), against which the headers' remaining-* are read."""
         b = self.budget
         self.conn_failures = 0
         if b.probing:
             b.set_probing(False)
         if limits:
-            self._learn(limits, told if limited else None)
+            self._learn(limits, (told or 0.0) if limited else None, own)
+            if limited and limits.get("remaining_tokens") == 0 and limits.get("remaining_requests") != 0:
+                # Refused for tokens: our charges ran ahead of the key's bucket. The key's tokens come
+                # back after its reset: the lane's token slots wait that long, requests are not paused
+                # and the rate is not cut (the next answers' usage corrects the estimates).
+                self._defer_tokens(limits.get("reset_tokens") or told or 1.0)
+                self.rate_limited += 1
+                return
         now = time.monotonic()
         if limited:
             self.rate_limited += 1
@@ -326,12 +348,18 @@ class Lane:
                 b.set_factor(min(1.0, b.factor + 0.1))
             b.margin = max(MARGIN_S, b.margin - 0.0005)
 
-    def _learn(self, lim: dict[str, float], refused_for: float | None = None) -> None:
-        """Adopt the key's limits the provider reports; pause when it says the budget is empty.
+    def _learn(
+        self, lim: dict[str, float], refused_for: float | None = None, own: tuple[bool, bool] = NOT_NEAR
+    ) -> None:
+        """Adopt the key's limits the provider reports; wait when it says a budget is empty.
 
-        An answer saying a budget is empty frees its next request after 60/rpm (the reset is when it is
-        full again); a 429 saying so (`refused_for`, its Retry-After) refuses the key as a whole until
-        then: the pause is what the provider gave, and a shared budget makes every process wait it."""
+        A 429 with no requests left (`refused_for`: its Retry-After, 0 if none) refuses the key as a
+        whole for the reset (at most 60/rpm): every process on a shared budget waits it. An answer's
+        remaining-* were stamped when it was admitted, a latency ago: compared with the lane's own
+        account then (`own`), a budget the lane was itself using at its rate was empty by its own
+        pacing, which already spaces what follows (pausing on such echoes stopped busy lanes for
+        nothing); an empty budget the lane was not using up (another client on the key) frees its next
+        request after 60/rpm, its tokens after the reset (at most a second)."""
         rpm, tpm = lim.get("limit_requests"), lim.get("limit_tokens")
         if (rpm, tpm) != self._seen_limits:
             self._seen_limits = (rpm, tpm)
@@ -350,12 +378,21 @@ class Lane:
                     new[dim], self.source[dim] = rep, "provider"
             if (new["rpm"], new["tpm"]) != (b.rpm, b.tpm):
                 b.set_limits(new["rpm"], new["tpm"])
-        for dim in ("requests", "tokens"):
-            reset = lim.get(f"reset_{dim}")
-            if lim.get(f"remaining_{dim}") == 0 and reset:
-                per = 60.0 / rpm if dim == "requests" and rpm else 1.0
-                told = max(refused_for or 0.0, min(reset, per))
-                self.budget.pause(min(told, MAX_PAUSE_S))
+        reset = lim.get("reset_requests")
+        if lim.get("remaining_requests") == 0 and reset and (refused_for is not None or not own[0]):
+            told = max(refused_for or 0.0, min(reset, 60.0 / rpm if rpm else 1.0))
+            self.budget.pause(min(told, MAX_PAUSE_S))
+        reset = lim.get("reset_tokens")
+        if lim.get("remaining_tokens") == 0 and reset and refused_for is None and not own[1]:
+            self._defer_tokens(min(reset, 1.0))  # (a 429 for tokens: `_on_answer` defers by its reset)
+
+    def _defer_tokens(self, seconds: float) -> None:
+        b = self.budget
+        defer = getattr(b, "defer_tokens", None)
+        if defer is not None:
+            defer(min(seconds, MAX_PAUSE_S))
+        else:  # a budget without token slots of its own (shared): the key as a whole waits
+            b.pause(min(seconds, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 

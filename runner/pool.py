@@ -19,6 +19,7 @@ from providers.pricing import Prices, resolve_prices
 from providers.shape import Shape, key_params, shape_for
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
 from runner.lanes import Lane
+from runner.spend import Spend
 
 log = logging.getLogger("evalsweep")
 
@@ -44,7 +45,8 @@ class ModelEntry:
     context_window: int | None = None
     """Prompt + answer budget above this is an error row before any call (profile.context_window)."""
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
-    _est: dict[int, int] = field(default_factory=dict)
+    spend: Spend = field(default_factory=Spend)
+    """What its calls really use (output tokens, latency) per pass: TPM charges and queue order."""
 
     @property
     def model_id(self) -> str:

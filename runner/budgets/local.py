@@ -32,6 +32,9 @@ MARGIN_S = 0.005  # ... measured at the server, after its jitter: keep the windo
 SLACK_S = 0.003  # slots are spaced for a window this much wider still: a send's lateness (timer, loop)
 # then rarely makes the guard bind, so it does not carry into the next second (the guard's own wait
 # would be late too, and lateness accumulating is what absolute slots are for)
+TPM_SHARE = 0.97  # tokens are paced this far under the limit: a call's real usage differs from its
+# estimate (reasoning varies), and the slack keeps the key's bucket holding a cushion for the calls
+# that spend more than expected (reconciled only when their answer comes)
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
@@ -76,6 +79,7 @@ class LocalBudget:
         self._used = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.probing = False
+        self.near = (False, False)
         self.set_limits(rpm, tpm)
 
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
@@ -89,7 +93,7 @@ class LocalBudget:
     def _rescale(self) -> None:
         f = self.factor
         self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
-        self._Tt = 60.0 / (self.tpm * f) if self.tpm else 0.0  # seconds per token
+        self._Tt = 60.0 / (self.tpm * f * TPM_SHARE) if self.tpm else 0.0  # seconds per token
         self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
         cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
         self._cap = 1 if self.probing else cap
@@ -98,9 +102,12 @@ class LocalBudget:
     def reserve(self, tokens: int) -> float:
         now = self.clock()
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
-            self._tok_tat = now
+            self._tok_tat = now - WINDOW_S  # (the key's bucket is full: a second's tokens may go at once)
             self._burst, self._burst_until = self._per_window, now + WINDOW_S
             self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
+        # The lane's own account at this admission: is it using its request / token rate (its next
+        # slot not behind now)? Then a provider's `remaining: 0` stamped now is its own pacing.
+        self.near = (self._tat > now - BURST_S, self._tok_tat > now - BURST_S)
         slot = max(now - BURST_S, self.paused_until)
         if self._T:
             if self._burst and now < self._burst_until:
@@ -108,9 +115,9 @@ class LocalBudget:
             else:
                 slot = max(slot, self._tat)
                 self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
-        if self._Tt:
+        if self._Tt:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
+            self._tok_tat = max(self._tok_tat, now - WINDOW_S) + tokens * self._Tt
             slot = max(slot, self._tok_tat)
-            self._tok_tat = slot + tokens * self._Tt
         return slot - now
 
     def confirm(self) -> float:
@@ -172,6 +179,12 @@ class LocalBudget:
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:
             self._tok_tat += (actual - est) * self._Tt
+
+    def defer_tokens(self, seconds: float) -> None:
+        """The key refused for tokens until `seconds` from now: no token slot before then (requests
+        that need none still go)."""
+        if self._Tt:
+            self._tok_tat = max(self._tok_tat, self.clock() + seconds)
 
     def pause(self, seconds: float) -> None:
         self.paused_until = max(self.paused_until, self.clock() + seconds)

@@ -1,0 +1,62 @@
+"""What a model really spends per call, learnt from its answers: output tokens (reasoning included)
+and latency, per pass (answer, critique, judge...).
+
+TPM pacing charges a call its expected tokens, not `prompt + max_tokens`: a reasoning model writes
+several times its answer budget in thoughts (under-charged: 429s), a chat model a fraction of it
+(over-charged: an idle key). Until a pass has answers the suite's max_tokens stands in; after, the
+running mean of what its answers used (the lane reconciles every call with its real usage, so the
+mean is what must be right, not each call). Latency feeds the longest-work-first order of a
+concurrency-bound lane's queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.types import Request, text_of
+
+DEFAULT_LATENCY_S = 1.0
+"""A pass without answers yet: every call looks alike (arrival order among them)."""
+
+
+@dataclass
+class _Mean:
+    n: int = 0
+    total: float = 0.0
+
+    def add(self, x: float, k: int = 1) -> None:
+        self.n += k
+        self.total += x
+
+    def get(self, default: float) -> float:
+        return self.total / self.n if self.n else default
+
+
+@dataclass
+class Spend:
+    """Per pass: output tokens per sample and latency per call (by samples in the call), as observed."""
+
+    out: dict[str, _Mean] = field(default_factory=dict)
+    latency: dict[tuple[str, int], _Mean] = field(default_factory=dict)
+
+    def tokens(self, req: Request) -> int:
+        """Expected tokens of one sample of `req`: its prompt (~4 chars a token, ~765 an image) and the
+        output its pass used so far (the suite's max_tokens before the first answer)."""
+        chars = images = 0
+        for msg in req.messages:
+            chars += len(text_of(msg.content))
+            if not isinstance(msg.content, str):
+                images += sum(1 for p in msg.content if p.type == "image")
+        budget = req.decoding.max_tokens or 256
+        m = self.out.get(req.pass_)
+        return chars // 4 + 765 * images + (budget if m is None else round(m.get(budget)))
+
+    def seconds(self, pass_: str, n: int) -> float:
+        """Expected latency of a call of `n` samples of `pass_` (an n call waits for its slowest)."""
+        m = self.latency.get((pass_, n)) or self.latency.get((pass_, 1))
+        return DEFAULT_LATENCY_S if m is None else m.get(DEFAULT_LATENCY_S)
+
+    def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
+        if output_tokens is not None:
+            self.out.setdefault(pass_, _Mean()).add(output_tokens, n)
+        self.latency.setdefault((pass_, n), _Mean()).add(latency_s)

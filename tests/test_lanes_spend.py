@@ -1,0 +1,60 @@
+"""TPM charged by what a model's answers really used (runner.spend), and what a lane does with the
+provider's remaining-* headers: echoes of its own pacing pause nothing, a 429 for tokens defers the
+token slots by the key's reset without cutting the rate."""
+
+from __future__ import annotations
+
+import time
+
+from core.types import Decoding, Message, Request
+from runner.config import Endpoint
+from runner.lanes import Lane
+from runner.spend import DEFAULT_LATENCY_S, Spend
+
+
+def _req(pass_: str = "answer", max_tokens: int = 1024) -> Request:
+    return Request(model="m", item="q1", suite="s", pass_=pass_, messages=[Message(role="user", content="x" * 400)],
+                   decoding=Decoding(max_tokens=max_tokens))
+
+
+def _lane(**kw) -> Lane:
+    return Lane(Endpoint(name="e", kind="sim", **kw), None, None, provider=None)
+
+
+def test_spend_charges_max_tokens_until_answers_then_their_mean_per_pass():
+    sp = Spend()
+    assert sp.tokens(_req()) == 100 + 1024  # no answer yet: the suite's budget
+    sp.observe("answer", 1, 3000, 4.0)  # a reasoning model: thoughts far above the answer budget
+    sp.observe("answer", 8, 8 * 2000, 9.0)  # an n=8 call: 8 samples of 2,000
+    assert sp.tokens(_req()) == 100 + round((3000 + 16000) / 9)
+    assert sp.tokens(_req("critique")) == 100 + 1024  # another pass: its own account
+    assert sp.seconds("answer", 8) == 9.0 and sp.seconds("answer", 1) == 4.0
+    assert sp.seconds("answer", 4) == 4.0 and sp.seconds("judge", 1) == DEFAULT_LATENCY_S
+
+
+def test_an_echo_of_the_lanes_own_pacing_pauses_nothing():
+    lane = _lane(rpm=600, tpm=60_000)
+    stale = {"limit_requests": 600, "remaining_requests": 0, "reset_requests": 30.0,
+             "limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 0.5}
+    tat = lane.budget._tok_tat
+    lane._on_answer(stale, False, own=(True, True))  # admitted while the lane used its whole rate
+    assert lane.budget.paused_until == 0.0 and lane.budget._tok_tat == tat and lane.factor == 1.0
+    lane._on_answer(stale, False, own=(False, False))  # the lane was not using it: someone else is
+    now = time.monotonic()
+    assert 0.05 < lane.budget.paused_until - now <= 0.1  # the next request after 60/rpm
+    assert 0.4 < lane.budget._tok_tat - now <= 0.5  # tokens after the reset
+
+
+def test_a_429_for_tokens_defers_token_slots_by_the_reset_and_keeps_the_rate():
+    lane = _lane(rpm=6000, tpm=60_000)
+    lane.budget.reserve(100)  # the call that was refused
+    refused = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 0.8, "remaining_requests": 90}
+    for _ in range(10):  # a whole second of them: not a storm to halve the rate for
+        lane._on_answer(refused, True, 0.8)
+    lane._bucket = (time.monotonic() - 2.0, *lane._bucket[1:])
+    lane._on_answer(None, False)
+    assert lane.factor == 1.0 and lane.budget.paused_until == 0.0  # requests are not paused
+    assert 0.7 < lane.budget._tok_tat - time.monotonic() <= 0.8
+    assert lane.rate_limited == 10
+    wait = lane.budget.reserve(100)  # the next call's tokens come after the reset
+    assert 0.8 < wait <= 0.95  # (plus its own 100 tokens of refill)
