@@ -238,6 +238,7 @@ def main() -> None:
         for p in procs:
             p.terminate()
             p.wait(10)
+    (tmp / "server_logs.json").write_text(json.dumps({"t_launch": t_launch, "logs": logs}))
     rows, sweep_lim = lane_table(logs, t_launch)
     n_calls = sum(r["calls"] for r in rows)
     n429 = sum(r["429"] for r in rows)

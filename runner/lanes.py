@@ -224,6 +224,7 @@ class Lane:
         local = isinstance(b, LocalBudget)
         wait = b.reserve(est_tokens)
         own = getattr(b, "near", NOT_NEAR)  # the lane's own account at this admission
+        shift = b.tok_shift if local else 0.0
         while True:
             if wait > 0:
                 due = time.monotonic() + wait
@@ -233,14 +234,16 @@ class Lane:
                 if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
             wait = b.confirm()
+            if wait <= 0 and local and b.tok_shift > shift:  # a debt came while this call waited
+                wait, shift = b.tok_shift - shift, b.tok_shift
             if wait <= 0:
                 return (b.on_sent() if local and self._reports_send else None), own
 
-    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, float]:
+    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int, expect_s: float) -> tuple[T, float]:
         b = self.budget
         self.queued += 1
         try:
-            await b.acquire()
+            await (b.acquire(expect_s) if isinstance(b, LocalBudget) else b.acquire())
         finally:
             self.queued -= 1
         try:
@@ -404,14 +407,17 @@ class Lane:
             return exc.retry_after * (1.0 + 0.1 * random.random())
         return self._backoff(state)
 
-    async def call(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, int, float]:
+    async def call(
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, expect_s: float = 0.0
+    ) -> tuple[T, int, float]:
         """Run `fn` under the lane's limits with retries; returns (result, attempts, latency_s).
+        `expect_s`, its expected duration, orders the calls waiting for a lease (longest first).
 
         The first attempt runs bare (most calls succeed; tenacity's per-attempt bookkeeping costs
         ~80 us); after a retryable failure tenacity drives backoff and the remaining attempts. A final
         ProviderError carries `.attempts` so the error row can say how hard we tried."""
         try:
-            result, latency = await self._attempt(fn, est_tokens)
+            result, latency = await self._attempt(fn, est_tokens, expect_s)
             return result, 1, latency
         except ProviderError as e:
             e.attempts = 1  # type: ignore[attr-defined]
@@ -428,7 +434,7 @@ class Lane:
                         raise err
                     attempts += 1
                     self.retries += 1
-                    result, latency = await self._attempt(fn, est_tokens)
+                    result, latency = await self._attempt(fn, est_tokens, expect_s)
         except ProviderError as e:
             e.attempts = attempts  # type: ignore[attr-defined]
             raise

@@ -11,6 +11,7 @@ concurrency-bound lane's queue.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from core.types import Request, text_of
@@ -52,9 +53,13 @@ class Spend:
         return chars // 4 + 765 * images + (budget if m is None else round(m.get(budget)))
 
     def seconds(self, pass_: str, n: int) -> float:
-        """Expected latency of a call of `n` samples of `pass_` (an n call waits for its slowest)."""
-        m = self.latency.get((pass_, n)) or self.latency.get((pass_, 1))
-        return DEFAULT_LATENCY_S if m is None else m.get(DEFAULT_LATENCY_S)
+        """Expected latency of a call of `n` samples of `pass_`: as observed, else a one-sample call's
+        times 1 + ln n (an n call waits for the slowest of its n; heavy tails grow slowly with n)."""
+        m = self.latency.get((pass_, n))
+        if m is not None:
+            return m.get(DEFAULT_LATENCY_S)
+        one = self.latency.get((pass_, 1))
+        return (DEFAULT_LATENCY_S if one is None else one.get(DEFAULT_LATENCY_S)) * (1.0 + math.log(n))
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
         if output_tokens is not None:

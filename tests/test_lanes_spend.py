@@ -4,6 +4,7 @@ token slots by the key's reset without cutting the rate."""
 
 from __future__ import annotations
 
+import math
 import time
 
 from core.types import Decoding, Message, Request
@@ -29,7 +30,8 @@ def test_spend_charges_max_tokens_until_answers_then_their_mean_per_pass():
     assert sp.tokens(_req()) == 100 + round((3000 + 16000) / 9)
     assert sp.tokens(_req("critique")) == 100 + 1024  # another pass: its own account
     assert sp.seconds("answer", 8) == 9.0 and sp.seconds("answer", 1) == 4.0
-    assert sp.seconds("answer", 4) == 4.0 and sp.seconds("judge", 1) == DEFAULT_LATENCY_S
+    assert sp.seconds("answer", 4) == 4.0 * (1 + math.log(4))  # not seen yet: from one-sample calls
+    assert sp.seconds("judge", 1) == DEFAULT_LATENCY_S
 
 
 def test_an_echo_of_the_lanes_own_pacing_pauses_nothing():

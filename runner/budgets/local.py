@@ -19,6 +19,7 @@ go at once (as fast as its concurrency cap lets it); its slots begin one window 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import math
 import time
 from collections import deque
@@ -77,9 +78,13 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []  # a heap: longest work first
+        self._seq = 0
         self.probing = False
         self.near = (False, False)
+        self.tok_shift = 0.0
+        """Seconds the token slots moved since the start (debts less credits, refusals): calls that had
+        their slot before a net debt came wait it too (`Lane._admit`), not only the calls after it."""
         self.set_limits(rpm, tpm)
 
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
@@ -178,13 +183,17 @@ class LocalBudget:
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:
-            self._tok_tat += (actual - est) * self._Tt
+            d = (actual - est) * self._Tt
+            self._tok_tat += d
+            self.tok_shift += d
 
     def defer_tokens(self, seconds: float) -> None:
         """The key refused for tokens until `seconds` from now: no token slot before then (requests
         that need none still go)."""
         if self._Tt:
-            self._tok_tat = max(self._tok_tat, self.clock() + seconds)
+            d = max(0.0, self.clock() + seconds - self._tok_tat)
+            self._tok_tat += d
+            self.tok_shift += d
 
     def pause(self, seconds: float) -> None:
         self.paused_until = max(self.paused_until, self.clock() + seconds)
@@ -196,9 +205,19 @@ class LocalBudget:
         self.pause(seconds)
         self._tat = self._tok_tat = self.paused_until
 
-    async def acquire(self) -> None:
+    async def acquire(self, expect_s: float = 0.0) -> None:
+        """A concurrency lease; among calls waiting for one, the longest expected work goes first
+        (ties: arrival order), so a lane bound by concurrency does not end on a long call sent last."""
         while self._used >= self._cap:
-            await wait_turn(self._waiters, self._wake)
+            fut = asyncio.get_running_loop().create_future()
+            self._seq += 1
+            heapq.heappush(self._waiters, (-expect_s, self._seq, fut))
+            try:
+                await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._wake()  # pass on a wake-up we will not use
+                raise
         self._used += 1
 
     def release(self) -> None:
@@ -213,7 +232,7 @@ class LocalBudget:
     def _wake(self) -> None:
         free = self._cap - self._used
         while free > 0 and self._waiters:
-            fut = self._waiters.popleft()
+            fut = heapq.heappop(self._waiters)[2]
             if not fut.done():
                 fut.set_result(None)
                 free -= 1
