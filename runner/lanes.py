@@ -67,9 +67,11 @@ MAX_PAUSE_S = 300.0  # a key-wide pause the provider asks for, believed up to th
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
 DOWN_AFTER = 3
 """Attempts in a row without any answer after which the live view calls a lane `down`."""
-PROBE_MAX_S = 3.0
+PROBE_MAX_S = 1.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
-lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
+lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for (a
+chat model's answer comes well within it; a reasoning model's takes seconds, each of them a second
+of the sweep's start with one slot in use)."""
 
 HALTED = "skipped: interrupted before it was sent (rerun the same command to resume)"
 """The reason on the row of a call a stop (Ctrl-C, SIGTERM, a fault of ours) caught before it was sent."""
