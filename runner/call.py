@@ -78,7 +78,7 @@ async def send(
         return await provider.complete(req, m.model_id, n, start, lane.api_key, m.cfg.params, m.shape)
 
     try:
-        comp, attempts, latency = await lane.call(attempt, est, m.spend.seconds(req.pass_, n))
+        comp, attempts, latency = await lane.call(attempt, est, m.spend.work(req.pass_, n))
     except (_BreakerOpen, Halted) as e:  # not sent: the breaker opened, or the run is stopping
         return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
     except ProviderError as e:

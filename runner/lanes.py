@@ -28,9 +28,9 @@ cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implem
     factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
     await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
 
-LocalBudget also offers `on_sent()` (the callback stamping the send of the request just admitted) and
-hears `late_by(seconds)`, how late a timer fired (for providers that do not report sends, its window
-guard widens by it for ~1 s).
+LocalBudget also offers `on_sent()` (stamps the send of the request just admitted), hears `late_by(s)`
+(a late timer widens its window guard ~1 s), orders lease waiters by expected work (`acquire(work)`),
+and has `defer_tokens(s)`, `near` (its account at the last admission) and `tok_shift` (net TPM debt).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -55,7 +55,7 @@ from tenacity import (
 
 from providers.base import ProviderError, scrub
 from providers.http import SENT
-from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
+from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget, Work
 from runner.config import Endpoint
 
 T = TypeVar("T")
@@ -69,12 +69,11 @@ DOWN_AFTER = 3
 """Attempts in a row without any answer after which the live view calls a lane `down`."""
 PROBE_MAX_S = 1.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
-lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for (a
-chat model's answer comes well within it; a reasoning model's takes seconds, each of them a second
-of the sweep's start with one slot in use)."""
-
+lane to one call: a slow reasoning model (seconds of a sweep's start on one slot) or a hung server
+teaches nothing by being waited for."""
 HALTED = "skipped: interrupted before it was sent (rerun the same command to resume)"
 """The reason on the row of a call a stop (Ctrl-C, SIGTERM, a fault of ours) caught before it was sent."""
+NOT_NEAR = (False, False)
 
 
 class Halted(ProviderError):
@@ -84,9 +83,6 @@ class Halted(ProviderError):
 def _wake_one(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-NOT_NEAR = (False, False)
 
 STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
 """The worst lane state of a model is its state (lower: worse)."""
@@ -241,11 +237,11 @@ class Lane:
             if wait <= 0:
                 return (b.on_sent() if local and self._reports_send else None), own
 
-    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int, expect_s: float) -> tuple[T, float]:
+    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None) -> tuple[T, float]:
         b = self.budget
         self.queued += 1
         try:
-            await (b.acquire(expect_s) if isinstance(b, LocalBudget) else b.acquire())
+            await (b.acquire(work) if isinstance(b, LocalBudget) else b.acquire())
         finally:
             self.queued -= 1
         try:
@@ -392,12 +388,9 @@ class Lane:
             self._defer_tokens(min(reset, 1.0))  # (a 429 for tokens: `_on_answer` defers by its reset)
 
     def _defer_tokens(self, seconds: float) -> None:
+        """(A shared budget has no token slots of its own: there the key as a whole waits.)"""
         b = self.budget
-        defer = getattr(b, "defer_tokens", None)
-        if defer is not None:
-            defer(min(seconds, MAX_PAUSE_S))
-        else:  # a budget without token slots of its own (shared): the key as a whole waits
-            b.pause(min(seconds, MAX_PAUSE_S))
+        (b.defer_tokens if isinstance(b, LocalBudget) else b.pause)(min(seconds, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 
@@ -410,16 +403,16 @@ class Lane:
         return self._backoff(state)
 
     async def call(
-        self, fn: Callable[[], Awaitable[T]], est_tokens: int, expect_s: float = 0.0
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None = None
     ) -> tuple[T, int, float]:
         """Run `fn` under the lane's limits with retries; returns (result, attempts, latency_s).
-        `expect_s`, its expected duration, orders the calls waiting for a lease (longest first).
+        `work` (its kind and expected duration) orders the calls waiting for a lease: longest first.
 
         The first attempt runs bare (most calls succeed; tenacity's per-attempt bookkeeping costs
         ~80 us); after a retryable failure tenacity drives backoff and the remaining attempts. A final
         ProviderError carries `.attempts` so the error row can say how hard we tried."""
         try:
-            result, latency = await self._attempt(fn, est_tokens, expect_s)
+            result, latency = await self._attempt(fn, est_tokens, work)
             return result, 1, latency
         except ProviderError as e:
             e.attempts = 1  # type: ignore[attr-defined]
@@ -436,7 +429,7 @@ class Lane:
                         raise err
                     attempts += 1
                     self.retries += 1
-                    result, latency = await self._attempt(fn, est_tokens, expect_s)
+                    result, latency = await self._attempt(fn, est_tokens, work)
         except ProviderError as e:
             e.attempts = attempts  # type: ignore[attr-defined]
             raise

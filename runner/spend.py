@@ -12,12 +12,15 @@ concurrency-bound lane's queue.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from core.types import Request, text_of
 
-DEFAULT_LATENCY_S = 1.0
-"""A pass without answers yet: every call looks alike (arrival order among them)."""
+UNSEEN_S = 1e6
+"""The expected duration of a pass with no answer yet: above any seen, so a lane starts every model
+early (one never answered may well be the longest; its first answers tell)."""
 
 
 @dataclass
@@ -39,6 +42,9 @@ class Spend:
 
     out: dict[str, _Mean] = field(default_factory=dict)
     latency: dict[tuple[str, int], _Mean] = field(default_factory=dict)
+    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def tokens(self, req: Request) -> int:
         """Expected tokens of one sample of `req`: its prompt (~4 chars a token, ~765 an image) and the
@@ -57,9 +63,18 @@ class Spend:
         times 1 + ln n (an n call waits for the slowest of its n; heavy tails grow slowly with n)."""
         m = self.latency.get((pass_, n))
         if m is not None:
-            return m.get(DEFAULT_LATENCY_S)
+            return m.get(UNSEEN_S)
         one = self.latency.get((pass_, 1))
-        return (DEFAULT_LATENCY_S if one is None else one.get(DEFAULT_LATENCY_S)) * (1.0 + math.log(n))
+        return (UNSEEN_S if one is None else one.get(UNSEEN_S)) * (1.0 + math.log(n))
+
+    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float]]:
+        """The kind of a call (this model's pass and n) and its expected duration, read when a lease
+        frees (runner.budgets.local orders a lane's waiting calls by it)."""
+        key = (id(self), pass_, n)
+        got = self._work.get(key)
+        if got is None:
+            got = self._work[key] = (key, partial(self.seconds, pass_, n))
+        return got
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
         if output_tokens is not None:

@@ -10,7 +10,7 @@ import time
 from core.types import Decoding, Message, Request
 from runner.config import Endpoint
 from runner.lanes import Lane
-from runner.spend import DEFAULT_LATENCY_S, Spend
+from runner.spend import UNSEEN_S, Spend
 
 
 def _req(pass_: str = "answer", max_tokens: int = 1024) -> Request:
@@ -31,7 +31,7 @@ def test_spend_charges_max_tokens_until_answers_then_their_mean_per_pass():
     assert sp.tokens(_req("critique")) == 100 + 1024  # another pass: its own account
     assert sp.seconds("answer", 8) == 9.0 and sp.seconds("answer", 1) == 4.0
     assert sp.seconds("answer", 4) == 4.0 * (1 + math.log(4))  # not seen yet: from one-sample calls
-    assert sp.seconds("judge", 1) == DEFAULT_LATENCY_S
+    assert sp.seconds("judge", 1) == UNSEEN_S
 
 
 def test_an_echo_of_the_lanes_own_pacing_pauses_nothing():
@@ -60,3 +60,26 @@ def test_a_429_for_tokens_defers_token_slots_by_the_reset_and_keeps_the_rate():
     assert lane.rate_limited == 10
     wait = lane.budget.reserve(100)  # the next call's tokens come after the reset
     assert 0.8 < wait <= 0.95  # (plus its own 100 tokens of refill)
+
+
+async def test_a_free_lease_goes_to_the_longest_expected_work_as_known_when_it_frees():
+    import asyncio
+
+    from runner.budgets.local import LocalBudget
+
+    b = LocalBudget(None, None, 1)
+    await b.acquire()
+    expect = {"short": 1.0, "long": 5.0}
+    order: list[str] = []
+
+    async def one(kind: str) -> None:
+        await b.acquire((kind, lambda: expect[kind]))
+        order.append(kind)
+        b.release()
+
+    tasks = [asyncio.create_task(one(k)) for k in ("short", "long", "short", "long")]
+    await asyncio.sleep(0)
+    expect["short"] = 9.0  # learnt while they waited: read when the lease frees, not when they queued
+    b.release()
+    await asyncio.gather(*tasks)
+    assert order == ["short", "short", "long", "long"]  # each kind in arrival order

@@ -19,11 +19,10 @@ go at once (as fast as its concurrency cap lets it); its slots begin one window 
 from __future__ import annotations
 
 import asyncio
-import heapq
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 BURST_S = 0.05  # a lane catches up this much lateness at once; more would arrive as a bunch the server
@@ -39,6 +38,10 @@ TPM_SHARE = 0.97  # tokens are paced this far under the limit: a call's real usa
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
+
+Work = tuple[Hashable, Callable[[], float]]
+"""A kind of call (e.g. a model's pass and n) and its expected duration in seconds, as known now."""
+_NO_WORK: Work = (None, lambda: 0.0)
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
@@ -78,8 +81,7 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []  # a heap: longest work first
-        self._seq = 0
+        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[asyncio.Future[None]]]] = {}
         self.probing = False
         self.near = (False, False)
         self.tok_shift = 0.0
@@ -205,13 +207,18 @@ class LocalBudget:
         self.pause(seconds)
         self._tat = self._tok_tat = self.paused_until
 
-    async def acquire(self, expect_s: float = 0.0) -> None:
-        """A concurrency lease; among calls waiting for one, the longest expected work goes first
-        (ties: arrival order), so a lane bound by concurrency does not end on a long call sent last."""
+    async def acquire(self, work: Work | None = None) -> None:
+        """A concurrency lease. Calls waiting for one queue by kind of work (`work`: a key and its
+        expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
+        longest expected kind goes first, each kind in arrival order; a lane bound by concurrency does
+        not end on long calls sent last."""
         while self._used >= self._cap:
+            key, expect = work or _NO_WORK
+            queue = self._waiters.get(key)
+            if queue is None:
+                queue = self._waiters[key] = (expect, deque())
             fut = asyncio.get_running_loop().create_future()
-            self._seq += 1
-            heapq.heappush(self._waiters, (-expect_s, self._seq, fut))
+            queue[1].append(fut)
             try:
                 await fut
             except BaseException:
@@ -231,8 +238,13 @@ class LocalBudget:
 
     def _wake(self) -> None:
         free = self._cap - self._used
-        while free > 0 and self._waiters:
-            fut = heapq.heappop(self._waiters)[2]
+        waiters = self._waiters
+        while free > 0 and waiters:
+            key = next(iter(waiters)) if len(waiters) == 1 else max(waiters, key=lambda k: waiters[k][0]())
+            queue = waiters[key][1]
+            fut = queue.popleft()
+            if not queue:
+                del waiters[key]
             if not fut.done():
                 fut.set_result(None)
                 free -= 1
