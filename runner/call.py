@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from cache.store import AsyncCache
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
-from runner.lanes import Halted, Lane
+from runner.halt import Halted
+from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
 

@@ -57,6 +57,7 @@ from providers.base import ProviderError, scrub
 from providers.http import SENT
 from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget, Work
 from runner.config import Endpoint
+from runner.halt import HALTED, Halted, Sleeps
 
 T = TypeVar("T")
 log = logging.getLogger("evalsweep")
@@ -71,19 +72,7 @@ PROBE_MAX_S = 1.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
 lane to one call: a slow reasoning model (seconds of a sweep's start on one slot) or a hung server
 teaches nothing by being waited for."""
-HALTED = "skipped: interrupted before it was sent (rerun the same command to resume)"
-"""The reason on the row of a call a stop (Ctrl-C, SIGTERM, a fault of ours) caught before it was sent."""
 NOT_NEAR = (False, False)
-
-
-class Halted(ProviderError):
-    """The run is stopping and this call was not on the wire yet: it is not sent (a skipped row)."""
-
-
-def _wake_one(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
 STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
 """The worst lane state of a model is its state (lower: worse)."""
 
@@ -109,7 +98,7 @@ class Lane:
         self.stopped: str | None = None
         self.halted = False
         """Stopping (Ctrl-C...): calls not yet sent end here (`Halted`); those sent finish."""
-        self._sleepers: set[asyncio.Future[None]] = set()
+        self._sleeps = Sleeps()
         self.conn_failures = 0
         """Consecutive attempts that got no answer at all (refused, DNS, TLS, timeout): `down` at DOWN_AFTER."""
         self.last_error: str | None = None
@@ -196,22 +185,12 @@ class Lane:
         """No call of this lane is sent from now on: those waiting for a pacing slot, a retry or a
         concurrency lease wake and end as `Halted`; those already sent finish."""
         self.halted = True
-        for fut in list(self._sleepers):
-            _wake_one(fut)
+        self._sleeps.wake_all()
         if isinstance(self.budget, LocalBudget):
             self.budget.open()  # (a shared budget's waiters follow as the calls in flight end)
 
     async def _sleep(self, seconds: float) -> None:
-        """asyncio.sleep that `halt` cuts short (the same cost: one future, one timer)."""
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        timer = loop.call_later(seconds, _wake_one, fut)
-        self._sleepers.add(fut)
-        try:
-            await fut
-        finally:
-            self._sleepers.discard(fut)
-            timer.cancel()
+        await self._sleeps.sleep(seconds)
 
     # --- one attempt -----------------------------------------------------------------------------
 

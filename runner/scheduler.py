@@ -17,7 +17,7 @@ from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
 from runner.call import Breaker, send
-from runner.lanes import HALTED
+from runner.halt import HALTED
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
