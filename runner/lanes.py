@@ -77,6 +77,15 @@ STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 
 """The worst lane state of a model is its state (lower: worse)."""
 
 
+def _tokens_spent(lim: dict[str, float]) -> bool:
+    return lim.get("remaining_tokens") == 0 and lim.get("remaining_requests") != 0
+
+
+def _for_tokens(e: ProviderError) -> bool:
+    """A 429 for tokens (not requests): its retry goes first once the reset has passed."""
+    return e.rate_limited and bool(e.limits) and _tokens_spent(e.limits)  # type: ignore[arg-type]
+
+
 def worst_state(states: list[str]) -> str:
     return min(states, key=lambda s: STATE_RANK.get(s, 0), default="")
 
@@ -194,12 +203,14 @@ class Lane:
 
     # --- one attempt -----------------------------------------------------------------------------
 
-    async def _admit(self, est_tokens: int) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
+    async def _admit(
+        self, est_tokens: int, first: bool = False
+    ) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
         """Wait for the lane's next slot; returns the callback that stamps the send, if any, and
         whether the lane was using its (request, token) rate at this admission."""
         b = self.budget
         local = isinstance(b, LocalBudget)
-        wait = b.reserve(est_tokens)
+        wait = b.reserve(est_tokens, True) if first and local else b.reserve(est_tokens)
         own = getattr(b, "near", NOT_NEAR)  # the lane's own account at this admission
         shift = b.tok_shift if local else 0.0
         while True:
@@ -216,7 +227,9 @@ class Lane:
             if wait <= 0:
                 return (b.on_sent() if local and self._reports_send else None), own
 
-    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None) -> tuple[T, float]:
+    async def _attempt(
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None, first: bool = False
+    ) -> tuple[T, float]:
         b = self.budget
         self.queued += 1
         try:
@@ -226,7 +239,7 @@ class Lane:
         try:
             if self.halted:
                 raise Halted(HALTED)
-            sent, own = await self._admit(est_tokens)
+            sent, own = await self._admit(est_tokens, first)
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
@@ -289,7 +302,7 @@ class Lane:
             b.set_probing(False)
         if limits:
             self._learn(limits, (told or 0.0) if limited else None, own)
-            if limited and limits.get("remaining_tokens") == 0 and limits.get("remaining_requests") != 0:
+            if limited and _tokens_spent(limits):
                 # Refused for tokens: our charges ran ahead of the key's bucket. The key's tokens come
                 # back after its reset: the lane's token slots wait that long, requests are not paused
                 # and the rate is not cut (the next answers' usage corrects the estimates).
@@ -398,6 +411,7 @@ class Lane:
             if not e.retryable or self.endpoint.max_attempts <= 1:
                 raise
             first: ProviderError | None = e
+            front = _for_tokens(e)
         attempts = 1
         self.retrying += 1
         try:
@@ -408,7 +422,11 @@ class Lane:
                         raise err
                     attempts += 1
                     self.retries += 1
-                    result, latency = await self._attempt(fn, est_tokens, work)
+                    try:
+                        result, latency = await self._attempt(fn, est_tokens, work, front)
+                    except ProviderError as e:
+                        front = _for_tokens(e)
+                        raise
         except ProviderError as e:
             e.attempts = attempts  # type: ignore[attr-defined]
             raise

@@ -18,9 +18,9 @@ from functools import partial
 
 from core.types import Request, text_of
 
-UNSEEN_S = 1e6
-"""The expected duration of a pass with no answer yet: above any seen, so a lane starts every model
-early (one never answered may well be the longest; its first answers tell)."""
+UNSEEN_S = math.inf
+"""The expected duration of a pass with no answer yet: a lane ranks it with the longest it has seen
+(runner.budgets.local), so every model starts early and none waits for all others to be known."""
 
 
 @dataclass
@@ -59,13 +59,15 @@ class Spend:
         return chars // 4 + 765 * images + (budget if m is None else round(m.get(budget)))
 
     def seconds(self, pass_: str, n: int) -> float:
-        """Expected latency of a call of `n` samples of `pass_`: as observed, else a one-sample call's
-        times 1 + ln n (an n call waits for the slowest of its n; heavy tails grow slowly with n)."""
-        m = self.latency.get((pass_, n))
-        if m is not None:
-            return m.get(UNSEEN_S)
+        """Expected latency of a call of `n` samples of `pass_`: the larger of its own mean so far and
+        a one-sample call's times 1 + ln n (an n call waits for the slowest of its n; heavy tails grow
+        slowly with n; a few n calls alone say little)."""
         one = self.latency.get((pass_, 1))
-        return (UNSEEN_S if one is None else one.get(UNSEEN_S)) * (1.0 + math.log(n))
+        base = UNSEEN_S if one is None else one.get(UNSEEN_S)
+        if n == 1:
+            return base
+        m = self.latency.get((pass_, n))
+        return max(base * (1.0 + math.log(n)), 0.0 if m is None else m.get(0.0))
 
     def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float]]:
         """The kind of a call (this model's pass and n) and its expected duration, read when a lease

@@ -81,7 +81,8 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[asyncio.Future[None]]]] = {}
+        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]]]] = {}
+        self._seq = 0
         self.probing = False
         self.near = (False, False)
         self.tok_shift = 0.0
@@ -106,7 +107,10 @@ class LocalBudget:
         self._cap = 1 if self.probing else cap
         self._wake()
 
-    def reserve(self, tokens: int) -> float:
+    def reserve(self, tokens: int, first: bool = False) -> float:
+        """`first`: a call the key refused for tokens and whose reset has passed: the key holds its
+        tokens now, so it goes on its request slot alone and the calls queued for token slots move
+        back by its tokens (at the end of the queue it would be refused again, by then spent)."""
         now = self.clock()
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
             self._tok_tat = now - WINDOW_S  # (the key's bucket is full: a second's tokens may go at once)
@@ -124,7 +128,10 @@ class LocalBudget:
                 self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
         if self._Tt:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
             self._tok_tat = max(self._tok_tat, now - WINDOW_S) + tokens * self._Tt
-            slot = max(slot, self._tok_tat)
+            if first:
+                self.tok_shift += tokens * self._Tt
+            else:
+                slot = max(slot, self._tok_tat)
         return slot - now
 
     def confirm(self) -> float:
@@ -210,15 +217,17 @@ class LocalBudget:
     async def acquire(self, work: Work | None = None) -> None:
         """A concurrency lease. Calls waiting for one queue by kind of work (`work`: a key and its
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
-        longest expected kind goes first, each kind in arrival order; a lane bound by concurrency does
-        not end on long calls sent last."""
+        longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
+        equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
+        long calls sent last."""
         while self._used >= self._cap:
             key, expect = work or _NO_WORK
             queue = self._waiters.get(key)
             if queue is None:
                 queue = self._waiters[key] = (expect, deque())
             fut = asyncio.get_running_loop().create_future()
-            queue[1].append(fut)
+            self._seq += 1
+            queue[1].append((self._seq, fut))
             try:
                 await fut
             except BaseException:
@@ -240,14 +249,20 @@ class LocalBudget:
         free = self._cap - self._used
         waiters = self._waiters
         while free > 0 and waiters:
-            key = next(iter(waiters)) if len(waiters) == 1 else max(waiters, key=lambda k: waiters[k][0]())
+            key = next(iter(waiters)) if len(waiters) == 1 else self._longest()
             queue = waiters[key][1]
-            fut = queue.popleft()
+            fut = queue.popleft()[1]
             if not queue:
                 del waiters[key]
             if not fut.done():
                 fut.set_result(None)
                 free -= 1
+
+    def _longest(self) -> Hashable:
+        waiters = self._waiters
+        expect = {k: q[0]() for k, q in waiters.items()}
+        top = max((v for v in expect.values() if v != math.inf), default=0.0)
+        return max(waiters, key=lambda k: (min(expect[k], top), expect[k] <= top, -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:
         if self.probing and not on and len(self._log) == 1:
