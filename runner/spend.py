@@ -1,11 +1,13 @@
 """What a model really spends per call, learnt from its answers: output tokens (reasoning included)
 and latency, per pass (answer, critique, judge...).
 
-TPM pacing charges a call its expected tokens, not `prompt + max_tokens`: a reasoning model writes
-several times its answer budget in thoughts (under-charged: 429s), a chat model a fraction of it
-(over-charged: an idle key). Until a pass has answers the suite's max_tokens stands in; after, the
-running mean of what its answers used (the lane reconciles every call with its real usage, so the
-mean is what must be right, not each call). Latency feeds the longest-work-first order of a
+TPM pacing charges a call `prompt + max_tokens`, as providers count it when they admit a request
+(OpenAI: the larger of max_tokens and its estimate; Anthropic: max_tokens, settled at the end), or
+more when the model's answers so far spent more: a reasoning model writes several times its answer
+budget in thoughts, and charged only the budget it runs the key into debt (429s) when its answers
+settle. The running mean of its answers' output (reasoning included) per pass; the lane reconciles
+every call with its real usage (a chat model's unused budget comes back as credit), so the mean is
+what must be right, not each call. Latency feeds the longest-work-first order of a
 concurrency-bound lane's queue.
 """
 
@@ -56,7 +58,7 @@ class Spend:
                 images += sum(1 for p in msg.content if p.type == "image")
         budget = req.decoding.max_tokens or 256
         m = self.out.get(req.pass_)
-        return chars // 4 + 765 * images + (budget if m is None else round(m.get(budget)))
+        return chars // 4 + 765 * images + (budget if m is None else max(budget, round(m.get(budget))))
 
     def seconds(self, pass_: str, n: int) -> float:
         """Expected latency of a call of `n` samples of `pass_`: the larger of its own mean so far and
