@@ -13,8 +13,9 @@ tokens are mostly reasoning (tok/s x latency), far from the suite's max_tokens e
 The physical limit of a lane is the max of: (sum of its calls' latencies) / max_concurrency, calls /
 RPM, tokens / TPM, its longest call, all from the servers' own log of admitted requests (429s
 excluded); the sweep's is the max over lanes. Printed per lane: wall (launch to its last answer) /
-limit, 429s, and the share of concurrency slots idle before its last request while it was bound by
-concurrency; then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
+limit, 429s, the use of its binding limit while it had requests to send (work of the limit / span
+from its first to its last request) and the share of its concurrency slots idle over that span (high
+on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
 memory (rusage of the `evalsweep sweep` process).
 
     python bench/reasoning_sweep.py [--quick] [--seed 0]
@@ -152,6 +153,15 @@ def idle_share(calls: list[tuple[float, float]], conc: int) -> float:
     return max(0.0, 1.0 - busy / (conc * (t1 - t0)))
 
 
+def use_of(entries: list[list[Any]], bound: str, limit_s: float) -> float:
+    """How much of its binding limit the lane used while it had requests to send: the limit's work
+    (limit_s) over the span from its first to its last request (concurrency: busy slots / slots)."""
+    if not entries or bound == "longest call":
+        return 1.0
+    span = max(e[0] for e in entries) - min(e[0] for e in entries)
+    return min(1.0, limit_s / span) if span > 0 else 1.0
+
+
 def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = []
     for key, (srv, rpm, tpm, conc, _) in KEYS.items():
@@ -179,6 +189,7 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
                 "429": refused,
                 "idle": idle_share([(e[0], e[4]) for e in entries], conc),
                 "first_s": min((e[0] for e in entries), default=t_launch) - t_launch,
+                "use": use_of(entries, bound, bounds[bound]),
             }
         )
     return rows, {"limit_s": max(r["limit_s"] for r in rows)}
@@ -248,12 +259,12 @@ def main() -> None:
     )
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
-        f"{'429':>5} {'idle':>5} {'1st s':>6}"
+        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6}"
     )
     for r in rows:
         print(
             f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
-            f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
+            f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
         )
     print(
         f"sweep: wall {wall:.1f} s / physical limit {sweep_lim['limit_s']:.1f} s = {wall / sweep_lim['limit_s']:.2f}x; "
