@@ -85,3 +85,20 @@ async def test_a_free_lease_goes_to_the_longest_expected_work_as_known_when_it_f
     b.release()
     await asyncio.gather(*tasks)
     assert order == ["short", "short", "long", "long"]  # each kind in arrival order
+
+
+def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
+    from runner.budgets.local import LocalBudget
+
+    b = LocalBudget(None, 60_000, 8)  # 1,000 tokens a second (paced at 0.97 of it)
+    per = 60.0 / (60_000 * 0.97)
+    waits = [b.reserve(1000) for _ in range(3)]  # a fresh key: a second's worth at once, then queued
+    assert waits[0] <= 0.1 and waits[2] > waits[1] > 0.5
+    shift = b.tok_shift
+    b.reconcile(1000, 3000)  # an answer used 2,000 more than charged: calls queued before it wait too
+    assert abs(b.tok_shift - shift - 2000 * per) < 1e-9
+    b.reconcile(1000, 500)  # a credit: the net is what they wait
+    assert abs(b.tok_shift - shift - 1500 * per) < 1e-9
+    tat = b._tok_tat
+    assert b.reserve(800, first=True) <= 0  # refused for tokens, its reset passed: it goes now ...
+    assert abs(b._tok_tat - tat - 800 * per) < 1e-9  # ... and the queue moves back by its tokens
