@@ -19,8 +19,8 @@ answer is done, so a key spent by long reasoning goes into debt. A request is ad
 buckets hold its admission charge (at most a full bucket), else HTTP 429 with the reset of the
 exhausted one. Answers carry x-ratelimit-* headers stamped
 at admission, as providers send them: by the time the answer arrives they are stale.
-GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens], and 429 counts
-(per key and budget).
+GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens], 429 counts
+(per key and budget) and each 429: [arrival, key, model, n, budget, reset_s, charge].
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ class Server:
             )
         self.log: list[list[Any]] = []
         self.refused: Counter[str] = Counter()
+        self.refusals: list[list[Any]] = []
         self.seen: Counter[tuple[str, str]] = Counter()
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -136,6 +137,7 @@ class Server:
         if short:
             what, wait = max(short, key=lambda x: x[1])
             self.refused[f"{key} {what}"] += 1
+            self.refusals.append([now, key, model, n, what, round(wait, 4), charge])
             h = {
                 f"x-ratelimit-remaining-{what}": "0",
                 f"x-ratelimit-reset-{what}": f"{max(wait, 0.001) * 1000:.0f}ms",
@@ -189,6 +191,7 @@ class Server:
                 {
                     "log": self.log,
                     "refused": dict(self.refused),
+                    "refusals": self.refusals,
                     "refused_by_key": {
                         k: sum(v for kw, v in self.refused.items() if kw.split()[0] == k) for k in self.keys
                     },

@@ -193,7 +193,9 @@ class LocalBudget:
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:
             d = (actual - est) * self._Tt
-            self._tok_tat += d
+            # Credit older than a second is gone (the key's bucket holds no more): a debt is not
+            # absorbed by it, as it would be were the account left running behind.
+            self._tok_tat = max(self._tok_tat, self.clock() - WINDOW_S) + d
             self.tok_shift += d
 
     def defer_tokens(self, seconds: float) -> None:
