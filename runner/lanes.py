@@ -9,7 +9,7 @@ a second's attempts are refused with a Retry-After (the shortest one told). A 42
 (`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the refused
 charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
 admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
-(`runner.spend`) and reconciled with each answer's usage. A
+(`runner.estimates`) and reconciled with each answer's usage. A
 shared budget (Redis) makes every process on the key wait the same pause. A lane whose recent attempts are mostly
 refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
 refused) and recovers additively while quiet (AIMD), so a storm of random 429s costs at most ~2x,

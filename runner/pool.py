@@ -19,7 +19,7 @@ from providers.pricing import Prices, resolve_prices
 from providers.shape import Shape, key_params, shape_for
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
 from runner.lanes import Lane
-from runner.spend import Spend
+from runner.estimates import Spend
 
 log = logging.getLogger("evalsweep")
 

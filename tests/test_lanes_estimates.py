@@ -1,4 +1,4 @@
-"""TPM charged by what a model's answers really used (runner.spend), and what a lane does with the
+"""TPM charged by what a model's answers really used (runner.estimates), and what a lane does with the
 provider's remaining-* headers: echoes of its own pacing pause nothing, a 429 for tokens defers the
 token slots by the key's reset without cutting the rate."""
 
@@ -10,7 +10,7 @@ import time
 from core.types import Decoding, Message, Request
 from runner.config import Endpoint
 from runner.lanes import Lane
-from runner.spend import UNSEEN_S, Spend
+from runner.estimates import UNSEEN_S, Spend
 
 
 def _req(pass_: str = "answer", max_tokens: int = 1024) -> Request:
