@@ -14,6 +14,7 @@ from core.secrets import redact_url
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from runner import learned
+from runner.halt import Halted
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
@@ -81,7 +82,7 @@ async def _send(
         breaker.last_error = m.lanes[0].stopped or "out of quota"
         return [error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
     n, start = len(group), group[0]
-    est = m.estimate_tokens(req) * n if lane.tpm is not None else 0
+    est = m.usage.tokens(req) * n if lane.tpm is not None else 0  # what its answers so far used
     tpm = lane.endpoint.tpm
     if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
         msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
@@ -102,8 +103,8 @@ async def _send(
         return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m), m.shape)
 
     try:
-        comp, attempts, latency = await lane.call(attempt, est)
-    except _BreakerOpen as e:
+        comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n))
+    except (_BreakerOpen, Halted) as e:  # not sent: the breaker opened, or the run is stopping
         return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
     except ProviderError as e:
         if e.quota:  # the lane stopped itself: the model's other keys take its calls
@@ -130,6 +131,7 @@ async def _send(
         return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
     breaker.failures = 0
     lane.reconcile(est, total_tokens(comp))
+    m.usage.observe(req.pass_, n, comp.output_tokens, latency)
     try:
         if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache
             comp.texts = [t if t is None else lane.scrub(t) for t in comp.texts]

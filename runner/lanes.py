@@ -3,9 +3,13 @@
 Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budgets.local`.
 
 Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
-`x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when the provider
-says the key's budget is empty (`x-ratelimit-remaining-*: 0`; for as long as it said when that came
-with a 429) or refuses most of a second's attempts with a Retry-After (the shortest one told). A
+`x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when a 429 says
+the key's requests are spent (`x-ratelimit-remaining-requests: 0`, for as long as it said) or most of
+a second's attempts are refused with a Retry-After (the shortest one told). A 429 for tokens
+(`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the refused
+charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
+admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
+(`runner.estimates`) and reconciled with each answer's usage. A
 shared budget (Redis) makes every process on the key wait the same pause. A lane whose recent attempts are mostly
 refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
 refused) and recovers additively while quiet (AIMD), so a storm of random 429s costs at most ~2x,
@@ -24,9 +28,9 @@ cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implem
     factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
     await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
 
-LocalBudget also offers `on_sent()` (the callback stamping the send of the request just admitted) and
-hears `late_by(seconds)`, how late a timer fired (for providers that do not report sends, its window
-guard widens by it for ~1 s).
+LocalBudget also offers `on_sent()` (stamps the send of the request just admitted), hears `late_by(s)`
+(a late timer widens its window guard ~1 s), orders lease waiters by expected work (`acquire(work)`),
+and has `defer_tokens(s)`, `near` (its account at the last admission) and `tok_shift` (net TPM debt).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -51,8 +55,9 @@ from tenacity import (
 
 from providers.base import ProviderError, scrub
 from providers.http import SENT
-from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
+from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget, Work
 from runner.config import Endpoint
+from runner.halt import HALTED, Halted, Sleeps
 
 T = TypeVar("T")
 log = logging.getLogger("evalsweep")
@@ -63,12 +68,22 @@ MAX_PAUSE_S = 300.0  # a key-wide pause the provider asks for, believed up to th
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
 DOWN_AFTER = 3
 """Attempts in a row without any answer after which the live view calls a lane `down`."""
-PROBE_MAX_S = 3.0
+PROBE_MAX_S = 1.0
 """A probe (the one call a lane without limits sends first) unanswered by then no longer holds the
-lane to one call: a slow reasoning model or a hung server teaches nothing by being waited for."""
-
+lane to one call: a slow reasoning model (seconds of a sweep's start on one slot) or a hung server
+teaches nothing by being waited for."""
+NOT_NEAR = (False, False)
 STATE_RANK = {"down": 0, "stopped": 1, "retrying": 2, "slowed": 3, "ok": 4, "": 5}
 """The worst lane state of a model is its state (lower: worse)."""
+
+
+def _tokens_spent(lim: dict[str, float]) -> bool:
+    return lim.get("remaining_tokens") == 0 and lim.get("remaining_requests") != 0
+
+
+def _for_tokens(e: ProviderError) -> bool:
+    """A 429 for tokens (not requests): its retry goes first once the reset has passed."""
+    return e.rate_limited and bool(e.limits) and _tokens_spent(e.limits)  # type: ignore[arg-type]
 
 
 def worst_state(states: list[str]) -> str:
@@ -90,6 +105,9 @@ class Lane:
         if endpoint.kind in PROBE_KINDS and not (endpoint.rpm and endpoint.tpm):
             self.budget.set_probing(True)  # the first answer tells us the key's limits (or that none come)
         self.stopped: str | None = None
+        self.halted = False
+        """Stopping (Ctrl-C...): calls not yet sent end here (`Halted`); those sent finish."""
+        self._sleeps = Sleeps()
         self.conn_failures = 0
         """Consecutive attempts that got no answer at all (refused, DNS, TLS, timeout): `down` at DOWN_AFTER."""
         self.last_error: str | None = None
@@ -172,36 +190,62 @@ class Lane:
             "error": self.last_error if self.conn_failures else None,
         }
 
+    def halt(self) -> None:
+        """No call of this lane is sent from now on: those waiting for a pacing slot, a retry or a
+        concurrency lease wake and end as `Halted`; those already sent finish."""
+        self.halted = True
+        self._sleeps.wake_all()
+        if isinstance(self.budget, LocalBudget):
+            self.budget.open()  # (a shared budget's waiters follow as the calls in flight end)
+
+    async def _sleep(self, seconds: float) -> None:
+        await self._sleeps.sleep(seconds)
+
     # --- one attempt -----------------------------------------------------------------------------
 
-    async def _admit(self, est_tokens: int) -> Callable[..., None] | None:
-        """Wait for the lane's next slot; returns the callback that stamps the send, if any."""
+    async def _admit(
+        self, est_tokens: int, first: bool = False
+    ) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
+        """Wait for the lane's next slot; returns the callback that stamps the send, if any, and
+        whether the lane was using its (request, token) rate at this admission."""
         b = self.budget
         local = isinstance(b, LocalBudget)
-        wait = b.reserve(est_tokens)
+        wait = b.reserve(est_tokens, True) if first and local else b.reserve(est_tokens)
+        own = getattr(b, "near", NOT_NEAR)  # the lane's own account at this admission
+        shift = b.tok_shift if local else 0.0
         while True:
             if wait > 0:
                 due = time.monotonic() + wait
-                await asyncio.sleep(wait)
+                await self._sleep(wait)
+                if self.halted:
+                    raise Halted(HALTED)
                 if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
             wait = b.confirm()
+            if wait <= 0 and local and b.tok_shift > shift:  # a debt came while this call waited
+                wait, shift = b.tok_shift - shift, b.tok_shift
             if wait <= 0:
-                return b.on_sent() if local and self._reports_send else None
+                return (b.on_sent() if local and self._reports_send else None), own
 
-    async def _attempt(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, float]:
+    async def _attempt(
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None, first: bool = False
+    ) -> tuple[T, float]:
         b = self.budget
         self.queued += 1
         try:
-            await b.acquire()
+            await (b.acquire(work) if isinstance(b, LocalBudget) else b.acquire())
         finally:
             self.queued -= 1
         try:
-            sent = await self._admit(est_tokens)
+            if self.halted:
+                raise Halted(HALTED)
+            sent, own = await self._admit(est_tokens, first)
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
                     raise ProviderError(self.stopped, quota=True)
+                if self.halted:  # the run is stopping: what is not on the wire stays unsent
+                    raise Halted(HALTED)
                 self.in_flight += 1
                 self.admitted += 1
                 if b.probing:
@@ -211,7 +255,9 @@ class Lane:
                     result = await fn()
                 except ProviderError as e:
                     e.latency_s = time.perf_counter() - t0  # type: ignore[attr-defined]  # its row's latency
-                    self._on_error(e)
+                    if e.rate_limited and est_tokens:
+                        b.reconcile(est_tokens, 0)  # refused: the key charged it nothing
+                    self._on_error(e, own)
                     raise
                 finally:
                     self.in_flight -= 1
@@ -221,15 +267,15 @@ class Lane:
                     sent(final=True)  # type: ignore[misc]  # never reported: it counts from now
         finally:
             b.release()
-        self._on_answer(getattr(result, "limits", None), False)
+        self._on_answer(getattr(result, "limits", None), False, own=own)
         return result, time.perf_counter() - t0
 
-    def _on_error(self, e: ProviderError) -> None:
+    def _on_error(self, e: ProviderError, own: tuple[bool, bool] = NOT_NEAR) -> None:
         if e.quota:
             self.stop(str(e))
             return
         if e.status is not None:  # the server answered: limits known (or known to be absent)
-            self._on_answer(e.limits, e.rate_limited, e.retry_after)
+            self._on_answer(e.limits, e.rate_limited, e.retry_after, own)
         else:  # a timeout or a dropped connection: no limits will come from this probe
             self._end_probe()
             if e.retryable:  # no answer at all (not a breaker or quota stop of ours)
@@ -245,13 +291,25 @@ class Lane:
             self.stopped = f"out of quota on {self.name}: {self.scrub(reason)[:200]}"
             log.warning("lane %s stopped: %s", self.name, self.stopped)
 
-    def _on_answer(self, limits: dict[str, float] | None, limited: bool, told: float | None = None) -> None:
+    def _on_answer(
+        self, limits: dict[str, float] | None, limited: bool, told: float | None = None,
+        own: tuple[bool, bool] = NOT_NEAR,
+    ) -> None:
+        """`own`: whether the lane itself was using its (request, token) rate when this attempt was
+        admitted (its budget's account then), against which the headers' remaining-* are read."""
         b = self.budget
         self.conn_failures = 0
         if b.probing:
             b.set_probing(False)
         if limits:
-            self._learn(limits, told if limited else None)
+            self._learn(limits, (told or 0.0) if limited else None, own)
+            if limited and _tokens_spent(limits):
+                # Refused for tokens: our charges ran ahead of the key's bucket. The key's tokens come
+                # back after its reset: the lane's token slots wait that long, requests are not paused
+                # and the rate is not cut (the next answers' usage corrects the estimates).
+                self._defer_tokens(limits.get("reset_tokens") or told or 1.0)
+                self.rate_limited += 1
+                return
         now = time.monotonic()
         if limited:
             self.rate_limited += 1
@@ -284,12 +342,18 @@ class Lane:
                 b.set_factor(min(1.0, b.factor + 0.1))
             b.margin = max(MARGIN_S, b.margin - 0.0005)
 
-    def _learn(self, lim: dict[str, float], refused_for: float | None = None) -> None:
-        """Adopt the key's limits the provider reports; pause when it says the budget is empty.
+    def _learn(
+        self, lim: dict[str, float], refused_for: float | None = None, own: tuple[bool, bool] = NOT_NEAR
+    ) -> None:
+        """Adopt the key's limits the provider reports; wait when it says a budget is empty.
 
-        An answer saying a budget is empty frees its next request after 60/rpm (the reset is when it is
-        full again); a 429 saying so (`refused_for`, its Retry-After) refuses the key as a whole until
-        then: the pause is what the provider gave, and a shared budget makes every process wait it."""
+        A 429 with no requests left (`refused_for`: its Retry-After, 0 if none) refuses the key as a
+        whole for the reset (at most 60/rpm): every process on a shared budget waits it. An answer's
+        remaining-* were stamped when it was admitted, a latency ago: compared with the lane's own
+        account then (`own`), a budget the lane was itself using at its rate was empty by its own
+        pacing, which already spaces what follows (pausing on such echoes stopped busy lanes for
+        nothing); an empty budget the lane was not using up (another client on the key) frees its next
+        request after 60/rpm, its tokens after the reset (at most a second)."""
         rpm, tpm = lim.get("limit_requests"), lim.get("limit_tokens")
         if (rpm, tpm) != self._seen_limits:
             self._seen_limits = (rpm, tpm)
@@ -308,12 +372,18 @@ class Lane:
                     new[dim], self.source[dim] = rep, "provider"
             if (new["rpm"], new["tpm"]) != (b.rpm, b.tpm):
                 b.set_limits(new["rpm"], new["tpm"])
-        for dim in ("requests", "tokens"):
-            reset = lim.get(f"reset_{dim}")
-            if lim.get(f"remaining_{dim}") == 0 and reset:
-                per = 60.0 / rpm if dim == "requests" and rpm else 1.0
-                told = max(refused_for or 0.0, min(reset, per))
-                self.budget.pause(min(told, MAX_PAUSE_S))
+        reset = lim.get("reset_requests")
+        if lim.get("remaining_requests") == 0 and reset and (refused_for is not None or not own[0]):
+            told = max(refused_for or 0.0, min(reset, 60.0 / rpm if rpm else 1.0))
+            self.budget.pause(min(told, MAX_PAUSE_S))
+        reset = lim.get("reset_tokens")
+        if lim.get("remaining_tokens") == 0 and reset and refused_for is None and not own[1]:
+            self._defer_tokens(min(reset, 1.0))  # (a 429 for tokens: `_on_answer` defers by its reset)
+
+    def _defer_tokens(self, seconds: float) -> None:
+        """(A shared budget has no token slots of its own: there the key as a whole waits.)"""
+        b = self.budget
+        (b.defer_tokens if isinstance(b, LocalBudget) else b.pause)(min(seconds, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 
@@ -325,31 +395,39 @@ class Lane:
             return exc.retry_after * (1.0 + 0.1 * random.random())
         return self._backoff(state)
 
-    async def call(self, fn: Callable[[], Awaitable[T]], est_tokens: int) -> tuple[T, int, float]:
+    async def call(
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None = None
+    ) -> tuple[T, int, float]:
         """Run `fn` under the lane's limits with retries; returns (result, attempts, latency_s).
+        `work` (its kind and expected duration) orders the calls waiting for a lease: longest first.
 
         The first attempt runs bare (most calls succeed; tenacity's per-attempt bookkeeping costs
         ~80 us); after a retryable failure tenacity drives backoff and the remaining attempts. A final
         ProviderError carries `.attempts` so the error row can say how hard we tried."""
         try:
-            result, latency = await self._attempt(fn, est_tokens)
+            result, latency = await self._attempt(fn, est_tokens, work)
             return result, 1, latency
         except ProviderError as e:
             e.attempts = 1  # type: ignore[attr-defined]
             if not e.retryable or self.endpoint.max_attempts <= 1:
                 raise
             first: ProviderError | None = e
+            front = _for_tokens(e)
         attempts = 1
         self.retrying += 1
         try:
-            async for attempt in AsyncRetrying(wait=self._wait, **self._retry_kw):
+            async for attempt in AsyncRetrying(wait=self._wait, sleep=self._sleep, **self._retry_kw):
                 with attempt:
                     if first is not None:  # replay attempt 1's failure: tenacity's count and wait start there
                         err, first = first, None
                         raise err
                     attempts += 1
                     self.retries += 1
-                    result, latency = await self._attempt(fn, est_tokens)
+                    try:
+                        result, latency = await self._attempt(fn, est_tokens, work, front)
+                    except ProviderError as e:
+                        front = _for_tokens(e)
+                        raise
         except ProviderError as e:
             e.attempts = attempts  # type: ignore[attr-defined]
             raise

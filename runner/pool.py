@@ -19,6 +19,7 @@ from providers.capabilities import Profile, problems, resolve
 from providers.pricing import Prices, resolve_prices
 from providers.shape import Shape, key_params, shape_for
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
+from runner.estimates import Spend
 from runner.lanes import Lane
 
 log = logging.getLogger("evalsweep")
@@ -49,6 +50,9 @@ class ModelEntry:
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
     learned: Any = None
     """runner.learned.Learned: what the provider's refusals taught (this run and earlier ones)."""
+    usage: Spend = field(default_factory=Spend)
+    """What its calls really use (output tokens, latency) per pass: TPM charges and queue order
+    (runner.estimates)."""
     _est: dict[int, int] = field(default_factory=dict)
 
     @property

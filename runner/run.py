@@ -228,10 +228,10 @@ async def _main(
         interrupted, signalled = True, sig
         sched.stop()
         log.warning(
-            "interrupted: no new calls; waiting up to %.0fs for %d in-flight items (Ctrl-C again to "
-            "stop now)",
+            "interrupted: no new calls; waiting up to %.0fs for %d calls already sent (calls not sent "
+            "end as skipped rows; Ctrl-C again to stop now)",
             grace_s,
-            len(sched._tasks),
+            sched.on_the_wire(),
         )
         loop.call_later(grace_s, sched.cancel)
 

@@ -19,6 +19,7 @@ from core.types import Request, Row, row_identity
 from runner.call import Breaker, send
 from runner.fanout import WINDOW, Fanout
 from runner.gate import REFUSED, Gate, label
+from runner.halt import HALTED
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
@@ -74,8 +75,16 @@ class Scheduler:
         await asyncio.gather(*streams, return_exceptions=False)
 
     def stop(self) -> None:
-        """Stop launching work; in-flight calls finish (or are cancelled by `cancel`)."""
+        """Stop launching work: calls not yet sent (waiting for a pacing slot, a lease or a retry) end
+        as skipped rows; calls on the wire finish (or are cancelled by `cancel`)."""
         self.stopping = True
+        for m in self.models.values():
+            for lane in m.lanes:
+                lane.halt()
+
+    def on_the_wire(self) -> int:
+        """Calls sent and not yet answered (what a stop's grace period waits for)."""
+        return sum(ln.in_flight for ln in {id(ln): ln for m in self.models.values() for ln in m.lanes}.values())
 
     def abort(self, why: str) -> None:
         """A fault of ours (a failed write...): stop launching calls; in-flight ones finish into memory."""
@@ -359,6 +368,7 @@ class Scheduler:
                 kind = row.get("error_kind")
                 if kind == "skipped":
                     stats.skipped += 1
+                    self.dropped += row["error"] == HALTED  # stopped before it was sent: not done
                 else:
                     stats.errors += 1
                     stats.exhausted += kind == "reasoning_exhausted"

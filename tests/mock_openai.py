@@ -33,7 +33,8 @@ Fault injection (deterministic), for any model:
   an error), choices_flood (50,000 choices, whatever `n`), content_filter (a 200 with null content and
   finish_reason content_filter), policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered
   prompt) and 404 (the `missing-*` answer: a model withdrawn mid-run).
-Server-wide: `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
+Server-wide: `held` (while True, answers wait, but a `[[now]]` prompt's: a test decides when they may
+come), `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times, and per request how many of
 its model's requests were answered before it and in flight with it (`seen_on_arrival`). A request with
@@ -160,6 +161,7 @@ class MockServer:
         self.valid_keys = keys
         self.sse = StreamFaults()
         """`stream: true` requests get their answer as SSE (tests.mock_sse, with its stream faults)."""
+        self.held = False
         """When set, any other key gets 401 (chat and `GET /v1/models` alike)."""
         self.models_requests = 0
         self.listed: list[str] = []
@@ -274,6 +276,8 @@ class MockServer:
             )
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        while self.held and "[[now]]" not in prompt:  # a `[[now]]` prompt is answered even when held
+            await asyncio.sleep(0.02)
         if model == "flaky-500" and seen <= 2 or model == "always-500":
             return web.json_response({"error": {"message": "internal error"}}, status=500)
         if model == "ratelimit" and seen == 1:

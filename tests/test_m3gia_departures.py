@@ -11,7 +11,8 @@ import pytest
 from suites.base import RunSpec
 from suites.m3gia import SUITE, deviations, extract
 from suites.m3gia.departures import JUDGE_CODE, TEXT_ONLY
-from tests.test_m3gia_suite import _rows, make_parquet, spec
+from tests.test_m3gia_scoring import _rows
+from tests.test_m3gia_suite import make_parquet, spec
 
 L4 = ("A", "B", "C", "D")
 O4 = ("red circle", "blue square", "green triangle", "yellow star")

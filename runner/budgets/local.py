@@ -22,7 +22,7 @@ import asyncio
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 BURST_S = 0.05  # a lane catches up this much lateness at once; more would arrive as a bunch the server
@@ -32,9 +32,16 @@ MARGIN_S = 0.005  # ... measured at the server, after its jitter: keep the windo
 SLACK_S = 0.003  # slots are spaced for a window this much wider still: a send's lateness (timer, loop)
 # then rarely makes the guard bind, so it does not carry into the next second (the guard's own wait
 # would be late too, and lateness accumulating is what absolute slots are for)
+TPM_SHARE = 0.97  # tokens are paced this far under the limit: a call's real usage differs from its
+# estimate (reasoning varies), and the slack keeps the key's bucket holding a cushion for the calls
+# that spend more than expected (reconciled only when their answer comes)
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
+
+Work = tuple[Hashable, Callable[[], float]]
+"""A kind of call (e.g. a model's pass and n) and its expected duration in seconds, as known now."""
+_NO_WORK: Work = (None, lambda: 0.0)
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
@@ -74,8 +81,13 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]]]] = {}
+        self._seq = 0
         self.probing = False
+        self.near = (False, False)
+        self.tok_shift = 0.0
+        """Seconds the token slots moved since the start (debts less credits, refusals): calls that had
+        their slot before a net debt came wait it too (`Lane._admit`), not only the calls after it."""
         self.set_limits(rpm, tpm)
 
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
@@ -89,18 +101,24 @@ class LocalBudget:
     def _rescale(self) -> None:
         f = self.factor
         self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
-        self._Tt = 60.0 / (self.tpm * f) if self.tpm else 0.0  # seconds per token
+        self._Tt = 60.0 / (self.tpm * f * TPM_SHARE) if self.tpm else 0.0  # seconds per token
         self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
         cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
         self._cap = 1 if self.probing else cap
         self._wake()
 
-    def reserve(self, tokens: int) -> float:
+    def reserve(self, tokens: int, first: bool = False) -> float:
+        """`first`: a call the key refused for tokens and whose reset has passed: the key holds its
+        tokens now, so it goes on its request slot alone and the calls queued for token slots move
+        back by its tokens (at the end of the queue it would be refused again, by then spent)."""
         now = self.clock()
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
-            self._tok_tat = now
+            self._tok_tat = now - WINDOW_S  # (the key's bucket is full: a second's tokens may go at once)
             self._burst, self._burst_until = self._per_window, now + WINDOW_S
             self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
+        # The lane's own account at this admission: is it using its request / token rate (its next
+        # slot not behind now)? Then a provider's `remaining: 0` stamped now is its own pacing.
+        self.near = (self._tat > now - BURST_S, self._tok_tat > now - BURST_S)
         slot = max(now - BURST_S, self.paused_until)
         if self._T:
             if self._burst and now < self._burst_until:
@@ -108,9 +126,12 @@ class LocalBudget:
             else:
                 slot = max(slot, self._tat)
                 self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
-        if self._Tt:
-            slot = max(slot, self._tok_tat)
-            self._tok_tat = slot + tokens * self._Tt
+        if self._Tt:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
+            self._tok_tat = max(self._tok_tat, now - WINDOW_S) + tokens * self._Tt
+            if first:
+                self.tok_shift += tokens * self._Tt
+            else:
+                slot = max(slot, self._tok_tat)
         return slot - now
 
     def confirm(self) -> float:
@@ -171,7 +192,19 @@ class LocalBudget:
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._Tt:
-            self._tok_tat += (actual - est) * self._Tt
+            d = (actual - est) * self._Tt
+            # Credit older than a second is gone (the key's bucket holds no more): a debt is not
+            # absorbed by it, as it would be were the account left running behind.
+            self._tok_tat = max(self._tok_tat, self.clock() - WINDOW_S) + d
+            self.tok_shift += d
+
+    def defer_tokens(self, seconds: float) -> None:
+        """The key refused for tokens until `seconds` from now: no token slot before then (requests
+        that need none still go)."""
+        if self._Tt:
+            d = max(0.0, self.clock() + seconds - self._tok_tat)
+            self._tok_tat += d
+            self.tok_shift += d
 
     def pause(self, seconds: float) -> None:
         self.paused_until = max(self.paused_until, self.clock() + seconds)
@@ -183,9 +216,26 @@ class LocalBudget:
         self.pause(seconds)
         self._tat = self._tok_tat = self.paused_until
 
-    async def acquire(self) -> None:
+    async def acquire(self, work: Work | None = None) -> None:
+        """A concurrency lease. Calls waiting for one queue by kind of work (`work`: a key and its
+        expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
+        longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
+        equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
+        long calls sent last."""
         while self._used >= self._cap:
-            await wait_turn(self._waiters, self._wake)
+            key, expect = work or _NO_WORK
+            queue = self._waiters.get(key)
+            if queue is None:
+                queue = self._waiters[key] = (expect, deque())
+            fut = asyncio.get_running_loop().create_future()
+            self._seq += 1
+            queue[1].append((self._seq, fut))
+            try:
+                await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._wake()  # pass on a wake-up we will not use
+                raise
         self._used += 1
 
     def release(self) -> None:
@@ -199,11 +249,22 @@ class LocalBudget:
 
     def _wake(self) -> None:
         free = self._cap - self._used
-        while free > 0 and self._waiters:
-            fut = self._waiters.popleft()
+        waiters = self._waiters
+        while free > 0 and waiters:
+            key = next(iter(waiters)) if len(waiters) == 1 else self._longest()
+            queue = waiters[key][1]
+            fut = queue.popleft()[1]
+            if not queue:
+                del waiters[key]
             if not fut.done():
                 fut.set_result(None)
                 free -= 1
+
+    def _longest(self) -> Hashable:
+        waiters = self._waiters
+        expect = {k: q[0]() for k, q in waiters.items()}
+        top = max((v for v in expect.values() if v != math.inf), default=0.0)
+        return max(waiters, key=lambda k: (min(expect[k], top), expect[k] <= top, -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:
         if self.probing and not on and len(self._log) == 1:

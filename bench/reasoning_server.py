@@ -1,0 +1,227 @@
+"""An OpenAI-compatible server of heavy-tailed reasoning models, with per-key RPM and TPM buckets.
+
+For `bench/reasoning_sweep.py` (run in its own process: `python bench/reasoning_server.py SPEC.json`,
+prints its port). SPEC: {"keys": {KEY: {"rpm", "tpm", "window_s"}}, "models": {MODEL: {"law",
+"median", "shape", "tok_s", "answer", "n"}}, "scale"}.
+
+Every choice of a model draws its latency from the model's law (deterministic: a hash of model,
+prompt and choice index, the k-th answered call of a prompt taking index k, so calls of models
+without `n` draw like the choices of an n call): `lognormal` (median, sigma = shape), `lomax`
+(Pareto II, tail index = shape, scaled to the median) or `mixture` (85% lognormal quick answers, 15%
+long thinkers at 6x the median). Its output is reasoning (`tok_s` tokens a second of latency) plus
+`answer` tokens, reported as OpenAI does (`completion_tokens_details.reasoning_tokens`). An n call
+takes the longest of its choices and the sum of their tokens; a model with `n: false` answers one.
+
+Limits are token buckets per key (RPM and TPM, refilled continuously, holding `window_s` seconds of
+the limit). TPM is charged as Anthropic documents its output-token limits: at admission the prompt
+plus the request's max_tokens (per choice), settled to the real usage (reasoning included) when the
+answer is done, so a key spent by long reasoning goes into debt. A request is admitted when both
+buckets hold its admission charge (at most a full bucket), else HTTP 429 with the reset of the
+exhausted one. Answers carry x-ratelimit-* headers stamped
+at admission, as providers send them: by the time the answer arrives they are stale.
+GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens], 429 counts
+(per key and budget) and each 429: [arrival, key, model, n, budget, reset_s, charge].
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+QUICK, SLOW = 0.85, 6.0  # mixture: share of quick answers; long thinkers' multiple of the median
+
+
+def _unit(*parts: Any) -> float:
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return (int.from_bytes(h, "big") + 0.5) / 2**64
+
+
+def _normal(u: float, v: float) -> float:
+    return math.sqrt(-2.0 * math.log(u)) * math.cos(2.0 * math.pi * v)
+
+
+def draw(m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0) -> tuple[float, int]:
+    """(latency_s, output tokens) of choice `i` of `model` on `prompt`."""
+    u, v, w = _unit(model, prompt, i, "u"), _unit(model, prompt, i, "v"), _unit(model, prompt, i, "w")
+    med, shape = m["median"], m["shape"]
+    if m["law"] == "lognormal":
+        lat = med * math.exp(shape * _normal(u, v))
+    elif m["law"] == "lomax":  # P(L > x) = (1 + x/lam)^-a, median at `med`
+        lam = med / (2 ** (1 / shape) - 1)
+        lat = lam * (u ** (-1 / shape) - 1)
+    else:  # mixture
+        base = med * (SLOW if w > QUICK else 1.0)
+        lat = base * math.exp(shape * _normal(u, v))
+    lat = min(max(lat, 0.05), 30 * med)
+    tokens = int(lat * m["tok_s"]) + m["answer"]
+    return lat * scale, tokens
+
+
+class Bucket:
+    """Refills at `per_min / 60` a second up to `window_s` seconds of it (starts full)."""
+
+    def __init__(self, per_min: float, window_s: float) -> None:
+        self.rate, self.cap = per_min / 60.0, per_min / 60.0 * window_s
+        self.level, self.t = self.cap, time.monotonic()
+
+    def fill(self, now: float) -> float:
+        self.level = min(self.cap, self.level + (now - self.t) * self.rate)
+        self.t = now
+        return self.level
+
+    def wait_for(self, need: float) -> float:
+        return max(0.0, (min(need, self.cap) - self.level) / self.rate)
+
+
+class Server:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.models: dict[str, dict[str, Any]] = spec["models"]
+        self.scale = float(spec.get("scale", 1.0))
+        self.keys: dict[str, tuple[Bucket | None, Bucket | None, dict[str, Any]]] = {}
+        for k, lim in spec["keys"].items():
+            w = lim.get("window_s", 1.0)
+            self.keys[k] = (
+                Bucket(lim["rpm"], lim.get("rpm_window_s", 1.0)) if lim.get("rpm") else None,
+                Bucket(lim["tpm"], w) if lim.get("tpm") else None,
+                lim,
+            )
+        self.log: list[list[Any]] = []
+        self.refused: Counter[str] = Counter()
+        self.refusals: list[list[Any]] = []
+        self.seen: Counter[tuple[str, str]] = Counter()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        now = time.monotonic()
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        model = body.get("model", "")
+        m = self.models[model]
+        prompt = "".join(
+            x.get("content", "") for x in body.get("messages", []) if isinstance(x.get("content"), str)
+        )
+        n = int(body.get("n", 1)) if m.get("n", True) else 1
+        first = self.seen[(model, prompt)]
+        draws = [draw(m, model, prompt, first + i, self.scale) for i in range(n)]
+        lat = max(d[0] for d in draws)
+        out = sum(d[1] for d in draws)
+        p_tok = len(prompt) // 4 + 1
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or 4096
+        charge = p_tok + limit * n  # what admission charges the TPM bucket (settled at the end)
+        rb, tb, lim = self.keys[key]
+        hdr: dict[str, str] = {}
+        if rb is not None:
+            rb.fill(now)
+            hdr |= {
+                "x-ratelimit-limit-requests": f"{lim['rpm']:g}",
+                "x-ratelimit-remaining-requests": str(max(0, int(rb.level) - 1)),
+            }
+        if tb is not None:
+            tb.fill(now)
+            hdr |= {
+                "x-ratelimit-limit-tokens": f"{lim['tpm']:g}",
+                "x-ratelimit-remaining-tokens": str(max(0, int(tb.level - charge))),
+            }
+        short = [
+            (what, b.wait_for(c))
+            for what, b, c in (("requests", rb, 1), ("tokens", tb, charge))
+            if b is not None and b.wait_for(c) > 0
+        ]
+        if short:
+            what, wait = max(short, key=lambda x: x[1])
+            self.refused[f"{key} {what}"] += 1
+            self.refusals.append([now, key, model, n, what, round(wait, 4), charge])
+            h = {
+                f"x-ratelimit-remaining-{what}": "0",
+                f"x-ratelimit-reset-{what}": f"{max(wait, 0.001) * 1000:.0f}ms",
+            }
+            err = {
+                "error": {
+                    "message": f"Rate limit reached for {what}",
+                    "type": what,
+                    "code": "rate_limit_exceeded",
+                }
+            }
+            return web.json_response(err, status=429, headers={**hdr, **h})
+        if rb is not None:
+            rb.level -= 1
+        if tb is not None:
+            tb.level -= charge
+            hdr["x-ratelimit-reset-tokens"] = f"{max(0.0, tb.cap - tb.level) / tb.rate * 1000:.0f}ms"
+        self.seen[(model, prompt)] += n
+        self.log.append([now, key, model, n, lat, p_tok + out])
+        await asyncio.sleep(lat)
+        if tb is not None:  # settled: the bucket pays what the call really used (reasoning included)
+            tb.fill(time.monotonic())
+            tb.level = min(tb.cap, tb.level - (p_tok + out - charge))
+        choices = [
+            {
+                "index": i,
+                "message": {
+                    "role": "assistant",
+                    "content": f"Thought it over.\nThe answer is "
+                    f"{'ABCD'[int(_unit(model, prompt, first + i, 'a') * 4)]}.",
+                },
+                "finish_reason": "stop",
+            }
+            for i in range(n)
+        ]
+        reasoning = sum(d[1] for d in draws) - m["answer"] * n
+        usage = {
+            "prompt_tokens": p_tok,
+            "completion_tokens": out,
+            "total_tokens": p_tok + out,
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        }
+        data = orjson.dumps(
+            {"id": "x", "object": "chat.completion", "model": model, "choices": choices, "usage": usage}
+        )
+        return web.Response(body=data, content_type="application/json", headers=hdr)
+
+    async def handle_log(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=orjson.dumps(
+                {
+                    "log": self.log,
+                    "refused": dict(self.refused),
+                    "refusals": self.refusals,
+                    "refused_by_key": {
+                        k: sum(v for kw, v in self.refused.items() if kw.split()[0] == k) for k in self.keys
+                    },
+                }
+            ),
+            content_type="application/json",
+        )
+
+    async def handle_models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": k} for k in self.models]})
+
+
+def main() -> None:
+    with open(sys.argv[1], "rb") as f:
+        srv = Server(orjson.loads(f.read()))
+    app = web.Application(client_max_size=16 * 2**20)
+    app.router.add_post("/v1/chat/completions", srv.handle)
+    app.router.add_get("/v1/models", srv.handle_models)
+    app.router.add_get("/log", srv.handle_log)
+
+    async def run() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        print(site._server.sockets[0].getsockname()[1], flush=True)  # type: ignore[union-attr]
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

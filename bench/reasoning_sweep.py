@@ -1,0 +1,281 @@
+"""A 45-model sweep of heavy-tailed reasoning models at its physical limit (issue 28).
+
+Two OpenAI-compatible servers (`bench/reasoning_server.py`, each its own process) serve five keys:
+  tpm-a    TPM-bound, 10 reasoning models (lognormal) sharing the key with 3 chat models
+  tpm-b    TPM-bound, 6 reasoning models (Lomax, a power-law tail) and 2 chat models
+  rpm      RPM-bound, 8 chat models
+  no-n     concurrency-bound, 8 reasoning models without `n` (mixture: quick answers and long thinkers),
+           self-consistency = 8 calls per item
+  conc     concurrency-bound, 8 reasoning models with `n` (lognormal, wide)
+Two runs in one `evalsweep sweep`: every model one sample per item, then 8 samples for a subset. Output
+tokens are mostly reasoning (tok/s x latency), far from the suite's max_tokens either way.
+
+The physical limit of a lane is the max of: (sum of its calls' latencies) / max_concurrency, calls /
+RPM, tokens / TPM, its longest call, all from the servers' own log of admitted requests (429s
+excluded); the sweep's is the max over lanes. Printed per lane: wall (launch to its last answer) /
+limit, 429s, the use of its binding limit while it had requests to send (work of the limit / span
+from its first to its last request) and the share of its concurrency slots idle over that span (high
+on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
+memory (rusage of the `evalsweep sweep` process).
+
+    python bench/reasoning_sweep.py [--quick] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+# key: (server, rpm, tpm, concurrency, tpm bucket window s)
+KEYS: dict[str, tuple[int, float | None, float | None, int, float]] = {
+    "tpm-a": (0, 20000, 1_200_000, 64, 10.0),
+    "tpm-b": (0, 20000, 600_000, 48, 2.0),
+    "rpm": (1, 400, None, 64, 1.0),
+    "no-n": (1, 20000, None, 24, 1.0),
+    "conc": (1, 20000, None, 16, 1.0),
+}
+
+
+def lineup() -> dict[str, dict[str, Any]]:
+    """45 models: name -> law, median, shape, tok_s, answer, n, key, sc (in the 8-sample run)."""
+    ms: dict[str, dict[str, Any]] = {}
+
+    def add(
+        prefix: str,
+        k: int,
+        key: str,
+        law: str,
+        med: tuple[float, float],
+        shape: float,
+        tok_s: int,
+        answer: int,
+        n: bool = True,
+        sc: int = 0,
+    ) -> None:
+        for i in range(k):
+            ms[f"{prefix}{i:02d}"] = {
+                "law": law,
+                "median": round(med[0] + (med[1] - med[0]) * i / max(1, k - 1), 2),
+                "shape": shape,
+                "tok_s": tok_s,
+                "answer": answer,
+                "n": n,
+                "key": key,
+                "sc": i < sc,
+            }
+
+    add("ra", 10, "tpm-a", "lognormal", (2.0, 3.0), 0.9, 500, 200, sc=4)
+    add("ca", 3, "tpm-a", "lognormal", (0.6, 1.0), 0.4, 0, 250)
+    add("rb", 6, "tpm-b", "lomax", (2.0, 3.0), 2.2, 450, 200, sc=2)
+    add("cb", 2, "tpm-b", "lognormal", (0.6, 1.0), 0.4, 0, 250)
+    add("cr", 8, "rpm", "lognormal", (0.4, 1.2), 0.5, 0, 200)
+    add("nn", 8, "no-n", "mixture", (1.5, 2.5), 0.5, 250, 150, n=False, sc=8)
+    add("cc", 8, "conc", "lognormal", (2.0, 3.0), 0.8, 250, 150, sc=8)
+    return ms
+
+
+def start_server(spec: dict[str, Any], tmp: Path, i: int) -> tuple[subprocess.Popen[str], int]:
+    path = tmp / f"server{i}.json"
+    path.write_text(json.dumps(spec))
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "bench" / "reasoning_server.py"), str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
+
+
+def write_inputs(
+    tmp: Path, ms: dict[str, dict[str, Any]], ports: list[int], items: int, sc_items: int
+) -> Path:
+    for name, k in (("one", items), ("sc", sc_items)):
+        with (tmp / f"{name}.jsonl").open("w") as f:
+            for i in range(k):
+                f.write(
+                    json.dumps(
+                        {
+                            "id": f"q{i}",
+                            "prompt": f"Problem {i} ({name}): a long derivation. " * 8,
+                            "choices": ["w", "x", "y", "z"],
+                            "answer": "ABCD"[i % 4],
+                        }
+                    )
+                    + "\n"
+                )
+    cfg = ""
+    for key, (srv, rpm, tpm, conc, _) in KEYS.items():
+        cfg += (
+            f'[[endpoints]]\nname = "{key}"\nkind = "openai"\nbase_url = "http://127.0.0.1:{ports[srv]}/v1"\n'
+            f'api_key_env = "BENCH_KEY_{key.replace("-", "_").upper()}"\nmax_concurrency = {conc}\n'
+            f"max_attempts = 10\n"
+        )
+        cfg += f"rpm = {rpm}\n" if rpm else ""
+        cfg += f"tpm = {tpm}\n" if tpm else ""
+        cfg += "supports_n = false\n\n" if key == "no-n" else "\n"
+    for name, m in ms.items():
+        cfg += f'[[models]]\nname = "{name}"\nendpoint = "{m["key"]}"\nprice_in = 1.0\nprice_out = 4.0\n\n'
+    (tmp / "evalsweep.toml").write_text(cfg)
+    sweep = f'config = "evalsweep.toml"\nout = "{tmp / "runs"}"\n'
+    sweep += f'[[runs]]\nsuite = "jsonl:{tmp / "one.jsonl"}"\nmodels = {json.dumps(list(ms))}\nout = "{tmp / "runs/one"}"\n'
+    sc = [n for n, m in ms.items() if m["sc"]]
+    sweep += (
+        f'[[runs]]\nsuite = "jsonl:{tmp / "sc.jsonl"}"\nmodels = {json.dumps(sc)}\nsamples = 8\n'
+        f'out = "{tmp / "runs/sc"}"\n'
+    )
+    (tmp / "sweep.toml").write_text(sweep)
+    return tmp / "sweep.toml"
+
+
+def fetch(port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/log", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def idle_share(calls: list[tuple[float, float]], conc: int) -> float:
+    """Slots idle between the lane's first and last request, as a share of conc x that span."""
+    if not calls:
+        return 0.0
+    t0, t1 = min(a for a, _ in calls), max(a for a, _ in calls)
+    if t1 <= t0:
+        return 0.0
+    busy = sum(min(a + lat, t1) - a for a, lat in calls if a < t1)
+    return max(0.0, 1.0 - busy / (conc * (t1 - t0)))
+
+
+def use_of(entries: list[list[Any]], bound: str, limit_s: float) -> float:
+    """How much of its binding limit the lane used while it had requests to send: the limit's work
+    (limit_s) over the span from its first to its last request (concurrency: busy slots / slots)."""
+    if not entries or bound == "longest call":
+        return 1.0
+    span = max(e[0] for e in entries) - min(e[0] for e in entries)
+    return min(1.0, limit_s / span) if span > 0 else 1.0
+
+
+def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows = []
+    for key, (srv, rpm, tpm, conc, _) in KEYS.items():
+        entries = [e for e in logs[srv]["log"] if e[1] == f"k-{key}"]
+        lat = [e[4] for e in entries]
+        tokens = sum(e[5] for e in entries)
+        bounds = {
+            "concurrency": sum(lat) / conc,
+            "rpm": len(entries) / rpm * 60 if rpm else 0.0,
+            "tpm": tokens / tpm * 60 if tpm else 0.0,
+            "longest call": max(lat, default=0.0),
+        }
+        bound = max(bounds, key=bounds.__getitem__)
+        end = max((e[0] + e[4] for e in entries), default=t_launch)
+        refused = logs[srv]["refused_by_key"].get(f"k-{key}", 0)
+        rows.append(
+            {
+                "lane": key,
+                "calls": len(entries),
+                "tokens": tokens,
+                "bound": bound,
+                "limit_s": bounds[bound],
+                "wall_s": end - t_launch,
+                "ratio": (end - t_launch) / bounds[bound],
+                "429": refused,
+                "idle": idle_share([(e[0], e[4]) for e in entries], conc),
+                "first_s": min((e[0] for e in entries), default=t_launch) - t_launch,
+                "use": use_of(entries, bound, bounds[bound]),
+            }
+        )
+    return rows, {"limit_s": max(r["limit_s"] for r in rows)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="latencies x0.5, half the items (limit ~1 min)")
+    ap.add_argument("--items", type=int, help="items per model in the one-sample run")
+    ap.add_argument("--sc-items", type=int, help="items per model in the 8-sample run")
+    ap.add_argument("--keep", type=Path, help="keep the sweep's folder here")
+    a = ap.parse_args()
+    scale = 0.5 if a.quick else 1.0
+    items = a.items or (30 if a.quick else 60)
+    sc_items = a.sc_items or (5 if a.quick else 9)
+    ms = lineup()
+    tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
+    tmp.mkdir(parents=True, exist_ok=True)
+    procs = []
+    try:
+        ports = []
+        for srv in (0, 1):
+            keys = {
+                f"k-{k}": {"rpm": v[1], "tpm": v[2], "window_s": v[4]} for k, v in KEYS.items() if v[0] == srv
+            }
+            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale}
+            p, port = start_server(spec, tmp, srv)
+            procs.append(p)
+            ports.append(port)
+        sweep = write_inputs(tmp, ms, ports, items, sc_items)
+        env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env |= {f"BENCH_KEY_{k.replace('-', '_').upper()}": f"k-{k}" for k in KEYS}
+        cmd = [
+            sys.executable,
+            "-m",
+            "cli",
+            "sweep",
+            str(sweep),
+            "--no-live",
+            "--no-score",
+            "--progress-every",
+            "30",
+            "--cache-dir",
+            str(tmp / "cache"),
+        ]
+        t_launch = time.monotonic()
+        runner = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr.txt", "w")
+        )
+        _, status, ru = os.wait4(runner.pid, 0)
+        wall = time.monotonic() - t_launch
+        logs = []
+        for port in ports:
+            lg = fetch(port)
+            logs.append(lg)
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+    (tmp / "server_logs.json").write_text(json.dumps({"t_launch": t_launch, "logs": logs}))
+    rows, sweep_lim = lane_table(logs, t_launch)
+    n_calls = sum(r["calls"] for r in rows)
+    n429 = sum(r["429"] for r in rows)
+    print(
+        f"reasoning sweep: 45 models, {items} items (+{sc_items} x 8 samples for {sum(m['sc'] for m in ms.values())} "
+        f"models), latency scale {scale}; exit {os.waitstatus_to_exitcode(status)}"
+    )
+    print(
+        f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
+        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6}"
+    )
+    for r in rows:
+        print(
+            f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
+            f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
+        )
+    print(
+        f"sweep: wall {wall:.1f} s / physical limit {sweep_lim['limit_s']:.1f} s = {wall / sweep_lim['limit_s']:.2f}x; "
+        f"{n429} x 429 for {n_calls} admitted calls ({n429 / max(1, n_calls) * 1000:.1f} per 1,000); "
+        f"first request {min(r['first_s'] for r in rows):.2f} s after launch"
+    )
+    print(
+        f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f} ms "
+        f"per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""What a model really spends per call, learnt from its answers: output tokens (reasoning included)
+and latency, per pass (answer, critique, judge...).
+
+TPM pacing charges a call `prompt + max_tokens`, as providers count it when they admit a request
+(OpenAI: the larger of max_tokens and its estimate; Anthropic: max_tokens, settled at the end), or
+more when the model's answers so far spent more: a reasoning model writes several times its answer
+budget in thoughts, and charged only the budget it runs the key into debt (429s) when its answers
+settle. The running mean of its answers' output (reasoning included) per pass; the lane reconciles
+every call with its real usage (a chat model's unused budget comes back as credit), so the mean is
+what must be right, not each call. Latency feeds the longest-work-first order of a
+concurrency-bound lane's queue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+from core.types import Request, text_of
+
+UNSEEN_S = math.inf
+"""The expected duration of a pass with no answer yet: a lane ranks it with the longest it has seen
+(runner.budgets.local), so every model starts early and none waits for all others to be known."""
+
+
+@dataclass
+class _Mean:
+    n: int = 0
+    total: float = 0.0
+
+    def add(self, x: float, k: int = 1) -> None:
+        self.n += k
+        self.total += x
+
+    def get(self, default: float) -> float:
+        return self.total / self.n if self.n else default
+
+
+@dataclass
+class Spend:
+    """Per pass: output tokens per sample and latency per call (by samples in the call), as observed."""
+
+    out: dict[str, _Mean] = field(default_factory=dict)
+    latency: dict[tuple[str, int], _Mean] = field(default_factory=dict)
+    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def tokens(self, req: Request) -> int:
+        """Expected tokens of one sample of `req`: its prompt (~4 chars a token, ~765 an image) and the
+        output its pass used so far (the suite's max_tokens before the first answer)."""
+        chars = images = 0
+        for msg in req.messages:
+            chars += len(text_of(msg.content))
+            if not isinstance(msg.content, str):
+                images += sum(1 for p in msg.content if p.type == "image")
+        budget = req.decoding.max_tokens or 256
+        m = self.out.get(req.pass_)
+        return chars // 4 + 765 * images + (budget if m is None else max(budget, round(m.get(budget))))
+
+    def seconds(self, pass_: str, n: int) -> float:
+        """Expected latency of a call of `n` samples of `pass_`: the larger of its own mean so far and
+        a one-sample call's times 1 + ln n (an n call waits for the slowest of its n; heavy tails grow
+        slowly with n; a few n calls alone say little)."""
+        one = self.latency.get((pass_, 1))
+        base = UNSEEN_S if one is None else one.get(UNSEEN_S)
+        if n == 1:
+            return base
+        m = self.latency.get((pass_, n))
+        return max(base * (1.0 + math.log(n)), 0.0 if m is None else m.get(0.0))
+
+    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float]]:
+        """The kind of a call (this model's pass and n) and its expected duration, read when a lease
+        frees (runner.budgets.local orders a lane's waiting calls by it)."""
+        key = (id(self), pass_, n)
+        got = self._work.get(key)
+        if got is None:
+            got = self._work[key] = (key, partial(self.seconds, pass_, n))
+        return got
+
+    def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
+        if output_tokens is not None:
+            self.out.setdefault(pass_, _Mean()).add(output_tokens, n)
+        self.latency.setdefault((pass_, n), _Mean()).add(latency_s)
