@@ -32,6 +32,7 @@ import orjson
 from aiohttp import web
 
 from tests.mock_sse import message_events
+from tests.threaded import Threaded
 
 MAX_BREAKPOINTS = 4
 LOOKBACK = 20
@@ -96,7 +97,7 @@ def _last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-class CachingMock:
+class CachingMock(Threaded):
     def __init__(
         self, *, latency_s: float = 0.2, ttfb_s: float = 0.02, answer_chars: int = 400, hold_streams: bool = False,
         hold_s: float = 5.0, hold_until: int = 0,
@@ -119,9 +120,6 @@ class CachingMock:
         self.refused = 0
         self._offset = 0.0
         self._lock = threading.Lock()
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
 
     # --- the rules -------------------------------------------------------------------------------
 
@@ -259,36 +257,12 @@ class CachingMock:
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def start(self) -> CachingMock:
-        ready = threading.Event()
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            app = web.Application(client_max_size=64 * 2**20)
-            app.router.add_post("/v1/messages", self.messages)
-            app.router.add_get("/stats", self.stats)
-            app.router.add_post("/reset", self.reset)
-            runner = web.AppRunner(app, access_log=None)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_post("/v1/messages", self.messages)
+        app.router.add_get("/stats", self.stats)
+        app.router.add_post("/reset", self.reset)
+        return app
 
     @property
     def base_url(self) -> str:

@@ -65,6 +65,7 @@ from aiohttp import web
 from tests import mock_faults
 from tests.mock_faults import MALFORMED, _not_found, malformed  # noqa: F401  (re-exported for tests)
 from tests.mock_sse import StreamFaults
+from tests.threaded import Threaded
 
 
 def answer_text(model: str, prompt: str, i: int) -> str:
@@ -99,7 +100,7 @@ def chat_completion(model: str, prompt: str, n: int) -> dict[str, Any]:
     }
 
 
-class MockServer:
+class MockServer(Threaded):
     def __init__(
         self,
         *,
@@ -149,9 +150,6 @@ class MockServer:
         self._seen: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         self.port = 0
-        self._runner: web.AppRunner | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
 
     # --- the app -------------------------------------------------------------------------------
 
@@ -329,35 +327,7 @@ class MockServer:
         w.append(now)
         return False
 
-    # --- lifecycle: a background thread with its own loop, usable from sync and async tests ------
-
-    def start(self) -> MockServer:
-        ready = threading.Event()
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            self._runner = web.AppRunner(self.app(), access_log=None)
-            loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
+    # --- lifecycle: tests.threaded (a background thread with its own loop) -----------------------
 
     @property
     def base_url(self) -> str:
