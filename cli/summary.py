@@ -1,8 +1,8 @@
 """The last screen of `run` and `sweep`: the outcome a person reads in the morning, in at most ~22 lines
 of 80 columns, printed after everything else (tables, report) so a terminal's scroll-back never buries it.
 
-Per model: rows ok, error rows by kind, skipped rows, cost, from every run directory's final rows (the
-same rows the scorer reads); then what to do next, where a plain rerun would pay again for the same
+Per model: rows ok (resumed ones included), error rows by kind, skipped rows and the cost of this
+command's calls, from every run directory's manifest; then what to do next, where a plain rerun would pay again for the same
 failure (an exhausted reasoning budget, a refused request) the setting to change instead; then where
 the tables and the report are.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cli.live import abbreviate, fmt_cost
-from runner.results import RESULTS, final_rows, read_manifest
+from runner.results import read_manifest
 
 MODEL_ROWS = 10
 """Models listed by name; the rest (all ok) are one line."""
@@ -45,24 +45,22 @@ class Tally:
 
 
 def tally(run_dirs: list[Path]) -> dict[str, Tally]:
-    """Per model, over every run directory: its final rows counted by outcome."""
+    """Per model, over every run directory: its rows by outcome, from the manifests' counts (what this
+    command's calls ended as, and the rows it resumed), so the last screen costs no pass over the rows."""
     out: dict[str, Tally] = {}
     for d in run_dirs:
-        if not (d / RESULTS).exists():
+        try:
+            counts = read_manifest(d).get("counts") or {}
+        except Exception:  # a directory the run never created: said by the run itself
             continue
-        for r in final_rows(d / RESULTS):
-            t = out.setdefault(str(r.get("model")), Tally())
-            cost = r.get("cost_usd")
-            if isinstance(cost, int | float):
-                t.cost += cost
-            if r.get("error") is None:
-                t.ok += 1
-                t.cost_known &= cost is not None
-            elif r.get("error_kind") == "skipped":
-                t.skipped += 1
-                t.skip_reason = t.skip_reason or str(r.get("error"))
-            else:
-                t.errors[str(r.get("error_kind") or "error")] += 1
+        for model, c in counts.items():
+            t = out.setdefault(str(model), Tally())
+            t.ok += int(c.get("ok", 0)) + int(c.get("resumed", 0))
+            t.errors.update({str(k): int(n) for k, n in (c.get("kinds") or {}).items()})
+            t.skipped += int(c.get("skipped", 0))
+            t.skip_reason = t.skip_reason or str(c.get("skip_reason") or "")
+            t.cost += float(c.get("cost_usd") or 0.0)
+            t.cost_known &= bool(c.get("cost_known", True))
     return out
 
 

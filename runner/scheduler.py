@@ -364,13 +364,17 @@ class Scheduler:
                 stats.done += 1
                 stats.cached += row["cached"]
                 run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
-            if row["error"] is not None:
+            if row["error"] is None:
+                stats.ok += 1
+            else:
                 kind = row.get("error_kind")
                 if kind == "skipped":
                     stats.skipped += 1
+                    stats.skip_reason = stats.skip_reason or row["error"]
                     self.dropped += row["error"] == HALTED  # stopped before it was sent: not done
                 else:
                     stats.errors += 1
+                    stats.kinds[kind or "error"] = stats.kinds.get(kind or "error", 0) + 1
                     stats.exhausted += kind == "reasoning_exhausted"
                 if self.on_error is not None:
                     self.on_error(run, row)

@@ -27,6 +27,12 @@ class Stats:
     skipped: int = 0
     exhausted: int = 0
     """Of errors: reasoning that used the whole token limit before any answer."""
+    ok: int = 0
+    """Success rows, every pass (the closing summary reads it from the manifest, not the rows)."""
+    kinds: dict[str, int] = field(default_factory=dict)
+    """Error rows by kind, every pass, skips apart."""
+    skip_reason: str = ""
+    """The first skipped row's reason."""
     retries: int = 0
     input_tokens: int = 0
     cached_input_tokens: int = 0

@@ -237,15 +237,21 @@ def test_gemini_3_at_the_protocols_temperature_0_is_said_before_the_run(tmp_path
 
 def test_the_lineup_bodies_table_is_current():
     """examples/lineup-2026-bodies.md is what examples/lineup_bodies.py makes of today's rules."""
-    import importlib.util
+    import subprocess
+    import sys
 
     from tests.helpers import REPO
 
-    spec = importlib.util.spec_from_file_location("lineup_bodies", REPO / "examples" / "lineup_bodies.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    made = mod.table(REPO / "examples" / "lineup-2026.toml")
-    assert made in (REPO / "examples" / "lineup-2026-bodies.md").read_text()
+    # in a fresh interpreter, as `python examples/lineup_bodies.py` makes it: nothing another test loaded
+    # into this process (litellm's registered models, cached profiles) may change what it says
+    code = ("import importlib.util, sys; s = importlib.util.spec_from_file_location('b', sys.argv[1]); "
+            "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); print(m.table(__import__("
+            "'pathlib').Path(sys.argv[2])), end='')")
+    made = subprocess.run([sys.executable, "-c", code, str(REPO / "examples" / "lineup_bodies.py"),
+                           str(REPO / "examples" / "lineup-2026.toml")], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
+    have = (REPO / "examples" / "lineup-2026-bodies.md").read_text()
+    assert made in have, [ln for ln in made.splitlines() if ln not in have]
     rows = made.splitlines()[2:]
     assert len(rows) == 45
     pro = next(r for r in rows if r.startswith("| gpt-5-pro |"))

@@ -50,12 +50,25 @@ def _has_gold(d: dict[str, Any]) -> bool:
     return a is not None and str(a).strip() != ""
 
 
+def _first_line(path: Path, key: str) -> int:
+    """The first line of `path` whose id is `key` (for a duplicate's error)."""
+    with path.open("rb") as f:
+        for lineno, line in enumerate(f, 1):
+            try:
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(d, dict) and str(d.get("id")) == key:
+                return lineno
+    return 0
+
+
 def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any]]:
     """Validate each line as we go; errors name the file and line (both lines for a duplicate id)."""
     if not path.is_file():
         raise SuiteError(f"{path}: no such file (jsonl suite data)")
-    seen: dict[str, int] = {}
-    with path.open("rb") as f:
+    seen: set[str] = set()  # ids only (a million-item file holds no line numbers): a duplicate's first
+    with path.open("rb") as f:  # line is found by reading the file again, once, for its error
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -73,9 +86,10 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
                 )
             if key in seen:
                 raise SuiteError(
-                    f"{path}:{lineno}: duplicate id {item!r} (also on line {seen[key]}); ids must be unique"
+                    f"{path}:{lineno}: duplicate id {item!r} (also on line {_first_line(path, key)}); ids must "
+                    "be unique"
                 )
-            seen[key] = lineno
+            seen.add(key)
             prompt = d["prompt"]
             if not isinstance(prompt, str) or not prompt.strip():
                 raise SuiteError(f'{path}:{lineno}: "prompt" must be a non-empty string')
