@@ -1,34 +1,46 @@
--- The shared lane budget's one atomic step (runner/budget_redis.py says what each argument is).
+-- The shared lane budget's one atomic step (runner/budgets/redis.py says what each argument is).
+-- Leases are absolute: a process says how many it wants to hold and how many its tasks are bound to;
+-- it never holds fewer than the bound ones and gets more only while the key's cap has room. A lease
+-- exists only under a live heartbeat: a process that stops calling loses its leases after its ttl.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local proc, ttl = ARGV[1], tonumber(ARGV[2])
+local proc, ttl, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
+local held = redis.call('HGETALL', KEYS[3])
+local others, mine = 0, 0
+for i = 1, #held, 2 do
+  if held[i] == proc then
+    mine = tonumber(held[i + 1])
+  elseif redis.call('ZSCORE', KEYS[2], held[i]) then
+    others = others + tonumber(held[i + 1])
+  else  -- a lease with no heartbeat behind it (its holder left or its entry was lost): free
+    redis.call('HDEL', KEYS[3], held[i])
+  end
+end
+local new = 0
+if ttl > 0 then
+  if want <= mine then new = want else new = math.max(mine, math.min(want, cap - others)) end
+  new = math.max(new, bound)  -- calls already running keep theirs (after a lapse or a restart too)
+end
+if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
+-- slots: every leased ticket gets one; a new ticket only with a lease of its own
+local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
+local kU = math.min(nU, math.max(0, new - bound))
+local n = nL + kU
+local tokens = tonumber(ARGV[8])
+if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
 local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor')
-local tat, tok = tonumber(st[1]) or 0, tonumber(st[2]) or 0
+local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
+local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
-if ARGV[11] ~= '' then factor = tonumber(ARGV[11]) end
-if tonumber(ARGV[10]) > 0 then pause = math.max(pause, now + tonumber(ARGV[10])) end
-local mine = tonumber(redis.call('HGET', KEYS[3], proc) or '0')
-local delta, granted = tonumber(ARGV[4]), 0
-if delta > 0 then
-  local total = 0
-  for _, v in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(v) end
-  granted = math.max(0, math.min(delta, tonumber(ARGV[3]) - total))
-elseif delta < 0 then
-  granted = math.max(delta, -mine)
-end
-mine = mine + granted
-if mine > 0 then redis.call('HSET', KEYS[3], proc, mine) else redis.call('HDEL', KEYS[3], proc) end
-local T, Tt = tonumber(ARGV[8]) / factor, tonumber(ARGV[9]) / factor
-local n, tokens, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) * Tt
-if delta > 0 and granted < delta and n > 0 then  -- the key's concurrency cap: slots only for leased calls
-  local given = math.max(0, n - delta + granted)
-  tokens = math.floor(tokens * given / n)
-  n = given
-end
+if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
+if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
+local T, Tt = tonumber(ARGV[11]) / factor, tonumber(ARGV[12]) / factor
+local d = tonumber(ARGV[10]) * Tt
 if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
 local start = math.max(now, pause)
 if n > 0 then
@@ -39,5 +51,5 @@ if n > 0 then
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
-return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
+return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
         tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt)}

@@ -1,0 +1,82 @@
+"""A shared budget while Redis is away: pace locally at 1/N of the key's limits and concurrency (N =
+processes last seen on it), never at the full limit, and come back together.
+
+Every process tries Redis again at the same instants of the wall clock (multiples of RECOVER_S), so
+they leave 1/N together. A process back on Redis registers the calls its local budget let run as its
+leases, whatever Redis remembers of it (kept, lapsed, or lost in a restart: lease counts are absolute,
+so nothing leaks), and takes no new lease for GRACE_S, while the others register theirs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from runner.budgets.redis_call import drop_connections
+
+log = logging.getLogger("evalsweep")
+
+RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
+GRACE_S = 1.0  # ... and once back, no new leases for this long (others register their running calls)
+
+
+def fall_back(b: Any, e: BaseException) -> None:
+    """Put the RedisBudget `b` on a local budget at 1/N; its calls in flight release into it."""
+    if b._local is not None:
+        return
+    n = max(1, b.n_procs)
+    b.fallbacks += 1
+    log.warning(
+        "lane %s: shared budget on Redis unreachable (%s); pacing locally at 1/%d of its limits "
+        "(%d processes were sharing it)",
+        b.name,
+        str(e).splitlines()[0] if str(e) else type(e).__name__,
+        n,
+        n,
+    )
+    local = b._local_factory(
+        b.rpm / n if b.rpm else None,
+        b.tpm / n if b.tpm else None,
+        max(1, b.max_concurrency // n),  # N processes together never above the key's cap
+    )
+    local.set_factor(b.factor)
+    if b.probing:
+        local.set_probing(True)
+    # Sends paced by Redis may fill the last second up to the key's limit: start after it, on spaced
+    # slots (every process falls back at once: their fresh-lane bursts would meet a window later).
+    local.paced_from(max(1.0, b.paused_until - time.monotonic()))
+    local._used = b._used  # calls in flight release into the local budget
+    b._local = local
+    b._again.clear()
+    b._new.clear()
+    b._wake()
+    b._recovering = asyncio.get_running_loop().create_task(recover(b))
+
+
+async def recover(b: Any) -> None:
+    """Shared pacing again once Redis answers; calls waiting in the local budget are let through to
+    reserve their slots and leases from Redis."""
+    while b._local is not None:
+        await asyncio.sleep(RECOVER_S - time.time() % RECOVER_S)
+        local = b._local
+        try:
+            await drop_connections(b.client)
+            async with b._call.lock:
+                b._held, b._bound, b._carried = 0, local._used, local._used
+                await b._eval(local._used)
+        except Exception:  # noqa: BLE001 - still down: stay at 1/N
+            continue
+        b._local = None
+        b._used = b._bound = b._carried = local._used  # (the fallback's calls that ended or began meanwhile)
+        b._tickets.clear()
+        now = time.monotonic()
+        # Local sends may have filled the last second up to this process's 1/N: start after it.
+        b.paused_until = max(b.paused_until, now + 1.0)
+        b._grace_until = now + GRACE_S
+        b._idle_since = now
+        log.warning("lane %s: Redis reachable again; shared pacing resumed", b.name)
+        local.open()
+        b._wake()
+        b._kick()
