@@ -1,20 +1,28 @@
 -- The shared lane budget's one atomic step (runner/budgets/redis.py says what each argument is).
 -- Leases are absolute: a process says how many it wants to hold and how many its tasks are bound to;
--- it never holds fewer than the bound ones and gets more only while the key's cap has room. A lease
+-- it never holds fewer than the bound ones, nor more than the key's cap leaves beside the others. A lease
 -- exists only under a live heartbeat: a process that stops calling loses its leases after its ttl.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, ttl, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
+-- Time in which nobody could call (Redis frozen, or every process gone) does not count toward a
+-- heartbeat's expiry: beyond half a lease of silence on the key, every deadline moves by the excess.
+local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+local busy = redis.call('HLEN', KEYS[3]) > 0  -- leases held: their processes call every SYNC_S
+if ttl > 0 and last and now - last > ttl / 2 then
+  local shift = now - last - ttl / 2
+  local ps = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  for i = 1, #ps, 2 do redis.call('ZADD', KEYS[2], tonumber(ps[i + 1]) + shift, ps[i]) end
+end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
 local held = redis.call('HGETALL', KEYS[3])
-local others, mine = 0, 0
+local others = 0
 for i = 1, #held, 2 do
-  if held[i] == proc then
-    mine = tonumber(held[i + 1])
+  if held[i] == proc then  -- ours: set below
   elseif redis.call('ZSCORE', KEYS[2], held[i]) then
     others = others + tonumber(held[i + 1])
   else  -- a lease with no heartbeat behind it (its holder left or its entry was lost): free
@@ -22,9 +30,8 @@ for i = 1, #held, 2 do
   end
 end
 local new = 0
-if ttl > 0 then
-  if want <= mine then new = want else new = math.max(mine, math.min(want, cap - others)) end
-  new = math.max(new, bound)  -- calls already running keep theirs (after a lapse or a restart too)
+if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
+  new = math.max(bound, math.min(want, cap - others))  -- only what the cap leaves, even if held before
 end
 if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
 -- slots: every leased ticket gets one; a new ticket only with a lease of its own
@@ -33,9 +40,13 @@ local kU = math.min(nU, math.max(0, new - bound))
 local n = nL + kU
 local tokens = tonumber(ARGV[8])
 if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor')
+local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born')
 local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
 local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
+local born = st[5] or tostring(now)  -- when this state began: a process that saw another lost it
+if busy and last and now - last > tonumber(ARGV[16]) then
+  born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
+end
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
 if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
 if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
@@ -49,7 +60,7 @@ if n > 0 then
   if T > 0 then tat = start + n * T end
   if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
 end
-redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
+redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt)}
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born}

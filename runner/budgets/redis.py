@@ -43,7 +43,7 @@ from collections import deque
 from typing import Any
 
 from runner.budgets.local import wait_turn
-from runner.budgets.redis_call import ScriptCall, lane_id
+from runner.budgets.redis_call import Outage, ScriptCall, lane_id
 from runner.budgets.redis_fallback import fall_back
 
 log = logging.getLogger("evalsweep")
@@ -60,15 +60,16 @@ __all__ = ["RedisBudget", "lane_id"]
 
 
 class _Ticket:
-    """One task's claim: its TPM estimate, its slot once granted, whether it holds a lease, and whether
-    its task has released it."""
+    """One task's claim: its TPM estimate, its slot once granted, whether it holds a lease, whether it
+    was admitted (sent), and whether its task has released it."""
 
-    __slots__ = ("tokens", "slot", "leased", "dead")
+    __slots__ = ("tokens", "slot", "leased", "sent", "dead")
 
     def __init__(self, tokens: int, leased: bool = False) -> None:
         self.tokens = tokens
         self.slot: float | None = None
         self.leased = leased
+        self.sent = False
         self.dead = False
 
 
@@ -117,14 +118,18 @@ class RedisBudget:
         self._new_factor: float | None = None
         self._held = 0  # leases this process holds in Redis (as the last reply said)
         self._bound = 0  # ... of which tasks hold this many: leased tickets and carried calls
-        self._carried = 0  # calls admitted by the local fallback and still running: bound, no ticket
+        self._flying: weakref.WeakSet[Any] = weakref.WeakSet()  # tasks whose call runs without a ticket
+        # (admitted by a fallback, or sent before one): on Redis, each holds a lease of this process
+        self._holders: weakref.WeakSet[Any] = weakref.WeakSet()  # tasks holding the fallback's leases
         self._grace_until = 0.0
+        self._born: bytes | None = None  # when the key's state began, as this process last saw it
         self._used = 0  # tasks past acquire() (the local cap)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
         self._recovering: asyncio.Task[None] | None = None
+        self._telling: asyncio.Task[None] | None = None
         self.set_limits(rpm, tpm)
 
     @property
@@ -163,6 +168,16 @@ class RedisBudget:
             return
         self._pause_s = max(self._pause_s, seconds)
         self._kick()
+        if self._telling is None or self._telling.done():  # now, not with the next slots: the others
+            self._telling = asyncio.get_running_loop().create_task(self._tell())  # are sending meanwhile
+
+    async def _tell(self) -> None:
+        try:
+            async with self._call.lock:
+                if self._local is None and self._news():
+                    await self._eval(self._held)
+        except Exception as e:  # noqa: BLE001
+            self._fall_back(e)
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._local is not None:
@@ -186,21 +201,23 @@ class RedisBudget:
     def confirm(self) -> float:
         task = asyncio.current_task()
         if self._local is not None:
-            tk = self._tickets.pop(task, None)
-            if tk is not None:  # reserved from Redis before it went away: reserve again locally
-                return max(self._local.reserve(tk.tokens), 1e-6)
-            return self._local.confirm()
+            local = self._local
+            if task not in self._holders:  # waiting for a slot when this fallback began: a local lease first
+                if local._used >= getattr(local, "_cap", local.max_concurrency):
+                    return 0.01
+                local._used += 1
+                self._holders.add(task)
+                tk = self._tickets.pop(task, None)
+                return max(local.reserve(tk.tokens if tk is not None else 0), 1e-6)
+            wait = local.confirm()
+            if wait <= 0:
+                self._flying.add(task)
+            return wait
         now = time.monotonic()
         if now < self.paused_until:
             return self.paused_until - now
         tk = self._tickets.get(task)
-        if tk is None:  # reserved locally before Redis came back: its call was registered as carried
-            if self._carried > 0:
-                self._carried -= 1
-                tk = self._tickets[task] = _Ticket(0, leased=True)  # the carried lease becomes its own
-                self._again.append(tk)
-                self._kick()
-                return max(self._call.rtt, 1e-6)
+        if tk is None:  # reserved locally before Redis came back: a slot (and a lease) from Redis now
             return max(self.reserve(0), 1e-6)
         if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
             return max(self._call.rtt, 0.0005, self._last_slot - LEAD_S - now + self._call.rtt)
@@ -213,6 +230,7 @@ class RedisBudget:
             self._kick()
             return max(self._call.rtt, 0.0005)
         self.admitted += 1
+        tk.sent = True
         return 0.0  # admitted; the ticket keeps its lease until release()
 
     async def acquire(self) -> None:
@@ -222,8 +240,9 @@ class RedisBudget:
             if self._local is not None:
                 local = self._local
                 await local.acquire()
-                if self._local is not local:  # Redis came back while this call waited: counted here now
-                    self._used += 1
+                self._used += 1
+                if self._local is local:
+                    self._holders.add(asyncio.current_task())
                 return
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
@@ -231,11 +250,16 @@ class RedisBudget:
             await wait_turn(self._waiters, self._wake)
 
     def release(self) -> None:
-        if self._local is not None:
-            self._local.release()
-            return
         self._used -= 1
-        tk = self._tickets.pop(asyncio.current_task(), None)
+        task = asyncio.current_task()
+        if self._local is not None:
+            self._tickets.pop(task, None)
+            self._flying.discard(task)
+            if task in self._holders:
+                self._holders.discard(task)
+                self._local.release()
+            return
+        tk = self._tickets.pop(task, None)
         if tk is not None:
             tk.dead = True
             if tk.leased:
@@ -243,8 +267,8 @@ class RedisBudget:
                 self._idle_since = time.monotonic()
                 if self._again or self._new:
                     self._kick()
-        elif self._carried > 0:  # a call the fallback admitted, registered as a lease on return
-            self._carried -= 1
+        elif task in self._flying:  # a call the fallback admitted, registered as a lease on return
+            self._flying.discard(task)
             self._bound -= 1
             self._idle_since = time.monotonic()
         self._wake()
@@ -268,10 +292,17 @@ class RedisBudget:
             factor=factor,
             **slots,
         )
+        if self._born is not None and r.born != self._born:
+            self._born = r.born
+            raise Outage("it restarted or stood still: the key's state is new")
+        self._born = r.born
         self._held = r.held
         self.paused_until = max(self.paused_until, r.paused_until)
         self.factor = r.factor
-        self.n_procs = r.n_procs
+        # Back from an outage, the others register again one by one: N (the next fallback's 1/N)
+        # does not drop while they may still be coming.
+        soon = time.monotonic() < self._grace_until + self.lease_ms / 1000
+        self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
         return r
 
     def _news(self) -> bool:
@@ -388,7 +419,7 @@ class RedisBudget:
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
-        for t in (self._house, self._syncing, self._recovering):
+        for t in (self._house, self._syncing, self._recovering, self._telling):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:

@@ -20,7 +20,15 @@ SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round t
 FRESH_S = 0.3  # a key with no state (new, or Redis restarted) starts its slots this far ahead: slots
 # granted before the restart (at most AHEAD_S + a round trip ahead) may still be due
 
+TIMEOUT_S = 1.5  # a script call takes well under a millisecond: no answer by then is an outage
+RETRIES = 2  # ... retried this often on a fresh connection (a stale pooled one fails at once)
+
 LUA = (Path(__file__).parent / "redis.lua").read_text()
+
+
+class Outage(Exception):
+    """Redis answered, but after an outage others met (it restarted, or stood still while leases were
+    held): this process falls back with them, so none paces on Redis while another paces alone."""
 
 
 @dataclass
@@ -35,6 +43,7 @@ class Reply:
     paused_until: float  # the key's pause ends (monotonic seconds; 0: none)
     factor: float
     n_procs: int
+    born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
 
 
 class ScriptCall:
@@ -69,7 +78,7 @@ class ScriptCall:
         factor: str = "",
     ) -> Reply:
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
-                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6)]
+                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6)]
         t0 = time.monotonic()
         res = await self._script(keys=self.keys, args=args)
         t1 = time.monotonic()
@@ -94,6 +103,7 @@ class ScriptCall:
             paused_until=now_s - self.offset + pause if (pause := float(res[3]) / 1e6) > 0 else 0.0,
             factor=float(res[4]),
             n_procs=int(res[5]),
+            born=res[9],
         )
 
 
@@ -108,3 +118,19 @@ async def drop_connections(client: Any) -> None:
     pool = getattr(client, "connection_pool", None)
     if pool is not None:
         await pool.disconnect(inuse_connections=False)
+
+
+def connect(url: str) -> Any:
+    """The client every shared budget of a process uses: a connection error or timeout is retried on
+    a new connection twice, then the lane falls back (a frozen Redis costs seconds, not a minute of
+    redis-py's ten retries at the socket timeout each)."""
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialWithJitterBackoff
+
+    return aioredis.Redis.from_url(
+        url,
+        socket_timeout=TIMEOUT_S,
+        socket_connect_timeout=TIMEOUT_S,
+        retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), RETRIES),
+    )

@@ -2,8 +2,8 @@
 processes last seen on it), never at the full limit, and come back together.
 
 Every process tries Redis again at the same instants of the wall clock (multiples of RECOVER_S), so
-they leave 1/N together. A process back on Redis registers the calls its local budget let run as its
-leases, whatever Redis remembers of it (kept, lapsed, or lost in a restart: lease counts are absolute,
+they leave 1/N together. A process back on Redis registers the calls running (sent by its local budget, or sent on
+Redis before the fallback) as its leases, whatever Redis remembers of it (kept, lapsed, or lost in a restart: lease counts are absolute,
 so nothing leaks), and takes no new lease for GRACE_S, while the others register theirs.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from typing import Any
 
 from runner.budgets.redis_call import drop_connections
@@ -47,7 +48,13 @@ def fall_back(b: Any, e: BaseException) -> None:
     # Sends paced by Redis may fill the last second up to the key's limit: start after it, on spaced
     # slots (every process falls back at once: their fresh-lane bursts would meet a window later).
     local.paced_from(max(1.0, b.paused_until - time.monotonic()))
-    local._used = b._used  # calls in flight release into the local budget
+    # Calls in flight release into the local budget and count against its cap; a call still waiting
+    # for its slot takes a local lease before its local slot.
+    for task in [task for task, tk in b._tickets.items() if tk.sent]:
+        del b._tickets[task]
+        b._flying.add(task)
+    b._holders = weakref.WeakSet(b._flying)
+    local._used = len(b._holders)
     b._local = local
     b._again.clear()
     b._new.clear()
@@ -64,13 +71,16 @@ async def recover(b: Any) -> None:
         try:
             await drop_connections(b.client)
             async with b._call.lock:
-                b._held, b._bound, b._carried = 0, local._used, local._used
-                await b._eval(local._used)
+                b._held, b._bound, b._born = 0, len(b._flying), None
+                b._grace_until = time.monotonic() + GRACE_S  # (N may not drop while the others return)
+                await b._eval(b._bound)
         except Exception:  # noqa: BLE001 - still down: stay at 1/N
             continue
         b._local = None
-        b._used = b._bound = b._carried = local._used  # (the fallback's calls that ended or began meanwhile)
-        b._tickets.clear()
+        b._bound = len(b._flying)  # (the fallback's calls that ended or began meanwhile)
+        for tk in b._tickets.values():  # still waiting for a local lease: a new ticket on Redis
+            tk.leased, tk.slot, tk.sent = False, None, False
+            b._new.append(tk)
         now = time.monotonic()
         # Local sends may have filled the last second up to this process's 1/N: start after it.
         b.paused_until = max(b.paused_until, now + 1.0)
