@@ -261,6 +261,7 @@ def test_a_key_wide_refusal_with_only_retry_after_costs_one_refused_call(tmp_pat
         for i in range(3):
             rs = rows(tmp_path / f"run{i}")
             assert len(rs) == 40 and all(r["error"] is None for r in rs)
+        print(f"refused while the key was refused: {srv.keywide_refused}")
         assert 1 <= srv.keywide_refused <= 2, srv.keywide_refused
     finally:
         srv.stop()
