@@ -2,17 +2,17 @@
 (each a RedisBudget with its own connection pool, in one event loop) on one key of a real redis-server,
 through the real Lua script, while the driver makes their timers wake late, stalls the whole loop,
 kills processes (no clean-up: their leases must lapse), adds processes, restarts Redis (its state lost),
-freezes it (SIGSTOP: its state kept, the clients time out and fall back) and kills every client
-connection (the pools' connections go stale).
+freezes it (SIGSTOP for up to 2.5 s: its state kept) and kills every client connection (the pools'
+connections go stale). Calls last long enough for max_concurrency to bind.
 
-Checked at every admission and after every step: never more admissions than the key's limit in any
-1 s window; never more calls in flight than max_concurrency while every live process paces on Redis and
-no call a fallback admitted still runs; a process in a fallback admits a call only below its share,
-max(1, max_concurrency // N) (calls it sent on Redis before count in it; those of the others do not,
-so across processes the calls of an outage's first seconds may exceed the cap by the few sent before); progress while work waits (no stretch of
-STALL_S without an admission; the deadlock this replaces was permanent); at the end every call made,
+Checked at every admission and after every step: never more admissions than the key's limit in any 1 s
+window; never more calls in flight than max_concurrency while every live process paces on Redis and no
+call a fallback admitted still runs; a process in a fallback admits a call only below its share,
+max(1, max_concurrency // N) (its calls sent on Redis before count in it, the others' do not: across
+processes an outage's first seconds may exceed the cap by those); progress while work waits (no stretch
+of STALL_S without an admission: the deadlock this replaces was permanent); at the end every call made,
 and every lease released: none held by a live holder once the survivors close, none at all once the
-killed ones' heartbeats lapse.
+killed ones' heartbeats lapse. EVALSWEEP_STATEFUL_SEED picks other scenarios.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Proc:
     async def crash(self) -> None:
         """SIGKILL: nothing is released, the connections close."""
         self.alive = False
-        for t in [*self.tasks, self.b._house, self.b._syncing, self.b._recovering]:
+        for t in [*self.tasks, self.b._house, self.b._syncing, self.b._recovering, self.b._telling]:
             if t is not None:
                 t.cancel()
         self.in_flight = self.in_flight_local = self.waiting = self.jobs = 0

@@ -40,13 +40,15 @@ local kU = math.min(nU, math.max(0, new - bound))
 local n = nL + kU
 local tokens = tonumber(ARGV[8])
 if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born')
+local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born', 'outage')
 local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
 local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
 local born = st[5] or tostring(now)  -- when this state began: a process that saw another lost it
+local outage = tonumber(st[6]) or 0  -- when a process last found the state new: all fall back then
 if busy and last and now - last > tonumber(ARGV[16]) then
   born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
 end
+if born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) then outage = now end
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
 if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
 if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
@@ -60,7 +62,8 @@ if n > 0 then
   if T > 0 then tat = start + n * T end
   if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
 end
-redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now)
+redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born}
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born,
+        tostring(now - outage)}

@@ -42,9 +42,9 @@ import weakref
 from collections import deque
 from typing import Any
 
+from runner.budgets import redis_fallback as fallback
 from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import Outage, ScriptCall, lane_id
-from runner.budgets.redis_fallback import fall_back
 
 log = logging.getLogger("evalsweep")
 
@@ -55,6 +55,7 @@ AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RETRY_S = 0.02  # the key's concurrency is taken: ask again this often
+RETURN_S = 7.0  # a process joining a key whose state is this new joins the others' fallback
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -290,12 +291,17 @@ class RedisBudget:
             Tt_us=self._Tt1,
             pause_us=pause_us,
             factor=factor,
+            born=self._born,
             **slots,
         )
-        if self._born is not None and r.born != self._born:
-            self._born = r.born
-            raise Outage("it restarted or stood still: the key's state is new")
+        changed = self._born is not None and r.born != self._born
         self._born = r.born
+        if changed:
+            raise Outage("it restarted or stood still: the key's state is new")
+        if self._call.calls == 1 and r.since_outage < RETURN_S:  # joining a key whose processes are in
+            # a fallback until the next instant: wait for them, rather than pace alone at the full rate
+            back = fallback.RECOVER_S - time.time() % fallback.RECOVER_S + fallback.GRACE_S
+            self.paused_until = max(self.paused_until, time.monotonic() + back)
         self._held = r.held
         self.paused_until = max(self.paused_until, r.paused_until)
         self.factor = r.factor
@@ -415,7 +421,7 @@ class RedisBudget:
             self._fall_back(e)
 
     def _fall_back(self, e: BaseException) -> None:
-        fall_back(self, e)
+        fallback.fall_back(self, e)
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""

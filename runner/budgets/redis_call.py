@@ -44,6 +44,7 @@ class Reply:
     factor: float
     n_procs: int
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
+    since_outage: float  # seconds since a process last found the key's state new (it fell back then)
 
 
 class ScriptCall:
@@ -76,9 +77,10 @@ class ScriptCall:
         Tt_us: float = 0.0,
         pause_us: int = 0,
         factor: str = "",
+        born: bytes | None = None,
     ) -> Reply:
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
-                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6)]
+                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b""]
         t0 = time.monotonic()
         res = await self._script(keys=self.keys, args=args)
         t1 = time.monotonic()
@@ -104,6 +106,7 @@ class ScriptCall:
             factor=float(res[4]),
             n_procs=int(res[5]),
             born=res[9],
+            since_outage=float(res[10]) / 1e6,
         )
 
 
