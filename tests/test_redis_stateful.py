@@ -193,10 +193,14 @@ async def _scenario(seed: int, k: int, redis: RedisServer) -> tuple[int, list[st
         killed = {p.b.proc for p in sim.procs if not p.alive}
         if set(held) - killed:
             sim.violations.append(f"leases of live processes left after they closed: {held}")
-        await asyncio.sleep(LEASE_S + 0.2)
-        sweeper = RedisBudget(admin, IDENT, "sweep", 60, None, 1, LEASE_S)
-        await sweeper.aclose()  # one script call: drops the lapsed holders
-        left = await admin.hgetall(f"evalsweep:{{{IDENT}}}:held")
+        for _ in range(50):  # a killed holder's lease lapses a lease after its last heartbeat (later if
+            # the key was silent meanwhile: that time does not count); a leak would stay 24 h
+            await asyncio.sleep(LEASE_S / 5)
+            sweeper = RedisBudget(admin, IDENT, "sweep", 60, None, 1, LEASE_S)
+            await sweeper.aclose()  # one script call: drops the lapsed holders
+            left = await admin.hgetall(f"evalsweep:{{{IDENT}}}:held")
+            if not left:
+                break
         if left:
             who = {p.b.proc: (p.alive, p.b._local is None, [t.done() for t in (p.b._house, p.b._syncing,
                    p.b._recovering) if t is not None]) for p in sim.procs}

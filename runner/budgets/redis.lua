@@ -48,7 +48,9 @@ local outage = tonumber(st[6]) or 0  -- when a process last found the state new:
 if busy and last and now - last > tonumber(ARGV[16]) then
   born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
 end
-if born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) then outage = now end
+if born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
+  outage = now  -- (once per new state: the first process to find it)
+end
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
 if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
 if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end

@@ -55,7 +55,7 @@ AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RETRY_S = 0.02  # the key's concurrency is taken: ask again this often
-RETURN_S = 7.0  # a process joining a key whose state is this new joins the others' fallback
+RETURN_S = 7.0  # a process joining a key whose last outage is this recent waits for the others' return
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -124,6 +124,8 @@ class RedisBudget:
         self._holders: weakref.WeakSet[Any] = weakref.WeakSet()  # tasks holding the fallback's leases
         self._grace_until = 0.0
         self._born: bytes | None = None  # when the key's state began, as this process last saw it
+        self._answered = 0.0  # when Redis first told n_procs
+        self._outage_at: float | None = None  # the key's last outage mark seen (server seconds)
         self._used = 0  # tasks past acquire() (the local cap)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._idle_since = 0.0
@@ -295,11 +297,12 @@ class RedisBudget:
             **slots,
         )
         changed = self._born is not None and r.born != self._born
-        self._born = r.born
+        missed = r.since_outage < RETURN_S if self._outage_at is None else r.outage_at > self._outage_at + 1e-3
+        self._born, self._outage_at = r.born, r.outage_at
         if changed:
             raise Outage("it restarted or stood still: the key's state is new")
-        if self._call.calls == 1 and r.since_outage < RETURN_S:  # joining a key whose processes are in
-            # a fallback until the next instant: wait for them, rather than pace alone at the full rate
+        if missed:  # the key's other processes fell back for an outage this one did not meet (it joined
+            # meanwhile, or did not call): wait for their return rather than pace alone at the full rate
             back = fallback.RECOVER_S - time.time() % fallback.RECOVER_S + fallback.GRACE_S
             self.paused_until = max(self.paused_until, time.monotonic() + back)
         self._held = r.held
@@ -309,6 +312,7 @@ class RedisBudget:
         # does not drop while they may still be coming.
         soon = time.monotonic() < self._grace_until + self.lease_ms / 1000
         self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
+        self._answered = self._answered or time.monotonic()
         return r
 
     def _news(self) -> bool:

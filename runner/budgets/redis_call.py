@@ -2,8 +2,8 @@
 
 The script runs atomically on the server's clock (`TIME`), so slots are instants of that clock; this
 module turns them into our monotonic clock from the round trips least delayed (an event loop busy
-elsewhere makes a reply look late), slewing, never jumping, so slots granted before and after a new
-estimate do not bunch. Calls of one budget are serialised (`lock`): each says how many leases the
+elsewhere makes a reply look late), slewing so slots granted before and after a new estimate do not
+bunch; it jumps only into the interval a round trip proves (the server read its clock within it). Calls of one budget are serialised (`lock`): each says how many leases the
 process wants in absolute terms, which only means something if no other call of it is in flight.
 """
 
@@ -44,7 +44,8 @@ class Reply:
     factor: float
     n_procs: int
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
-    since_outage: float  # seconds since a process last found the key's state new (it fell back then)
+    outage_at: float  # when a process last found the key's state new and fell back (server seconds)
+    since_outage: float  # ... seconds ago
 
 
 class ScriptCall:
@@ -89,12 +90,14 @@ class ScriptCall:
         rtt = t1 - t0
         self.rtt = 0.8 * self.rtt + 0.2 * rtt
         now_s = float(res[6]) / 1e6
+        est = now_s - (t0 + t1) / 2
+        if self._best_rtt == float("inf"):
+            self.offset = est
+        else:  # the server read its clock within this round trip: an estimate outside it is wrong (a
+            # first call slowed by a busy loop), however slowly slewing would correct it
+            self.offset = min(max(self.offset, est - rtt / 2), est + rtt / 2)
         if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
-            est = now_s - (t0 + t1) / 2
-            if self._best_rtt == float("inf"):
-                self.offset = est
-            else:
-                self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
+            self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
             self._best_rtt, self._best_at = rtt, t1
         return Reply(
             held=int(res[0]),
@@ -106,6 +109,7 @@ class ScriptCall:
             factor=float(res[4]),
             n_procs=int(res[5]),
             born=res[9],
+            outage_at=now_s - float(res[10]) / 1e6,
             since_outage=float(res[10]) / 1e6,
         )
 

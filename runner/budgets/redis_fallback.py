@@ -21,13 +21,16 @@ log = logging.getLogger("evalsweep")
 
 RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
 GRACE_S = 1.0  # ... and once back, no new leases for this long (others register their running calls)
+UNSEEN_N = 8  # a process that falls back before it has seen N for a lease (every process alive has
+# called since its first answer) assumes at least this many share the key
 
 
 def fall_back(b: Any, e: BaseException) -> None:
     """Put the RedisBudget `b` on a local budget at 1/N; its calls in flight release into it."""
     if b._local is not None:
         return
-    n = max(1, b.n_procs)
+    known = b._answered and time.monotonic() - b._answered > b.lease_ms / 1000  # all alive have called since
+    n = max(1, b.n_procs) if known else max(b.n_procs, UNSEEN_N)
     b.fallbacks += 1
     log.warning(
         "lane %s: shared budget on Redis unreachable (%s); pacing locally at 1/%d of its limits "
