@@ -4,9 +4,10 @@ A local miss asks Postgres before calling the provider; look-ups arriving within
 `SELECT ... WHERE key = ANY(%s)`, new answers as one `INSERT ... ON CONFLICT DO NOTHING` every 0.2 s
 (or 512 rows), on their own connections, so neither waits on the other. Losing the server degrades to
 the local cache with one warning: every answer is already in the local cache and in results*.jsonl,
-so nothing paid for is lost, only not shared. Every statement has a deadline (`TIMEOUT_S`): a server
-that hangs (frozen, a dead network) degrades within seconds instead of stalling the run, and the
-cache reconnects every `RETRY_S` until the server answers again.
+so nothing paid for is lost. Every statement has a deadline (`TIMEOUT_S`): a server that hangs
+(frozen, a dead network) degrades within seconds instead of stalling the run, and the cache reconnects
+every `RETRY_S` until the server answers again; the answers made meanwhile (up to `BACKLOG_BYTES`,
+serialised) are written then, so they are shared too.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ _ALIVE = "INSERT INTO evalsweep_claim_owners VALUES (%s, now()) ON CONFLICT (own
 _LOCK_ID = 0x65766C73  # pg_advisory_xact_lock: concurrent first runs create the table once
 TIMEOUT_S = 3.0  # a statement (or connect) not answered by then: the server is treated as lost
 RETRY_S = 5.0  # while lost, a reconnect is tried this often
+BACKLOG_BYTES = 64 << 20  # answers made while lost are kept for the server up to this much
 
 
 async def deadline(coro: Any, timeout: float) -> Any:
@@ -82,6 +84,9 @@ class PgCache:
         self._write: Any = None
         self._gets: list[tuple[str, asyncio.Future[Any]]] = []
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._backlog: list[tuple[str, dict[str, Any]]] = []
+        """Answers made (or not yet written) while the server was lost: written when it is back."""
+        self._backlog_bytes = 0
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.down = False
@@ -130,8 +135,22 @@ class PgCache:
             if not fut.done():
                 fut.set_result(None)
         self._gets = []
-        self._pending = []
+        pending, self._pending = self._pending, []
+        self._keep(pending)
         self._drop(frozen=isinstance(e, TimeoutError))
+
+    def _keep(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
+        """Hold answers for the server's return, up to BACKLOG_BYTES (beyond: local only, said once)."""
+        for k, v in batch:
+            size = len(k) + len(orjson.dumps(v))
+            if self._backlog_bytes + size > BACKLOG_BYTES:
+                if self._backlog_bytes <= BACKLOG_BYTES:
+                    log.warning("shared cache %s: more than %d MB of answers made while it is unreachable; "
+                                "later ones stay local", redact_url(self.url), BACKLOG_BYTES >> 20)
+                self._backlog_bytes = BACKLOG_BYTES + 1
+                return
+            self._backlog.append((k, v))
+            self._backlog_bytes += size
 
     def _drop(self, frozen: bool = False) -> None:
         """Forget both connections: closed at once, or (a server that stopped answering) abandoned to
@@ -160,7 +179,12 @@ class PgCache:
                 self._drop(frozen=isinstance(e, TimeoutError))
                 continue
             self.down = False
-            log.warning("shared cache %s reachable again: sharing answers again", redact_url(self.url))
+            backlog, self._backlog, self._backlog_bytes = self._backlog, [], 0
+            log.warning("shared cache %s reachable again: sharing answers again (%d made meanwhile)",
+                        redact_url(self.url), len(backlog))
+            self._pending = backlog + self._pending
+            if self._pending:
+                self._spawn(self._write_pending())
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -255,6 +279,7 @@ class PgCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         if self.down:
+            self._keep([(key, value)])
             return
         self._pending.append((key, value))
         if self._flusher is None or self._flusher.done():
@@ -268,13 +293,21 @@ class PgCache:
 
     async def _write_pending(self) -> None:
         batch, self._pending = self._pending, []
-        if not batch or self.down:
+        if not batch:
             return
+        if self.down:
+            self._keep(batch)
+            return
+        i = 0
         try:
-            await deadline(self._insert(batch), TIMEOUT_S)
-            self.written += len(batch)
-            await self.release([k for k, _ in batch])  # readable now: a waiter on another host takes it
+            while i < len(batch):  # (a backlog goes in parts of max_batch)
+                part = batch[i : i + self._max_batch]
+                await deadline(self._insert(part), TIMEOUT_S)
+                i += len(part)
+                self.written += len(part)
+                await self.release([k for k, _ in part])  # readable now: a waiter on another host takes it
         except Exception as e:  # noqa: BLE001
+            self._keep(batch[i:])  # kept for the server's return (ON CONFLICT DO NOTHING: a part twice is harmless)
             await self._lost(e)
 
     async def _insert(self, batch: list[tuple[str, dict[str, Any]]]) -> None:

@@ -5,15 +5,15 @@ Pacing (GCRA on absolute slots, a sliding window of sends) lives in `runner.budg
 Rate-limit answers: each 429 makes *that* request wait its Retry-After (or `retry-after-ms`, or the
 `x-ratelimit-reset-*` of the exhausted budget); the lane is paused as a whole only when a 429 says
 the key's requests are spent (`x-ratelimit-remaining-requests: 0`, for as long as it said) or most of
-a second's attempts are refused with a Retry-After (the shortest one told). A 429 for tokens
-(`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the refused
-charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
+a second's attempts are refused with a Retry-After (the shortest one told), or a 429 tells one to
+wait far longer than the key's pace explains (KEYWIDE_S and KEYWIDE_SLOTS request intervals). A 429
+for tokens (`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the
+refused charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
 admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
-(`runner.estimates`) and reconciled with each answer's usage. A
-shared budget (Redis) makes every process on the key wait the same pause. A lane whose recent attempts are mostly
+(`runner.estimates`) and reconciled with each answer's usage. A shared budget (Redis) makes every
+process on the key wait the same pause. A lane whose recent attempts are mostly
 refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
-refused) and recovers additively while quiet (AIMD), so a storm of random 429s costs at most ~2x,
-never a stop per 429.
+refused) and recovers additively while quiet (AIMD): a storm of random 429s costs ~2x, never a stop.
 Limits the provider reports (`x-ratelimit-limit-*`) are adopted when the config has none or a higher
 one. A quota/billing/disabled-key error stops the lane for good: the pool moves its calls elsewhere.
 
@@ -65,6 +65,8 @@ log = logging.getLogger("evalsweep")
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
 MIN_FACTOR = 0.05  # ... a majority of 429s may (the real limit is far below the configured one)
 MAX_PAUSE_S = 300.0  # a key-wide pause the provider asks for, believed up to this long
+KEYWIDE_S, KEYWIDE_SLOTS = 1.0, 10  # a 429 told to wait this long and this many request intervals
+# at the key's limit (a request-rate refusal says "the next slot") refuses the key as a whole
 PROBE_KINDS = ("openai", "anthropic")  # answers carry x-ratelimit-* headers worth waiting one call for
 DOWN_AFTER = 3
 """Attempts in a row without any answer after which the live view calls a lane `down`."""
@@ -313,6 +315,9 @@ class Lane:
         now = time.monotonic()
         if limited:
             self.rate_limited += 1
+            if told is not None and b.rpm and told >= max(KEYWIDE_S, KEYWIDE_SLOTS * 60.0 / b.rpm):
+                b.pause(min(told, MAX_PAUSE_S))  # at once, for every process on a shared key (not
+                # after a second of refusals in each: 25 refused calls for 1 across 3 processes)
             if b.rpm and now - self._widened >= WINDOW_S:
                 # Paced at the limit and still refused: arrivals jitter more than we allowed. Once a
                 # window: one stall at the server refuses the whole bunch it delayed, one episode.

@@ -89,3 +89,111 @@ async def test_identity_never_holds_the_key(redis_server: RedisServer):
     assert lane_id("u", "k1") != lane_id("u", "k2") and lane_id("u", "k1") == lane_id("u", "k1")
     await b.aclose()
     await b.client.aclose()
+
+
+async def _hold(b: RedisBudget, admitted: list[int], until: asyncio.Event) -> None:
+    """One call that stays in flight until `until` is set."""
+    await b.acquire()
+    wait = b.reserve(0)
+    while wait > 0:
+        await asyncio.sleep(wait)
+        wait = b.confirm()
+    admitted.append(1)
+    try:
+        await until.wait()
+    finally:
+        b.release()
+
+
+async def _held(client, b: RedisBudget) -> dict[str, int]:
+    return {k.decode(): int(v) for k, v in (await client.hgetall(b.keys[2])).items()}
+
+
+async def test_leases_do_not_leak_after_a_fallback_in_which_redis_kept_its_state(
+    redis_server: RedisServer, monkeypatch
+):
+    """A holds all 4 of the key's leases when Redis freezes (SIGSTOP: its state kept) long enough for A to
+    fall back; its calls end while it paces locally; Redis thaws and A returns to it. A's 4 leases must
+    not stay held in Redis under A's live heartbeat (they did: 24 and 14 of 64 in two runs, for 24 h):
+    B, on the same key, then gets all 4 at once."""
+    import os
+    import signal
+
+    from runner.budgets import redis_fallback
+    from runner.budgets.redis_call import connect
+
+    monkeypatch.setattr(redis_fallback, "RECOVER_S", 1.0)
+    a = RedisBudget(connect(redis_server.url), lane_id("u", "k"), "a", 6000, None, 4, 30.0, local_factory=LocalBudget)
+    b = RedisBudget(connect(redis_server.url), lane_id("u", "k"), "b", 6000, None, 4, 30.0, local_factory=LocalBudget)
+    done, got = asyncio.Event(), []
+    calls = [asyncio.create_task(_hold(a, got, done)) for _ in range(4)]
+    while len(got) < 4:
+        await asyncio.sleep(0.01)
+    assert (await _held(b.client, b)) == {a.proc: 4}
+    os.kill(redis_server.proc.pid, signal.SIGSTOP)
+    try:
+        while a._local is None:  # its heartbeat times out: local pacing
+            await asyncio.sleep(0.05)
+    finally:
+        os.kill(redis_server.proc.pid, signal.SIGCONT)
+    done.set()
+    await asyncio.gather(*calls)
+    while a._local is not None:  # back on Redis
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # a heartbeat or two of A's
+    assert (await _held(b.client, b)).get(a.proc, 0) == 0
+    done_b, got_b = asyncio.Event(), []
+    calls_b = [asyncio.create_task(_hold(b, got_b, done_b)) for _ in range(4)]
+    t0 = time.monotonic()
+    while len(got_b) < 4 and time.monotonic() - t0 < 20:  # a leak holds them for 24 h
+        await asyncio.sleep(0.02)
+    assert len(got_b) == 4, await _held(b.client, b)
+    done_b.set()
+    await asyncio.gather(*calls_b)
+    for x in (a, b):
+        await x.aclose()
+    assert await _held(b.client, b) == {}  # leaving gives every lease back
+    for x in (a, b):
+        await x.client.aclose()
+
+
+async def test_redis_restarted_costs_one_fallback_not_a_second_on_stale_connections(
+    redis_server: RedisServer, monkeypatch
+):
+    """Six lanes of one process share a client whose pool holds their connections; Redis restarts. Each
+    lane falls back once and returns; the pooled connections the restart killed must not make a second,
+    spurious fallback seconds later (they did: "Connection closed by server", 12 x 429 in one run)."""
+    from runner.budgets import redis_fallback
+    from runner.budgets.redis_call import connect
+
+    monkeypatch.setattr(redis_fallback, "RECOVER_S", 1.0)
+    client = connect(redis_server.url)
+    lanes = [RedisBudget(client, lane_id("u", k), k, 6000, None, 8, 5.0, local_factory=LocalBudget) for k in "abcdef"]
+
+    async def busy(b: RedisBudget, seconds: float) -> None:
+        async def one() -> None:
+            done = asyncio.Event()
+            asyncio.get_running_loop().call_later(0.02, done.set)
+            await _hold(b, [], done)
+
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            await asyncio.gather(*(one() for _ in range(8)))
+
+    await asyncio.gather(*(busy(b, 0.5) for b in lanes), *(client.ping() for _ in range(12)))
+    pool = client.connection_pool
+    assert len(pool._available_connections) >= 6  # a pool, not one connection
+    redis_server.stop()
+    work = [asyncio.create_task(busy(b, 9.0)) for b in lanes]
+    while any(b._local is None for b in lanes):
+        await asyncio.sleep(0.02)
+    redis_server.sock.unlink(missing_ok=True)
+    redis_server.start()
+    while any(b._local is not None for b in lanes):
+        await asyncio.sleep(0.05)
+    await asyncio.gather(*work)  # seconds of calls on the pool after the return
+    assert [b.fallbacks for b in lanes] == [1] * 6
+    assert all(b._local is None for b in lanes)
+    for b in lanes:
+        await b.aclose()
+    await client.aclose()

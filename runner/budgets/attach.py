@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from runner.budgets.redis import RedisBudget, lane_id
+from runner.budgets.redis_call import connect
 from runner.config import redact_url
 
 log = logging.getLogger("evalsweep")
@@ -13,12 +14,10 @@ log = logging.getLogger("evalsweep")
 
 async def attach(models: dict[str, Any], redis_url: str, lease_s: float) -> list[RedisBudget]:
     """Give every paced lane of a sweep a RedisBudget; refuse to start if Redis cannot be reached."""
-    import redis.asyncio as aioredis
-
     from runner.config import ConfigError
     from runner.lanes import LocalBudget
 
-    client = aioredis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    client = connect(redis_url)
     try:
         await client.ping()
     except Exception as e:  # noqa: BLE001

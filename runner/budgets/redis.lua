@@ -1,34 +1,61 @@
--- The shared lane budget's one atomic step (runner/budget_redis.py says what each argument is).
+-- The shared lane budget's one atomic step (runner/budgets/redis.py says what each argument is).
+-- Leases are absolute: a process says how many it wants to hold and how many its tasks are bound to;
+-- it never holds fewer than the bound ones, nor more than the key's cap leaves beside the others. A lease
+-- exists only under a live heartbeat: a process that stops calling loses its leases after its ttl.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local proc, ttl = ARGV[1], tonumber(ARGV[2])
+local proc, ttl, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
+-- Time in which nobody could call (Redis frozen, or every process gone) does not count toward a
+-- heartbeat's expiry: beyond half a lease of silence on the key, every deadline moves by the excess.
+local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+local busy = redis.call('HLEN', KEYS[3]) > 0  -- leases held: their processes call every SYNC_S
+if ttl > 0 and last and now - last > ttl / 2 then
+  local shift = now - last - ttl / 2
+  local ps = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  for i = 1, #ps, 2 do redis.call('ZADD', KEYS[2], tonumber(ps[i + 1]) + shift, ps[i]) end
+end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor')
-local tat, tok = tonumber(st[1]) or 0, tonumber(st[2]) or 0
+local held = redis.call('HGETALL', KEYS[3])
+local others = 0
+for i = 1, #held, 2 do
+  if held[i] == proc then  -- ours: set below
+  elseif redis.call('ZSCORE', KEYS[2], held[i]) then
+    others = others + tonumber(held[i + 1])
+  else  -- a lease with no heartbeat behind it (its holder left or its entry was lost): free
+    redis.call('HDEL', KEYS[3], held[i])
+  end
+end
+local new = 0
+if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
+  new = math.max(bound, math.min(want, cap - others))  -- only what the cap leaves, even if held before
+end
+if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
+-- slots: every leased ticket gets one; a new ticket only with a lease of its own
+local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
+local kU = math.min(nU, math.max(0, new - bound))
+local n = nL + kU
+local tokens = tonumber(ARGV[8])
+if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
+local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born', 'outage')
+local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
+local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
+local born = st[5] or tostring(now)  -- when this state began: a process that saw another lost it
+local outage = tonumber(st[6]) or 0  -- when a process last found the state new: all fall back then
+if busy and last and now - last > tonumber(ARGV[16]) then
+  born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
+end
+if born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
+  outage = now  -- (once per new state: the first process to find it)
+end
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
-if ARGV[11] ~= '' then factor = tonumber(ARGV[11]) end
-if tonumber(ARGV[10]) > 0 then pause = math.max(pause, now + tonumber(ARGV[10])) end
-local mine = tonumber(redis.call('HGET', KEYS[3], proc) or '0')
-local delta, granted = tonumber(ARGV[4]), 0
-if delta > 0 then
-  local total = 0
-  for _, v in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(v) end
-  granted = math.max(0, math.min(delta, tonumber(ARGV[3]) - total))
-elseif delta < 0 then
-  granted = math.max(delta, -mine)
-end
-mine = mine + granted
-if mine > 0 then redis.call('HSET', KEYS[3], proc, mine) else redis.call('HDEL', KEYS[3], proc) end
-local T, Tt = tonumber(ARGV[8]) / factor, tonumber(ARGV[9]) / factor
-local n, tokens, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) * Tt
-if delta > 0 and granted < delta and n > 0 then  -- the key's concurrency cap: slots only for leased calls
-  local given = math.max(0, n - delta + granted)
-  tokens = math.floor(tokens * given / n)
-  n = given
-end
+if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
+if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
+local T, Tt = tonumber(ARGV[11]) / factor, tonumber(ARGV[12]) / factor
+local d = tonumber(ARGV[10]) * Tt
 if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
 local start = math.max(now, pause)
 if n > 0 then
@@ -37,7 +64,8 @@ if n > 0 then
   if T > 0 then tat = start + n * T end
   if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
 end
-redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor)
+redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
-return {granted, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt)}
+return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born,
+        tostring(now - outage)}

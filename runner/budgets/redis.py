@@ -2,29 +2,37 @@
 against one budget, so K processes together stay under the key's limit instead of sending K times it.
 
 It implements the lane's budget seam (runner.lanes): the policy (AIMD, limits learnt from headers,
-probing) stays in `Lane`; only the state moves to Redis, behind one short Lua script that runs
-atomically on the server's clock (`TIME`, so host clocks never matter) and, per call:
-  - reserves the next n GCRA request slots (and their estimated TPM tokens) and says how long until
-    the first: pacing, never rejection; slots are spaced 1/rate apart across all processes;
+probing) stays in `Lane`; only the state moves to Redis, behind one short Lua script (redis.lua,
+called through redis_call) that runs atomically on the server's clock and, per call:
+  - reserves the next GCRA request slots (and their estimated TPM tokens): pacing, never rejection;
+    slots are spaced 1/rate apart across all processes;
   - applies TPM reconciliation (actual - estimated tokens) sent with it;
-  - grants or takes back concurrency leases, held per process under an expiring heartbeat, so a
-    SIGKILLed process's slots free themselves after `lease_s`;
+  - sets how many concurrency leases the process holds, under an expiring heartbeat, so a SIGKILLed
+    process's leases free themselves after `lease_s`;
   - records and returns the key's Retry-After pause and the AIMD factor, so all back off together;
-  - counts the processes alive on the lane (N, for the fallback below).
+  - counts the processes alive on the lane (N, for fair shares and the fallback below).
 A lane's identity in Redis is SHA-256(base URL, API key): never the key itself.
 
+Leases and slots, correct by construction: a task's ticket gets a lease and a slot in one script call,
+and keeps the lease until the task releases it; a leased ticket that needs a new slot (its timer woke
+too late) is served before any new ticket, and the script gives it a slot whatever the cap (its lease
+is already counted), so the key's concurrency can never be held by tickets that wait for each other.
+A new ticket gets a slot only if it got a lease. Leases are absolute counts (never deltas): a reply
+lost, a restart of Redis or a fallback cannot leak them, since the next call says again how many this
+process holds and how many its running calls need.
+
 Calls are batched: the slot requests of all tasks waiting at once go out as one script call, and
-concurrency leases are taken in blocks and kept while used, so steady state costs about one round
-trip per call at low rates and far fewer at high ones. If Redis becomes unreachable mid-run the lane
-falls back to local pacing at 1/N of its limits (N = processes last seen on it) with a warning:
-never fail open at the full limit. It tries Redis again every RECOVER_S seconds of the wall clock (the
-same instants in every process, so they leave 1/N together) and resumes shared pacing when it answers.
+leases are kept while used, so steady state costs about one round trip per call at low rates and far
+fewer at high ones. If Redis becomes unreachable mid-run the lane falls back to local pacing at 1/N of
+its limits and concurrency (N = processes last seen on it) with a warning: never fail open at the full
+limit (redis_fallback). It tries Redis again every RECOVER_S seconds of the wall clock (the same instants in every
+process, so they leave 1/N together), registers its running calls as leases, and takes new leases only
+after GRACE_S, once every process on the key has registered its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
 import os
@@ -32,10 +40,11 @@ import socket
 import time
 import weakref
 from collections import deque
-from pathlib import Path
 from typing import Any
 
+from runner.budgets import redis_fallback as fallback
 from runner.budgets.local import wait_turn
+from runner.budgets.redis_call import Outage, ScriptCall, lane_id
 
 log = logging.getLogger("evalsweep")
 
@@ -44,27 +53,24 @@ LATE_S = 0.015  # a slot missed by more than this (a late timer) is dropped and 
 SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
 AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
-SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
-RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
+RETRY_S = 0.02  # the key's concurrency is taken: ask again this often
+RETURN_S = 7.0  # a process joining a key whose last outage is this recent waits for the others' return
 
-_LUA = (Path(__file__).parent / "redis.lua").read_text()
-
-
-def lane_id(base_url: str | None, api_key: str | None) -> str:
-    """The lane's name in Redis: one budget per key whatever the endpoint is called; never the key."""
-    return hashlib.sha256(f"{base_url or ''}\x1f{api_key or ''}".encode()).hexdigest()[:32]
+__all__ = ["RedisBudget", "lane_id"]
 
 
 class _Ticket:
-    """One task's claim: its TPM estimate, its slot once granted, and whether it holds a lease."""
+    """One task's claim: its TPM estimate, its slot once granted, whether it holds a lease, whether it
+    was admitted (sent), and whether its task has released it."""
 
-    __slots__ = ("tokens", "slot", "leased", "dead")
+    __slots__ = ("tokens", "slot", "leased", "sent", "dead")
 
-    def __init__(self, tokens: int) -> None:
+    def __init__(self, tokens: int, leased: bool = False) -> None:
         self.tokens = tokens
         self.slot: float | None = None
-        self.leased = False
+        self.leased = leased
+        self.sent = False
         self.dead = False
 
 
@@ -87,8 +93,9 @@ class RedisBudget:
     ) -> None:
         self.client = client
         self.name = name
-        self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held"]
         self.proc = f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
+        self._call = ScriptCall(client, ident, self.proc)
+        self.keys = self._call.keys
         self.max_concurrency = max_concurrency
         self.lease_ms = int(lease_s * 1000)
         self.factor = 1.0
@@ -99,30 +106,39 @@ class RedisBudget:
         self.n_procs = 1
         self.margin = 0.0  # the Lane widens a local budget's window on persistent 429s; slots here use SAFETY
         self.late = 0
-        self.calls = 0
         self.admitted = 0
-        self._script = client.register_script(_LUA)
+        self.fallbacks = 0
         self._local_factory = local_factory
         self._local: Any = None
         self._tickets: weakref.WeakKeyDictionary[Any, _Ticket] = weakref.WeakKeyDictionary()
-        self._queue: deque[_Ticket] = deque()
-        self._rtt = 0.001
+        self._again: deque[_Ticket] = deque()  # leased, waiting for a new slot: served first
+        self._new: deque[_Ticket] = deque()  # waiting for a lease and a slot
         self._last_slot = 0.0
-        self._offset = 0.0  # server clock minus our monotonic clock, seconds
-        self._best_rtt, self._best_at = float("inf"), 0.0
         self._tok_delta = 0.0
         self._pause_s = 0.0
         self._new_factor: float | None = None
-        self._held = 0  # leases this process holds in Redis
-        self._leased = 0  # ... of which tickets hold this many
+        self._held = 0  # leases this process holds in Redis (as the last reply said)
+        self._bound = 0  # ... of which tasks hold this many: leased tickets and carried calls
+        self._flying: weakref.WeakSet[Any] = weakref.WeakSet()  # tasks whose call runs without a ticket
+        # (admitted by a fallback, or sent before one): on Redis, each holds a lease of this process
+        self._holders: weakref.WeakSet[Any] = weakref.WeakSet()  # tasks holding the fallback's leases
+        self._grace_until = 0.0
+        self._born: bytes | None = None  # when the key's state began, as this process last saw it
+        self._answered = 0.0  # when Redis first told n_procs
+        self._outage_at: float | None = None  # the key's last outage mark seen (server seconds)
         self._used = 0  # tasks past acquire() (the local cap)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
         self._recovering: asyncio.Task[None] | None = None
-        self._last_call = 0.0
+        self._telling: asyncio.Task[None] | None = None
         self.set_limits(rpm, tpm)
+
+    @property
+    def calls(self) -> int:
+        """Script calls made (Redis round trips)."""
+        return self._call.calls
 
     # --- the seam ---------------------------------------------------------------------------------
 
@@ -155,6 +171,16 @@ class RedisBudget:
             return
         self._pause_s = max(self._pause_s, seconds)
         self._kick()
+        if self._telling is None or self._telling.done():  # now, not with the next slots: the others
+            self._telling = asyncio.get_running_loop().create_task(self._tell())  # are sending meanwhile
+
+    async def _tell(self) -> None:
+        try:
+            async with self._call.lock:
+                if self._local is None and self._news():
+                    await self._eval(self._held)
+        except Exception as e:  # noqa: BLE001
+            self._fall_back(e)
 
     def reconcile(self, est: int, actual: int) -> None:
         if self._local is not None:
@@ -171,34 +197,43 @@ class RedisBudget:
             tk = self._tickets[task] = _Ticket(0)
         tk.tokens = tokens if self._Tt1 else 0
         tk.slot = None
-        self._queue.append(tk)
+        (self._again if tk.leased else self._new).append(tk)
         self._kick()
-        return self._rtt
+        return self._call.rtt
 
     def confirm(self) -> float:
         task = asyncio.current_task()
         if self._local is not None:
-            tk = self._tickets.pop(task, None)
-            if tk is not None:  # reserved from Redis before it went away: reserve again locally
-                return max(self._local.reserve(tk.tokens), 1e-6)
-            return self._local.confirm()
+            local = self._local
+            if task not in self._holders:  # waiting for a slot when this fallback began: a local lease first
+                if local._used >= getattr(local, "_cap", local.max_concurrency):
+                    return 0.01
+                local._used += 1
+                self._holders.add(task)
+                tk = self._tickets.pop(task, None)
+                return max(local.reserve(tk.tokens if tk is not None else 0), 1e-6)
+            wait = local.confirm()
+            if wait <= 0:
+                self._flying.add(task)
+            return wait
         now = time.monotonic()
         if now < self.paused_until:
             return self.paused_until - now
         tk = self._tickets.get(task)
-        if tk is None:  # reserved locally before Redis came back: reserve again from Redis
+        if tk is None:  # reserved locally before Redis came back: a slot (and a lease) from Redis now
             return max(self.reserve(0), 1e-6)
         if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
-            return max(self._rtt, 0.0005, self._last_slot - LEAD_S - now + self._rtt)
+            return max(self._call.rtt, 0.0005, self._last_slot - LEAD_S - now + self._call.rtt)
         if now < tk.slot:
             return tk.slot - now
         if now - tk.slot > LATE_S:  # woke too late: sending now could crowd the next second
             self.late += 1
             tk.slot = None
-            self._queue.append(tk)
+            self._again.append(tk)  # it keeps its lease, and is served before any new ticket
             self._kick()
-            return max(self._rtt, 0.0005)
+            return max(self._call.rtt, 0.0005)
         self.admitted += 1
+        tk.sent = True
         return 0.0  # admitted; the ticket keeps its lease until release()
 
     async def acquire(self) -> None:
@@ -208,8 +243,9 @@ class RedisBudget:
             if self._local is not None:
                 local = self._local
                 await local.acquire()
-                if self._local is not local:  # Redis came back while this call waited: counted here now
-                    self._used += 1
+                self._used += 1
+                if self._local is local:
+                    self._holders.add(asyncio.current_task())
                 return
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
@@ -217,117 +253,142 @@ class RedisBudget:
             await wait_turn(self._waiters, self._wake)
 
     def release(self) -> None:
-        if self._local is not None:
-            self._local.release()
-            return
         self._used -= 1
-        tk = self._tickets.pop(asyncio.current_task(), None)
+        task = asyncio.current_task()
+        if self._local is not None:
+            self._tickets.pop(task, None)
+            self._flying.discard(task)
+            if task in self._holders:
+                self._holders.discard(task)
+                self._local.release()
+            return
+        tk = self._tickets.pop(task, None)
         if tk is not None:
             tk.dead = True
             if tk.leased:
-                self._leased -= 1
+                self._bound -= 1
                 self._idle_since = time.monotonic()
-                if self._queue:
+                if self._again or self._new:
                     self._kick()
+        elif task in self._flying:  # a call the fallback admitted, registered as a lease on return
+            self._flying.discard(task)
+            self._bound -= 1
+            self._idle_since = time.monotonic()
         self._wake()
 
     # --- talking to Redis ------------------------------------------------------------------------
 
-    async def _eval(self, lease_delta: int = 0, n: int = 0, tokens: int = 0, ttl: int | None = None) -> list[Any]:
+    async def _eval(self, want: int, ttl_us: int | None = None, **slots: Any) -> Any:
+        """One script call (the caller holds the lock): leases to hold, news to send, slots to ask."""
         factor = "" if self._new_factor is None else repr(self._new_factor)
         tok_delta, pause_us = self._tok_delta, int(self._pause_s * 1e6)
         self._tok_delta, self._pause_s, self._new_factor = 0.0, 0.0, None
-        args = [
-            self.proc,
-            self.lease_ms * 1000 if ttl is None else ttl,
-            self.max_concurrency,
-            lease_delta,
-            n,
-            tokens,
-            tok_delta,
-            self._T1,
-            self._Tt1,
-            pause_us,
-            factor,
-        ]
-        t0 = time.monotonic()
-        res = await self._script(keys=self.keys, args=args)
-        t1 = time.monotonic()
-        self.calls += 1
-        self._last_call = t1
-        rtt = t1 - t0
-        self._rtt = 0.8 * self._rtt + 0.2 * rtt
-        # Server clock -> our monotonic clock, from the round trips least delayed (an event loop busy
-        # elsewhere makes a reply look late): a slot must be sent within a few ms of the same instant
-        # in every process.
-        now_s = float(res[6]) / 1e6
-        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
-            est = now_s - (t0 + t1) / 2
-            if self._best_rtt == float("inf"):
-                self._offset = est
-            else:  # slew, never jump: a jump would bunch the slots granted before and after it
-                self._offset += max(-SLEW_S, min(SLEW_S, est - self._offset))
-            self._best_rtt, self._best_at = rtt, t1
-        pause = float(res[3]) / 1e6
-        if pause > 0:
-            self.paused_until = max(self.paused_until, now_s - self._offset + pause)
-        self.factor = float(res[4])
-        self.n_procs = int(res[5])
-        return [int(res[0]), float(res[1]) / 1e6 - self._offset, float(res[2]) / 1e6, int(res[7]), float(res[8]) / 1e6]
+        r = await self._call(
+            ttl_us=self.lease_ms * 1000 if ttl_us is None else ttl_us,
+            cap=self.max_concurrency,
+            want=want,
+            bound=self._bound,
+            tok_delta=tok_delta,
+            T_us=self._T1,
+            Tt_us=self._Tt1,
+            pause_us=pause_us,
+            factor=factor,
+            born=self._born,
+            **slots,
+        )
+        changed = self._born is not None and r.born != self._born
+        missed = r.since_outage < RETURN_S if self._outage_at is None else r.outage_at > self._outage_at + 1e-3
+        self._born, self._outage_at = r.born, r.outage_at
+        if changed:
+            raise Outage("it restarted or stood still: the key's state is new")
+        if missed:  # the key's other processes fell back for an outage this one did not meet (it joined
+            # meanwhile, or did not call): wait for their return rather than pace alone at the full rate
+            back = fallback.RECOVER_S - time.time() % fallback.RECOVER_S + fallback.GRACE_S
+            self.paused_until = max(self.paused_until, time.monotonic() + back)
+        self._held = r.held
+        self.paused_until = max(self.paused_until, r.paused_until)
+        self.factor = r.factor
+        # Back from an outage, the others register again one by one: N (the next fallback's 1/N)
+        # does not drop while they may still be coming.
+        soon = time.monotonic() < self._grace_until + self.lease_ms / 1000
+        self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
+        self._answered = self._answered or time.monotonic()
+        return r
+
+    def _news(self) -> bool:
+        return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
 
     def _kick(self) -> None:
+        loop = asyncio.get_running_loop()
         if self._local is None and (self._syncing is None or self._syncing.done()):
-            self._syncing = asyncio.get_running_loop().create_task(self._sync())
+            self._syncing = loop.create_task(self._sync())
         if self._house is None or self._house.done():
-            self._house = asyncio.get_running_loop().create_task(self._housekeeping())
+            self._house = loop.create_task(self._housekeeping())
+
+    def _prune(self) -> None:
+        for q in (self._again, self._new):
+            while q and q[0].dead:
+                q.popleft()
 
     async def _sync(self) -> None:
         """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
         try:
             while self._local is None:
-                while self._queue and self._queue[0].dead:
-                    self._queue.popleft()
-                if not self._queue and not (self._pause_s or self._new_factor is not None or self._tok_delta):
+                self._prune()
+                if not self._again and not self._new:
+                    if self._news():
+                        async with self._call.lock:
+                            await self._eval(self._held)
                     return
                 # Ask for the next slots only shortly before the granted ones run out: waiting tickets
                 # gather into one call, and other processes on the key get the slots in between.
                 ahead = self._last_slot - time.monotonic()
-                lead = max(LEAD_S, 4 * self._rtt)
-                if self._queue and ahead > lead:
+                lead = max(LEAD_S, 4 * self._call.rtt)
+                if ahead > lead:
                     await asyncio.sleep(ahead - lead)
                     continue
-                T = self._T1 / 1e6 / max(self.factor, 1e-3)
-                n = len(self._queue) if not T else min(len(self._queue), max(1, int(AHEAD_S / T)))
-                # leases come with slots: never take more than a fair share of the key's concurrency,
-                # and above it, hand spare leases back rather than reuse them (a process that joins
-                # a busy key gets the leases as ours finish, not once ours go idle)
-                room = self._fair() - self._leased + sum(tk.leased for tk in self._queue)
-                if room <= 0:
-                    if self._held > self._leased:
-                        granted, *_ = await self._eval(lease_delta=self._leased - self._held)
-                        self._held += granted
-                    await asyncio.sleep(0.02)
-                    continue
-                n = min(n, room)
-                batch = [self._queue[i] for i in range(n)]
-                need = sum(not tk.leased for tk in batch) - (self._held - self._leased)
-                granted, start, T, given, Tt = await self._eval(
-                    lease_delta=max(0, need), n=n, tokens=sum(t.tokens for t in batch)
-                )
-                self._held += granted
-                used = 0
-                for i in range(given):
-                    tk = self._queue.popleft()
-                    if not tk.leased:
-                        tk.leased = True
-                        self._leased += 1
-                    tk.slot = start + max(i * T, used * Tt)  # spaced by requests and by tokens
-                    used += tk.tokens
-                    self._last_slot = max(self._last_slot, tk.slot)
-                if given < n:  # the key's concurrency is taken: ask again shortly
-                    await asyncio.sleep(0.02)
+                if not await self._grant():
+                    await asyncio.sleep(RETRY_S)
         except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
             self._fall_back(e)
+
+    async def _grant(self) -> bool:
+        """Slots for every leased ticket waiting, then leases and slots for new tickets up to this
+        process's fair share; False if no new ticket could have one (the key's concurrency is taken)."""
+        async with self._call.lock:
+            if self._local is not None:
+                return True
+            self._prune()
+            T = self._T1 / 1e6 / max(self.factor, 1e-3)
+            n = max(1, int(AHEAD_S / T)) if T else len(self._again) + len(self._new)
+            again = [tk for tk in self._again if not tk.dead][:n]
+            room = 0 if time.monotonic() < self._grace_until else max(0, self._fair() - self._bound)
+            new = [tk for tk in self._new if not tk.dead][: min(n - len(again), room)]
+            if not again and not new:
+                over = self._held - max(self._fair(), self._bound)
+                if over > 0:  # above our share: others may be waiting for these
+                    await self._eval(self._held - over)
+                return False
+            r = await self._eval(
+                max(self._held, self._bound + len(new)),
+                n_leased=len(again),
+                n_new=len(new),
+                tok_leased=sum(tk.tokens for tk in again),
+                tok_new=sum(tk.tokens for tk in new),
+            )
+            if self._local is not None:
+                return True
+            got = new[: max(0, r.n - len(again))]
+            used = 0
+            for i, tk in enumerate(again + got):
+                (self._again if i < len(again) else self._new).remove(tk)
+                if not tk.leased and not tk.dead:
+                    tk.leased = True  # the lease granted for it (a dead one's stays spare)
+                    self._bound += 1
+                tk.slot = r.start + max(i * r.T, used * r.Tt)  # spaced by requests and by tokens
+                used += tk.tokens
+                self._last_slot = max(self._last_slot, tk.slot)
+            return len(got) == len(new)
 
     def _fair(self) -> int:
         return max(1, math.ceil(self.max_concurrency / max(1, self.n_procs)))
@@ -347,74 +408,35 @@ class RedisBudget:
         try:
             while self._local is None:
                 await asyncio.sleep(SYNC_S)
-                now = time.monotonic()
-                spare = self._held - self._leased
-                over = self._held - max(self._fair(), self._leased)  # others may be waiting for these
-                if spare > 0 and (over > 0 or not self._queue and now - self._idle_since > KEEP_S):
-                    granted, *_ = await self._eval(lease_delta=-(over if over > 0 else spare))
-                    self._held += granted
-                elif self._used or self._tok_delta or now - self._last_call > self.lease_ms / 3000:
-                    await self._eval()
+                async with self._call.lock:
+                    if self._local is not None:
+                        return
+                    now = time.monotonic()
+                    spare = self._held - self._bound
+                    over = self._held - max(self._fair(), self._bound)  # others may be waiting for these
+                    waiting = self._again or self._new
+                    if spare > 0 and (over > 0 or not waiting and now - self._idle_since > KEEP_S):
+                        await self._eval(self._held - (over if over > 0 else spare))
+                    elif self._used or self._news() or now - self._call.last > self.lease_ms / 3000:
+                        await self._eval(self._held)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001
             self._fall_back(e)
 
     def _fall_back(self, e: BaseException) -> None:
-        if self._local is not None:
-            return
-        n = max(1, self.n_procs)
-        log.warning(
-            "lane %s: shared budget on Redis unreachable (%s); pacing locally at 1/%d of its limits "
-            "(%d processes were sharing it)",
-            self.name,
-            str(e).splitlines()[0] if str(e) else type(e).__name__,
-            n,
-            n,
-        )
-        local = self._local_factory(
-            self.rpm / n if self.rpm else None,
-            self.tpm / n if self.tpm else None,
-            max(1, math.ceil(self.max_concurrency / n)),
-        )
-        local.set_factor(self.factor)
-        if self.probing:
-            local.set_probing(True)
-        # Sends paced by Redis may fill the last second up to the key's limit: start after it, on spaced
-        # slots (every process falls back at once: their fresh-lane bursts would meet a window later).
-        local.paced_from(max(1.0, self.paused_until - time.monotonic()))
-        local._used = self._used  # calls in flight release into the local budget
-        self._local = local
-        self._queue.clear()
-        self._wake()
-        self._recovering = asyncio.get_running_loop().create_task(self._recover())
-
-    async def _recover(self) -> None:
-        """Shared pacing again once Redis answers; calls in flight release into it, calls waiting in
-        the local budget are let through to reserve their slots from Redis."""
-        while self._local is not None:
-            await asyncio.sleep(RECOVER_S - time.time() % RECOVER_S)
-            try:
-                await self._eval()
-            except Exception:  # noqa: BLE001 - still down: stay at 1/N
-                continue
-            local, self._local = self._local, None
-            self._used, self._held, self._leased = local._used, 0, 0
-            self._tickets.clear()
-            # Local sends may have filled the last second up to this process's 1/N: start after it.
-            self.paused_until = max(self.paused_until, time.monotonic() + 1.0)
-            log.warning("lane %s: Redis reachable again; shared pacing resumed", self.name)
-            local.open()
-            self._wake()
-            self._kick()
+        fallback.fall_back(self, e)
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
-        for t in (self._house, self._syncing, self._recovering):
+        for t in (self._house, self._syncing, self._recovering, self._telling):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:
             try:
-                await self._eval(lease_delta=-self._held, ttl=0)
+                async with self._call.lock:
+                    self._bound = 0
+                    await self._eval(0, ttl_us=0)
             except Exception:  # noqa: BLE001
                 pass
+

@@ -1,0 +1,143 @@
+"""One call of the shared budget's Lua script (redis.lua) and the server clock it brings back.
+
+The script runs atomically on the server's clock (`TIME`), so slots are instants of that clock; this
+module turns them into our monotonic clock from the round trips least delayed (an event loop busy
+elsewhere makes a reply look late), slewing so slots granted before and after a new estimate do not
+bunch; it jumps only into the interval a round trip proves (the server read its clock within it). Calls of one budget are serialised (`lock`): each says how many leases the
+process wants in absolute terms, which only means something if no other call of it is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
+FRESH_S = 0.3  # a key with no state (new, or Redis restarted) starts its slots this far ahead: slots
+# granted before the restart (at most AHEAD_S + a round trip ahead) may still be due
+
+TIMEOUT_S = 1.5  # a script call takes well under a millisecond: no answer by then is an outage
+RETRIES = 2  # ... retried this often on a fresh connection (a stale pooled one fails at once)
+
+LUA = (Path(__file__).parent / "redis.lua").read_text()
+
+
+class Outage(Exception):
+    """Redis answered, but after an outage others met (it restarted, or stood still while leases were
+    held): this process falls back with them, so none paces on Redis while another paces alone."""
+
+
+@dataclass
+class Reply:
+    """What one script call gave: leases now held, slots (our clock) and the key's shared state."""
+
+    held: int
+    start: float  # the first slot granted (monotonic seconds)
+    T: float  # seconds between request slots
+    n: int  # slots granted: the leased tickets first, then new ones that got a lease
+    Tt: float  # seconds per token
+    paused_until: float  # the key's pause ends (monotonic seconds; 0: none)
+    factor: float
+    n_procs: int
+    born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
+    outage_at: float  # when a process last found the key's state new and fell back (server seconds)
+    since_outage: float  # ... seconds ago
+
+
+class ScriptCall:
+    """The script, its arguments in order, and the clock offset and round-trip time it measures."""
+
+    def __init__(self, client: Any, ident: str, proc: str) -> None:
+        self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held"]
+        self.proc = proc
+        self._script = client.register_script(LUA)
+        self.lock = asyncio.Lock()
+        self.rtt = 0.001
+        self.offset = 0.0  # server clock minus our monotonic clock, seconds
+        self._best_rtt, self._best_at = float("inf"), 0.0
+        self.calls = 0
+        self.last = 0.0
+
+    async def __call__(
+        self,
+        *,
+        ttl_us: int,
+        cap: int,
+        want: int,
+        bound: int,
+        n_leased: int = 0,
+        n_new: int = 0,
+        tok_leased: int = 0,
+        tok_new: int = 0,
+        tok_delta: float = 0.0,
+        T_us: float = 0.0,
+        Tt_us: float = 0.0,
+        pause_us: int = 0,
+        factor: str = "",
+        born: bytes | None = None,
+    ) -> Reply:
+        args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
+                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b""]
+        t0 = time.monotonic()
+        res = await self._script(keys=self.keys, args=args)
+        t1 = time.monotonic()
+        self.calls += 1
+        self.last = t1
+        rtt = t1 - t0
+        self.rtt = 0.8 * self.rtt + 0.2 * rtt
+        now_s = float(res[6]) / 1e6
+        est = now_s - (t0 + t1) / 2
+        if self._best_rtt == float("inf"):
+            self.offset = est
+        else:  # the server read its clock within this round trip: an estimate outside it is wrong (a
+            # first call slowed by a busy loop), however slowly slewing would correct it
+            self.offset = min(max(self.offset, est - rtt / 2), est + rtt / 2)
+        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
+            self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
+            self._best_rtt, self._best_at = rtt, t1
+        return Reply(
+            held=int(res[0]),
+            start=float(res[1]) / 1e6 - self.offset,
+            T=float(res[2]) / 1e6,
+            n=int(res[7]),
+            Tt=float(res[8]) / 1e6,
+            paused_until=now_s - self.offset + pause if (pause := float(res[3]) / 1e6) > 0 else 0.0,
+            factor=float(res[4]),
+            n_procs=int(res[5]),
+            born=res[9],
+            outage_at=now_s - float(res[10]) / 1e6,
+            since_outage=float(res[10]) / 1e6,
+        )
+
+
+def lane_id(base_url: str | None, api_key: str | None) -> str:
+    """The lane's name in Redis: one budget per key whatever the endpoint is called; never the key."""
+    return hashlib.sha256(f"{base_url or ''}\x1f{api_key or ''}".encode()).hexdigest()[:32]
+
+
+async def drop_connections(client: Any) -> None:
+    """Close the pool's idle connections: after an outage they are dead, and the next command on one
+    would fail ("Connection closed by server"), a second, spurious fallback."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        await pool.disconnect(inuse_connections=False)
+
+
+def connect(url: str) -> Any:
+    """The client every shared budget of a process uses: a connection error or timeout is retried on
+    a new connection twice, then the lane falls back (a frozen Redis costs seconds, not a minute of
+    redis-py's ten retries at the socket timeout each)."""
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialWithJitterBackoff
+
+    return aioredis.Redis.from_url(
+        url,
+        socket_timeout=TIMEOUT_S,
+        socket_connect_timeout=TIMEOUT_S,
+        retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), RETRIES),
+    )

@@ -1,0 +1,224 @@
+"""The shared budget's lease and slot protocol under a seeded random driver: K = 1..8 simulated processes
+(each a RedisBudget with its own connection pool, in one event loop) on one key of a real redis-server,
+through the real Lua script, while the driver makes their timers wake late, stalls the whole loop,
+kills processes (no clean-up: their leases must lapse), adds processes, restarts Redis (its state lost),
+freezes it (SIGSTOP for up to 2.5 s: its state kept) and kills every client connection (the pools'
+connections go stale). Calls last long enough for max_concurrency to bind.
+
+Checked at every admission and after every step: never more admissions than the key's limit in any 1 s
+window; never more calls in flight than max_concurrency while every live process paces on Redis and no
+call a fallback admitted still runs; a process in a fallback admits a call only below its share,
+max(1, max_concurrency // N) (its calls sent on Redis before count in it, the others' do not: across
+processes an outage's first seconds may exceed the cap by those); progress while work waits (no stretch
+of STALL_S without an admission: the deadlock this replaces was permanent); at the end every call made,
+and every lease released: none held by a live holder once the survivors close, none at all once the
+killed ones' heartbeats lapse. EVALSWEEP_STATEFUL_SEED picks other scenarios.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from runner.budgets import redis_fallback
+from runner.budgets.local import LocalBudget
+from runner.budgets.redis import RedisBudget, lane_id
+from runner.budgets.redis_call import connect
+from tests.servers import RedisServer
+
+LEASE_S = 1.0
+STALL_S = 10.0  # longest legitimate wait: a frozen Redis (timeouts, fallback), RECOVER_S, the 1 s pause
+STEPS = 45
+IDENT = lane_id("http://stateful.test/v1", "the-key")
+ACTIONS = ["none", "late", "stall", "crash", "join", "restart", "freeze", "drop"]
+WEIGHTS = [8, 3, 2, 1, 1, 1, 1, 1]
+
+
+class Proc:
+    """One simulated process: a budget on its own client, and workers making calls like Lane._attempt."""
+
+    def __init__(self, sim: Sim, jobs: int) -> None:
+        self.sim, self.jobs = sim, jobs
+        self.client = connect(sim.redis.url)
+        self.b = RedisBudget(self.client, IDENT, f"p{len(sim.procs)}", sim.rate * 60, None, sim.cap, LEASE_S,
+                             local_factory=LocalBudget)
+        self.alive, self.in_flight, self.waiting, self.lag_until = True, 0, 0, 0.0
+        self.in_flight_local = 0  # ... of which a fallback admitted
+        self.tasks = [asyncio.get_running_loop().create_task(self.worker()) for _ in range(sim.cap + 2)]
+
+    def lag(self) -> float:
+        rng = self.sim.rng
+        return rng.uniform(0.02, 0.2) if time.monotonic() < self.lag_until and rng.random() < 0.5 else 0.0
+
+    async def worker(self) -> None:
+        b = self.b
+        while self.jobs > 0:
+            self.jobs -= 1
+            self.waiting += 1
+            await b.acquire()
+            wait = b.reserve(0)
+            while True:
+                if wait > 0:
+                    await asyncio.sleep(wait + self.lag())  # a timer that wakes late
+                wait = b.confirm()
+                if wait <= 0:
+                    break
+            self.waiting -= 1
+            local = b._local is not None
+            self.in_flight += 1
+            self.in_flight_local += local
+            self.sim.admitted(self)
+            await asyncio.sleep(self.sim.rng.uniform(0.05, 0.8))  # long enough for the cap to bind
+            self.in_flight -= 1
+            self.in_flight_local -= local
+            b.release()
+
+    @property
+    def busy(self) -> bool:
+        return self.alive and (self.jobs > 0 or self.waiting > 0 or self.in_flight > 0)
+
+    async def crash(self) -> None:
+        """SIGKILL: nothing is released, the connections close."""
+        self.alive = False
+        for t in [*self.tasks, self.b._house, self.b._syncing, self.b._recovering, self.b._telling]:
+            if t is not None:
+                t.cancel()
+        self.in_flight = self.in_flight_local = self.waiting = self.jobs = 0
+        await self.client.connection_pool.disconnect()
+
+
+class Sim:
+    def __init__(self, rng: random.Random, redis: RedisServer, rate: int, cap: int) -> None:
+        self.rng, self.redis, self.rate, self.cap = rng, redis, rate, cap
+        self.procs: list[Proc] = []
+        self.admits: list[float] = []
+        self.last_progress = time.monotonic()
+        self.violations: list[str] = []
+        self.step = 0
+        self.max_in_flight = 0
+        self.log: list[tuple[float, str]] = []  # admissions and faults, for a failure's message
+
+    def admitted(self, p: Proc) -> None:
+        now = time.monotonic()
+        self.admits.append(now)
+        self.log.append((now, f"p{self.procs.index(p)}{'L' if p.b._local is not None else 'R'}"))
+        self.last_progress = now
+        in_window = sum(1 for t in self.admits[-4 * self.rate:] if t > now - 1.0)
+        if in_window > self.rate:
+            modes = "".join("L" if q.b._local is not None else "R" for q in self.procs if q.alive)
+            seen = [(round(t - now, 3), w) for t, w in self.log if t > now - 3.0]
+            self.violations.append(f"step {self.step}: {in_window} admissions in 1 s (limit {self.rate}; "
+                                   f"processes on Redis R / local L: {modes}) {seen}")
+        live = [q for q in self.procs if q.alive]
+        total = sum(q.in_flight for q in live)
+        self.max_in_flight = max(self.max_in_flight, total)
+        if all(q.b._local is None and not q.in_flight_local for q in live):
+            if total > self.cap:
+                state = [(q.in_flight, q.b._held, q.b._bound, len(q.b._flying), q.b.n_procs) for q in live]
+                self.violations.append(f"step {self.step}: {total} in flight (max_concurrency {self.cap}; "
+                                       f"in flight, held, bound, flying, N: {state}) {self.log[-12:]}")
+        if p.b._local is not None and p.in_flight > p.b._local.max_concurrency:
+            lo = p.b._local
+            self.violations.append(f"step {self.step}: {p.in_flight} in flight in a fallback at 1/N "
+                                   f"(local {lo._used}/{lo._cap}/{lo.max_concurrency}, flying {len(p.b._flying)}, "
+                                   f"tickets {len(p.b._tickets)}, local-admitted {p.in_flight_local})")
+
+    def check_progress(self) -> None:
+        now = time.monotonic()
+        if not any(p.busy and (p.waiting or p.in_flight) for p in self.procs):
+            self.last_progress = now
+        elif now - self.last_progress > STALL_S:
+            self.violations.append(f"step {self.step}: nothing admitted for {now - self.last_progress:.1f} s "
+                                   "while work waited")
+            self.last_progress = now
+
+    async def act(self, action: str) -> None:
+        rng, live = self.rng, [p for p in self.procs if p.alive]
+        self.log.append((time.monotonic(), action))
+        if action == "late" and live:
+            rng.choice(live).lag_until = time.monotonic() + rng.uniform(0.5, 2.0)
+        elif action == "stall":
+            time.sleep(rng.uniform(0.05, 0.4))  # the whole loop blocked: a busy machine
+        elif action == "crash" and len(live) > 1:
+            await rng.choice(live).crash()
+        elif action == "join" and len(self.procs) < 8:
+            self.procs.append(Proc(self, rng.randint(10, 40)))
+        elif action == "restart":
+            self.redis.stop()
+            await asyncio.sleep(rng.uniform(0.0, 2.0))
+            self.redis.sock.unlink(missing_ok=True)
+            self.redis.start()
+        elif action == "freeze":
+            assert self.redis.proc is not None
+            os.kill(self.redis.proc.pid, signal.SIGSTOP)
+            await asyncio.sleep(rng.uniform(0.3, 2.5))
+            os.kill(self.redis.proc.pid, signal.SIGCONT)
+        elif action == "drop":
+            admin = connect(self.redis.url)
+            try:
+                await admin.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+            finally:
+                await admin.aclose()
+
+
+async def _scenario(seed: int, k: int, redis: RedisServer) -> tuple[int, list[str], dict[str, Any]]:
+    rng = random.Random(seed)
+    sim = Sim(rng, redis, rate=rng.choice([10, 20]), cap=rng.randint(max(1, k // 2), 8))
+    for _ in range(k):
+        sim.procs.append(Proc(sim, rng.randint(20, 60)))
+    for sim.step in range(1, STEPS + 1):
+        await sim.act(rng.choices(ACTIONS, WEIGHTS)[0])
+        await asyncio.sleep(rng.uniform(0.05, 0.25))
+        sim.check_progress()
+    t0 = time.monotonic()
+    while any(p.busy for p in sim.procs):  # every call made: a deadlock never ends
+        await asyncio.sleep(0.05)
+        sim.check_progress()
+        if time.monotonic() - t0 > 120:
+            sim.violations.append("calls still waiting 120 s after the faults ended")
+            break
+    admin = connect(redis.url)
+    try:
+        for p in sim.procs:
+            if p.alive:
+                await p.b.aclose()
+                await p.client.aclose()
+        held = {k.decode(): int(v) for k, v in (await admin.hgetall(f"evalsweep:{{{IDENT}}}:held")).items()}
+        killed = {p.b.proc for p in sim.procs if not p.alive}
+        if set(held) - killed:
+            sim.violations.append(f"leases of live processes left after they closed: {held}")
+        for _ in range(50):  # a killed holder's lease lapses a lease after its last heartbeat (later if
+            # the key was silent meanwhile: that time does not count); a leak would stay 24 h
+            await asyncio.sleep(LEASE_S / 5)
+            sweeper = RedisBudget(admin, IDENT, "sweep", 60, None, 1, LEASE_S)
+            await sweeper.aclose()  # one script call: drops the lapsed holders
+            left = await admin.hgetall(f"evalsweep:{{{IDENT}}}:held")
+            if not left:
+                break
+        if left:
+            who = {p.b.proc: (p.alive, p.b._local is None, [t.done() for t in (p.b._house, p.b._syncing,
+                   p.b._recovering) if t is not None]) for p in sim.procs}
+            procs = await admin.zrange(f"evalsweep:{{{IDENT}}}:procs", 0, -1, withscores=True)
+            sim.violations.append(f"leases left after the killed processes' heartbeats lapsed: {left} "
+                                  f"{who} {procs} {await admin.time()}")
+    finally:
+        await admin.aclose()
+    info = {"seed": seed, "K": k, "rate": sim.rate, "cap": sim.cap, "admitted": len(sim.admits),
+            "max_in_flight": sim.max_in_flight, "procs": len(sim.procs),
+            "fallbacks": sum(p.b.fallbacks for p in sim.procs)}
+    return sim.step, sim.violations, info
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_lease_and_slot_protocol_under_faults(k: int, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(redis_fallback, "RECOVER_S", 1.0)
+    seed = int(os.environ.get("EVALSWEEP_STATEFUL_SEED", "31")) * 100 + k
+    steps, violations, info = asyncio.run(_scenario(seed, k, redis_server))
+    print(f"stateful: {steps} steps, {info}")
+    assert not violations, (info, violations[:10])
