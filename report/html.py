@@ -357,6 +357,8 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
             img(images[f"factors_{v.slug}"], "factor correlation"),
             table([{"factor": a, **fc[a]} for a in fc], [("factor", "factor", None)] + [(b, b, num(2)) for b in fc]),
         ]
+    if v.figures:
+        out += ["<h3>The paper's figures, drawn for these runs</h3>", *(img(path, name) for name, path in v.figures)]
     if v.paper_tables:
         out += ["<h3>The paper's tables</h3>", paper_tables_html(v.paper_tables)]
     return "\n".join(out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from report.extras import deviations_of
@@ -54,6 +55,9 @@ class SuiteView:
     """scores.json `tables`: the suite's own tables as `evalsweep score` prints them."""
     deviations: list[str] = field(default_factory=list)
     """scores.json `protocol.deviations`: where this run departs from the paper's protocol."""
+    figures: list[tuple[str, Path]] = field(default_factory=list)
+    """The paper's figures a suite drew beside scores.json (its `*_png` keys: JEEBench Fig. 7/8, M3GIA
+    Fig. 4-right/5), shown in the suite's details."""
     shaping: dict[str, dict[str, str]] = field(default_factory=dict)
     """scores.json `protocol.request_shaping`: per model, how its request departs from the suite's."""
     factor_correlation: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -207,6 +211,10 @@ def build_view(label: str, slug: str, entries: list[Entry], extra: dict[str, Any
     v.left_out = [m for m in fx.get("excluded_models") or [] if any(e.model == m for e in ranked)]
     dates = [date.fromisoformat(d) for d in fx.get("snapshots") or []]
     v.snapshot_dates, v.paper_frontier = bool(dates), [str(x) for x in fx.get("paper") or []]
+    dirs = sorted({e.run_dir for e in ranked})
+    v.figures = [(f"{k[:-4]} ({d.name})" if len(dirs) > 1 else k[:-4], d / name) for k, name in extra.items()
+                 if k.endswith("_png") and isinstance(name, str) and "/" not in name for d in dirs
+                 if (d / name).is_file()]  # fmt: skip
     th = extra.get("usefulness_threshold")
     v.threshold = float(th) if isinstance(th, int | float) and not isinstance(th, bool) else None
     for axis in AXES:

@@ -347,3 +347,18 @@ def test_jeebench_thresholding_curves_figure(tmp_path: Path) -> None:
     report.main([plain], tmp_path / "r2", None)
     assert not (tmp_path / "r2" / "thresholds_jeebench.png").exists()  # no SC run: no curve, no figure
     assert not (tmp_path / "r2" / "threshold_marks_jeebench.png").exists()
+
+
+def test_the_papers_figures_a_suite_draws_are_in_the_report(tmp_path: Path):
+    """JEEBench draws Fig. 7 beside scores.json (`fig7_png`); the report shows it in the suite's details,
+    as an image in the page (no file beside it needed)."""
+    from tests.helpers import cli
+
+    out = tmp_path / "r"
+    r = cli("run", "jeebench", "--variant", "cot-sc", "--models", "sim/strong,sim/weak", "--limit", "40",
+            "--out", str(out), "--no-live")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "scores.json").read_text())["fig7_png"] == "jeebench_fig7.png"
+    page = (out / "report" / "index.html").read_text()
+    section = page.split("The paper's figures, drawn for these runs", 1)[1].split("<h3>", 1)[0]
+    assert '<img alt="fig7" src="data:image/png;base64,' in section
