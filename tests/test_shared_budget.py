@@ -235,22 +235,28 @@ def test_unreachable_redis_at_start_is_refused(tmp_path: Path):
         srv.stop()
 
 
+def _refuse_the_key_mid_run(tmp: Path, srv: Mock, redis_url: str) -> None:
+    """Three processes on the key, 40 calls each; once 20 have arrived the server refuses the whole key
+    for 3 s; every run still ends with 40 answered rows."""
+    procs = _three(tmp, srv, redis_url, 40)
+    t0 = time.monotonic()
+    while srv.keys[KEY] < 20:
+        assert time.monotonic() - t0 < 60
+        time.sleep(0.01)
+    srv.refuse_until = time.monotonic() + 3.0
+    _wait_all(procs)
+    for i in range(3):
+        rs = rows(tmp / f"run{i}")
+        assert len(rs) == 40 and all(r["error"] is None for r in rs)
+
+
 def test_a_key_wide_refusal_pauses_every_process_for_the_time_given(tmp_path: Path, redis_server: RedisServer):
     """The provider refuses the whole key for 3 s (1200 RPM: its per-request reset would be 50 ms). Every
     process on the key waits the 3 s it was told, through Redis: a handful of refused calls, not one per
     slot of each process over those 3 s (~60)."""
     srv = Mock(rpm_per_key=1200).start()
     try:
-        procs = _three(tmp_path, srv, redis_server.url, 40)
-        t0 = time.monotonic()
-        while srv.keys[KEY] < 20:
-            assert time.monotonic() - t0 < 60
-            time.sleep(0.01)
-        srv.refuse_until = time.monotonic() + 3.0
-        _wait_all(procs)
-        for i in range(3):
-            rs = rows(tmp_path / f"run{i}")
-            assert len(rs) == 40 and all(r["error"] is None for r in rs)
+        _refuse_the_key_mid_run(tmp_path, srv, redis_server.url)
         assert 1 <= srv.keywide_refused <= 6, srv.keywide_refused
     finally:
         srv.stop()
@@ -263,16 +269,7 @@ def test_a_key_wide_refusal_with_only_retry_after_costs_one_refused_call(tmp_pat
     srv = Mock(rpm_per_key=1200).start()
     srv.keywide_headers = False
     try:
-        procs = _three(tmp_path, srv, redis_server.url, 40)
-        t0 = time.monotonic()
-        while srv.keys[KEY] < 20:
-            assert time.monotonic() - t0 < 60
-            time.sleep(0.01)
-        srv.refuse_until = time.monotonic() + 3.0
-        _wait_all(procs)
-        for i in range(3):
-            rs = rows(tmp_path / f"run{i}")
-            assert len(rs) == 40 and all(r["error"] is None for r in rs)
+        _refuse_the_key_mid_run(tmp_path, srv, redis_server.url)
         print(f"refused while the key was refused: {srv.keywide_refused}")
         assert 1 <= srv.keywide_refused <= 2, srv.keywide_refused
     finally:
