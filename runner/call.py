@@ -82,7 +82,8 @@ async def _send(
         breaker.last_error = m.lanes[0].stopped or "out of quota"
         return [error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
     n, start = len(group), group[0]
-    est = m.usage.tokens(req) * n if lane.tpm is not None else 0  # what its answers so far used
+    est, charge = m.usage.cost(req) if lane.tpm is not None else (0, 0)  # what its answers so far used
+    est, charge = est * n, charge * n
     tpm = lane.endpoint.tpm
     if tpm is not None and est // n > tpm:  # would wait forever for a minute that never comes
         msg = f"prompt needs ~{est // n} tokens, endpoint tpm is {tpm:g}"
@@ -103,7 +104,7 @@ async def _send(
         return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m), m.shape)
 
     try:
-        comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n))
+        comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n), charge)
     except (_BreakerOpen, Halted) as e:  # not sent: the breaker opened, or the run is stopping
         return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
     except ProviderError as e:
@@ -130,7 +131,7 @@ async def _send(
         msg = lane.scrub(f"{type(e).__name__}: {e}")
         return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
     breaker.failures = 0
-    lane.reconcile(est, total_tokens(comp))
+    lane.reconcile(est, total_tokens(comp), charge)
     m.usage.observe(req.pass_, n, comp.output_tokens, latency)
     try:
         if lane.api_key:  # a server echoing the key in an answer: never into rows or the cache

@@ -25,12 +25,21 @@ UNSEEN_S = math.inf
 (runner.budgets.local), so every model starts early and none waits for all others to be known."""
 
 
+TRIM_N, TRIM_X = 16, 4.0
+"""A pass's first TRIM_N samples count at most TRIM_X times the mean so far (the suite's budget before
+any): one early thought of 30x the median (a heavy tail) would otherwise set every call's charge for
+the next minute, and charges held for calls in flight are what a TPM lane's pace is made of."""
+
+
 @dataclass
 class _Mean:
     n: int = 0
     total: float = 0.0
 
-    def add(self, x: float, k: int = 1) -> None:
+    def add(self, x: float, k: int = 1, cap: float | None = None) -> None:
+        """`k` samples totalling `x`; with `cap`, early samples are counted at most TRIM_X x cap each."""
+        if cap is not None and self.n < TRIM_N:
+            x = min(x, TRIM_X * k * (self.total / self.n if self.n else cap))
         self.n += k
         self.total += x
 
@@ -47,18 +56,26 @@ class Spend:
     _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float]]] = field(
         default_factory=dict, repr=False
     )
+    _budget: dict[str, int] = field(default_factory=dict, repr=False)  # a pass's max_tokens, as sent
 
     def tokens(self, req: Request) -> int:
-        """Expected tokens of one sample of `req`: its prompt (~4 chars a token, ~765 an image) and the
-        output its pass used so far (the suite's max_tokens before the first answer)."""
+        """Expected tokens of one sample of `req` (`cost`'s first)."""
+        return self.cost(req)[0]
+
+    def cost(self, req: Request) -> tuple[int, int]:
+        """(expected tokens, admission charge) of one sample of `req`: its prompt (~4 chars a token,
+        ~765 an image) and the output its pass used so far, at least the suite's max_tokens; and what
+        a key counts when it admits the call, the prompt and max_tokens (the rest settles later)."""
         chars = images = 0
         for msg in req.messages:
             chars += len(text_of(msg.content))
             if not isinstance(msg.content, str):
                 images += sum(1 for p in msg.content if p.type == "image")
         budget = req.decoding.max_tokens or 256
+        self._budget[req.pass_] = budget
         m = self.out.get(req.pass_)
-        return chars // 4 + 765 * images + (budget if m is None else max(budget, round(m.get(budget))))
+        prompt = chars // 4 + 765 * images
+        return prompt + (budget if m is None else max(budget, round(m.get(budget)))), prompt + budget
 
     def seconds(self, pass_: str, n: int) -> float:
         """Expected latency of a call of `n` samples of `pass_`: the larger of its own mean so far and
@@ -82,5 +99,5 @@ class Spend:
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
         if output_tokens is not None:
-            self.out.setdefault(pass_, _Mean()).add(output_tokens, n)
+            self.out.setdefault(pass_, _Mean()).add(output_tokens, n, self._budget.get(pass_))
         self.latency.setdefault((pass_, n), _Mean()).add(latency_s)

@@ -11,26 +11,14 @@ for tokens (`remaining-tokens: 0`) defers the lane's token slots by the key's re
 refused charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
 admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
 (`runner.estimates`) and reconciled with each answer's usage. A shared budget (Redis) makes every
-process on the key wait the same pause. A lane whose recent attempts are mostly
-refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
+process on the key wait the same pause. A lane whose recent attempts are mostly refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
 refused) and recovers additively while quiet (AIMD): a storm of random 429s costs ~2x, never a stop.
 Limits the provider reports (`x-ratelimit-limit-*`) are adopted when the config has none or a higher
 one. A quota/billing/disabled-key error stops the lane for good: the pool moves its calls elsewhere.
 
-The seam: all pacing *state* of a lane lives in a budget object, so another process-wide or
-cross-process store (Redis, runner issue 12) can replace `LocalBudget` by implementing:
-
-    reserve(tokens) -> float     claim the next RPM slot (and `tokens` of TPM); seconds to wait for it
-    confirm() -> float           at the slot: 0 = admitted (recorded), else seconds to wait and re-confirm
-    reconcile(est, actual)       correct the TPM account once the real usage is known
-    pause(seconds)               nobody on this key is admitted before now + seconds (key exhausted)
-    set_limits(rpm, tpm)         the effective per-minute limits (config or provider), None = unlimited
-    factor / set_factor(f)       the AIMD multiplier applied to both limits (and to concurrency if none)
-    await acquire() / release()  a concurrency lease (cap: max_concurrency, 1 while probing limits)
-
-LocalBudget also offers `on_sent()` (stamps the send of the request just admitted), hears `late_by(s)`
-(a late timer widens its window guard ~1 s), orders lease waiters by expected work (`acquire(work)`),
-and has `defer_tokens(s)`, `near` (its account at the last admission) and `tok_shift` (net TPM debt).
+The seam: all pacing *state* of a lane lives in a budget object (`runner.budgets`: its docstring
+lists what a budget implements), so a cross-process store (Redis) can replace `LocalBudget`. Only a
+LocalBudget queues calls for tokens (`take`: credits move the queue up, debts back).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -206,15 +194,14 @@ class Lane:
     # --- one attempt -----------------------------------------------------------------------------
 
     async def _admit(
-        self, est_tokens: int, first: bool = False
+        self, est_tokens: int, first: bool = False, charge: int | None = None
     ) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
         """Wait for the lane's next slot; returns the callback that stamps the send, if any, and
         whether the lane was using its (request, token) rate at this admission."""
         b = self.budget
-        local = isinstance(b, LocalBudget)
-        wait = b.reserve(est_tokens, True) if first and local else b.reserve(est_tokens)
-        own = getattr(b, "near", NOT_NEAR)  # the lane's own account at this admission
-        shift = b.tok_shift if local else 0.0
+        local = isinstance(b, LocalBudget)  # (a shared budget, Redis, keeps its own queue, tokens included)
+        wait = b.reserve(0) if local else b.reserve(est_tokens)  # the request slot; then the tokens
+        own = getattr(b, "near", NOT_NEAR)
         while True:
             if wait > 0:
                 due = time.monotonic() + wait
@@ -223,14 +210,18 @@ class Lane:
                     raise Halted(HALTED)
                 if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
+            if est_tokens and local:  # in the order calls came, as the account allows
+                await b.take(est_tokens, charge, first)
+                own, est_tokens = (own[0], b.near[1]), 0
+                if self.halted:
+                    raise Halted(HALTED)
             wait = b.confirm()
-            if wait <= 0 and local and b.tok_shift > shift:  # a debt came while this call waited
-                wait, shift = b.tok_shift - shift, b.tok_shift
             if wait <= 0:
                 return (b.on_sent() if local and self._reports_send else None), own
 
     async def _attempt(
-        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None, first: bool = False
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None, first: bool = False,
+        charge: int | None = None,
     ) -> tuple[T, float]:
         b = self.budget
         self.queued += 1
@@ -241,7 +232,7 @@ class Lane:
         try:
             if self.halted:
                 raise Halted(HALTED)
-            sent, own = await self._admit(est_tokens, first)
+            sent, own = await self._admit(est_tokens, first, charge)
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere
@@ -258,7 +249,7 @@ class Lane:
                 except ProviderError as e:
                     e.latency_s = time.perf_counter() - t0  # type: ignore[attr-defined]  # its row's latency
                     if e.rate_limited and est_tokens:
-                        b.reconcile(est_tokens, 0)  # refused: the key charged it nothing
+                        self.reconcile(est_tokens, 0, charge)  # refused: the key charged it nothing
                     self._on_error(e, own)
                     raise
                 finally:
@@ -401,16 +392,17 @@ class Lane:
         return self._backoff(state)
 
     async def call(
-        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None = None
+        self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None = None, charge: int | None = None
     ) -> tuple[T, int, float]:
         """Run `fn` under the lane's limits with retries; returns (result, attempts, latency_s).
         `work` (its kind and expected duration) orders the calls waiting for a lease: longest first.
+        `est_tokens`: what the call is expected to use; `charge`: what the key counts at admission.
 
         The first attempt runs bare (most calls succeed; tenacity's per-attempt bookkeeping costs
         ~80 us); after a retryable failure tenacity drives backoff and the remaining attempts. A final
         ProviderError carries `.attempts` so the error row can say how hard we tried."""
         try:
-            result, latency = await self._attempt(fn, est_tokens, work)
+            result, latency = await self._attempt(fn, est_tokens, work, charge=charge)
             return result, 1, latency
         except ProviderError as e:
             e.attempts = 1  # type: ignore[attr-defined]
@@ -429,7 +421,7 @@ class Lane:
                     attempts += 1
                     self.retries += 1
                     try:
-                        result, latency = await self._attempt(fn, est_tokens, work, front)
+                        result, latency = await self._attempt(fn, est_tokens, work, front, charge)
                     except ProviderError as e:
                         front = _for_tokens(e)
                         raise
@@ -444,7 +436,13 @@ class Lane:
         """Never let a key into a row, a log line or an error message, whatever a server echoes."""
         return scrub(message, self.api_key)
 
-    def reconcile(self, est_tokens: int, actual_tokens: int | None) -> None:
-        """Correct the TPM account once the real usage is known (debt or credit for the next call)."""
-        if actual_tokens is not None:
-            self.budget.reconcile(est_tokens, actual_tokens)
+    def reconcile(self, est_tokens: int, actual_tokens: int | None, charge: int | None = None) -> None:
+        """Correct the TPM account once the real usage is known: a debt delays the calls waiting for
+        token slots, a credit wakes them to go sooner."""
+        if actual_tokens is None:
+            return
+        b = self.budget
+        if not isinstance(b, LocalBudget):
+            b.reconcile(est_tokens, actual_tokens)
+        else:
+            b.reconcile(est_tokens, actual_tokens, charge)

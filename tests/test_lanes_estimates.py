@@ -87,18 +87,69 @@ async def test_a_free_lease_goes_to_the_longest_expected_work_as_known_when_it_f
     assert order == ["short", "short", "long", "long"]  # each kind in arrival order
 
 
-def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
+async def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
+    import asyncio
+
     from runner.budgets.local import LocalBudget
 
     b = LocalBudget(None, 60_000, 8)  # 1,000 tokens a second (paced at 0.97 of it)
-    per = 60.0 / (60_000 * 0.97)
-    waits = [b.reserve(1000) for _ in range(3)]  # a fresh key: a second's worth at once, then queued
-    assert waits[0] <= 0.1 and waits[2] > waits[1] > 0.5
-    shift = b.tok_shift
-    b.reconcile(1000, 3000)  # an answer used 2,000 more than charged: calls queued before it wait too
-    assert abs(b.tok_shift - shift - 2000 * per) < 1e-9
-    b.reconcile(1000, 500)  # a credit: the net is what they wait
-    assert abs(b.tok_shift - shift - 1500 * per) < 1e-9
+    per = b._Tt
+    b.reserve(0)
+    await b.take(1000)  # a fresh key: a second's worth at once
+    queued = asyncio.create_task(b.take(300))
+    await asyncio.sleep(0)
+    before = b._tok_wait(300 * per)
+    b.reconcile(1000, 3000)  # an answer used 2,000 more than charged: the call queued waits them too
+    assert abs(b._tok_wait(300 * per) - before - 2000 * per) < 0.01
     tat = b._tok_tat
-    assert b.reserve(800, first=True) <= 0  # refused for tokens, its reset passed: it goes now ...
-    assert abs(b._tok_tat - tat - 800 * per) < 1e-9  # ... and the queue moves back by its tokens
+    await b.take(800, first=True)  # refused for tokens, its reset passed: it goes now ...
+    assert abs(b._tok_tat - tat - 800 * per) < 1e-3  # ... and the queue moves back by its tokens
+    assert not queued.done()
+    queued.cancel()
+
+
+def test_an_early_heavy_tail_answer_does_not_set_the_charge_of_the_next_minute():
+    sp = Spend()
+    assert sp.cost(_req()) == (100 + 1024, 100 + 1024)  # (expected, what the key counts at admission)
+    sp.observe("answer", 1, 30_000, 20.0)  # the first answer: a 30x-the-median thought
+    assert sp.cost(_req()) == (100 + 4 * 1024, 100 + 1024)  # counted at most 4x the budget
+    for _ in range(15):
+        sp.observe("answer", 1, 2000, 2.0)
+    expected = (4 * 1024 + 15 * 2000) / 16
+    assert sp.tokens(_req()) == 100 + round(expected)
+    sp.observe("answer", 1, 30_000, 20.0)  # after the first 16 samples every answer counts in full
+    assert sp.tokens(_req()) == 100 + round((4 * 1024 + 15 * 2000 + 30_000) / 17)
+
+
+async def test_what_a_call_in_flight_will_settle_is_not_forgotten_while_the_bucket_sits_full():
+    """The key counts prompt + max_tokens when it admits a call and the rest (reasoning) when the
+    answer settles; the account holds that rest meanwhile, outside its one-second clamp. Charged the
+    whole estimate at admission instead, an account idle for a while forgets it (its bucket "refills"
+    past it) and sends into the key's debt the moment the answer settles: a 429 for tokens."""
+    from runner.budgets.local import LocalBudget
+
+    now = [100.0]
+    b = LocalBudget(None, 60_000, 8, clock=lambda: now[0])  # 1,000 tokens a second (paced at 0.97)
+    b.reserve(0)
+    await b.take(3000, charge=1000)  # a full bucket: it goes; 2,000 expected beyond its charge
+    assert b._tok_wait(100 * b._Tt) >= 1.0 - 100 * b._Tt  # held: the next call needs a full bucket
+    now[0] += 10.0  # a long thought: the bucket sits full
+    b.reconcile(3000, 3000, 1000)  # it settles as expected: the key now takes the other 2,000
+    assert b._tok_wait(100 * b._Tt) > 2000 * b._Tt - 1.0  # the next call waits for them to refill
+
+
+async def test_a_credit_lets_the_calls_waiting_for_tokens_go_at_once():
+    import asyncio
+
+    from runner.budgets.local import LocalBudget
+
+    b = LocalBudget(None, 60_000, 8)  # 1,000 tokens a second
+    b.reserve(0)
+    await b.take(1000)  # a fresh key: a full bucket, spent
+    waiting = [asyncio.create_task(b.take(300)) for _ in range(2)]  # ~0.3 and ~0.6 s of refill
+    await asyncio.sleep(0)
+    assert not any(t.done() for t in waiting)
+    b.reconcile(1000, 100)  # the first answer used 100: 900 tokens back, now
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert all(t.done() for t in waiting)  # both went on the credit, before any timer fired

@@ -46,6 +46,11 @@ _NO_WORK: Work = (None, lambda: 0.0)
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
 
+def _wake_one(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 def _stamp(entry: list[Any]) -> float:
     return entry[0]
 
@@ -85,9 +90,12 @@ class LocalBudget:
         self._seq = 0
         self.probing = False
         self.near = (False, False)
-        self.tok_shift = 0.0
-        """Seconds the token slots moved since the start (debts less credits, refusals): calls that had
-        their slot before a net debt came wait it too (`Lane._admit`), not only the calls after it."""
+        self._owed = 0.0
+        """Seconds of token slots held for the calls in flight beyond what the key charged at their
+        admission (`charge`): the usage their answers are expected to settle (reasoning). Outside the
+        account's one-second clamp: prepaid by us, not yet by the key, it is never forgotten as idle."""
+        self._tok_q: deque[list[asyncio.Future[None] | None]] = deque()  # calls waiting in `take`, in order
+        self.draining = False  # `open()`: waiters leave without being charged (the run is stopping)
         self.set_limits(rpm, tpm)
 
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
@@ -107,10 +115,9 @@ class LocalBudget:
         self._cap = 1 if self.probing else cap
         self._wake()
 
-    def reserve(self, tokens: int, first: bool = False) -> float:
-        """`first`: a call the key refused for tokens and whose reset has passed: the key holds its
-        tokens now, so it goes on its request slot alone and the calls queued for token slots move
-        back by its tokens (at the end of the queue it would be refused again, by then spent)."""
+    def reserve(self, tokens: int = 0) -> float:
+        """The next request slot, and `tokens` of TPM on a slot fixed now (a shared budget's fallback
+        paces so; a lane asks for its tokens in `take`); seconds to wait for it."""
         now = self.clock()
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
             self._tok_tat = now - WINDOW_S  # (the key's bucket is full: a second's tokens may go at once)
@@ -118,7 +125,7 @@ class LocalBudget:
             self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
         # The lane's own account at this admission: is it using its request / token rate (its next
         # slot not behind now)? Then a provider's `remaining: 0` stamped now is its own pacing.
-        self.near = (self._tat > now - BURST_S, self._tok_tat > now - BURST_S)
+        self.near = (self._tat > now - BURST_S, self._tok_tat + self._owed > now - BURST_S)
         slot = max(now - BURST_S, self.paused_until)
         if self._T:
             if self._burst and now < self._burst_until:
@@ -126,13 +133,66 @@ class LocalBudget:
             else:
                 slot = max(slot, self._tat)
                 self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
-        if self._Tt:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
+        if self._Tt and tokens:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
             self._tok_tat = max(self._tok_tat, now - WINDOW_S) + tokens * self._Tt
-            if first:
-                self.tok_shift += tokens * self._Tt
-            else:
-                slot = max(slot, self._tok_tat)
+            slot = max(slot, self._tok_tat + self._owed)
         return slot - now
+
+    def _tok_wait(self, need: float) -> float:
+        """Until the bucket (at most a second of tokens) holds `need` and what the calls in flight are
+        expected to settle beyond their charge: a call over a full bucket goes when it is full."""
+        now = self.clock()
+        return max(self._tok_tat, now - WINDOW_S) + min(need + self._owed, WINDOW_S) - now
+
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
+        """Wait, in arrival order, until the key's bucket holds this call's tokens, then charge them.
+        `tokens`: what the call is expected to use; `charge`: what the key counts when it admits it
+        (prompt + max_tokens; default `tokens`). The account runs as the key's does, charged `charge`
+        now and settled at the answer (`reconcile`); the expected rest is held (`_owed`) until then,
+        so an answer's settlement finds the key's bucket holding it. Waiting here rather than on a
+        slot fixed when the call queued, a call goes as soon as the account allows: answers' credits
+        and debts move the whole queue.
+
+        `first`: a call the key refused for tokens and whose reset has passed: the key holds its
+        tokens now, so it goes at once and the calls queued move back by its tokens (at the end of the
+        queue it would be refused again, by then spent)."""
+        if not self._Tt or not tokens:
+            return
+        c = tokens if charge is None else charge
+        held = max(0, tokens - c) * self._Tt
+        q = self._tok_q
+        if not first and (q or self._tok_wait(c * self._Tt + held) > 0):
+            loop = asyncio.get_running_loop()
+            me: list[asyncio.Future[None] | None] = [None]
+            q.append(me)
+            try:
+                while not self.draining:
+                    wait = self._tok_wait(c * self._Tt + held) if q[0] is me else None
+                    if wait is not None and wait <= 0:
+                        break
+                    fut = me[0] = loop.create_future()
+                    timer = None if wait is None else loop.call_later(wait, _wake_one, fut)
+                    try:
+                        await fut
+                    finally:
+                        if timer is not None:
+                            timer.cancel()
+            finally:
+                q.remove(me)
+                self._wake_tokens()
+            if self.draining:
+                return
+        now = self.clock()
+        self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
+        self._tok_tat = max(self._tok_tat, now - WINDOW_S) + c * self._Tt
+        self._owed += held
+
+    def _wake_tokens(self) -> None:
+        """The head of `take`'s queue looks at the account again (it changed, or the head left)."""
+        if self._tok_q:
+            fut = self._tok_q[0][0]
+            if fut is not None and not fut.done():
+                fut.set_result(None)
 
     def confirm(self) -> float:
         now = self.clock()
@@ -190,21 +250,28 @@ class LocalBudget:
         if seconds >= self.late or now - self._late_t > LATE_HOLD_S:
             self.late, self._late_t = seconds, now
 
-    def reconcile(self, est: int, actual: int) -> None:
-        if self._Tt:
-            d = (actual - est) * self._Tt
-            # Credit older than a second is gone (the key's bucket holds no more): a debt is not
-            # absorbed by it, as it would be were the account left running behind.
-            self._tok_tat = max(self._tok_tat, self.clock() - WINDOW_S) + d
-            self.tok_shift += d
+    def reconcile(self, est: int, actual: int, charge: int | None = None) -> float:
+        """Settle a call charged `charge` (default `est`) that used `actual`; returns how far the token
+        slots moved (seconds: > 0 a debt, < 0 a credit the calls waiting for them may use now)."""
+        if not self._Tt:
+            return 0.0
+        c = est if charge is None else charge
+        floor = self.clock() - WINDOW_S
+        before = max(self._tok_tat, floor) + self._owed
+        self._owed = max(0.0, self._owed - max(0, est - c) * self._Tt)
+        # Credit older than a second is gone (the key's bucket holds no more): a debt is not absorbed
+        # by it, as it would be were the account left running behind.
+        self._tok_tat = max(self._tok_tat, floor) + (actual - c) * self._Tt
+        moved = max(self._tok_tat, floor) + self._owed - before
+        if moved < 0:
+            self._wake_tokens()
+        return moved
 
     def defer_tokens(self, seconds: float) -> None:
         """The key refused for tokens until `seconds` from now: no token slot before then (requests
         that need none still go)."""
         if self._Tt:
-            d = max(0.0, self.clock() + seconds - self._tok_tat)
-            self._tok_tat += d
-            self.tok_shift += d
+            self._tok_tat = max(self._tok_tat, self.clock() + seconds)
 
     def pause(self, seconds: float) -> None:
         self.paused_until = max(self.paused_until, self.clock() + seconds)
@@ -243,9 +310,14 @@ class LocalBudget:
         self._wake()
 
     def open(self) -> None:
-        """Let every call waiting for a lease through: this budget is being replaced (by Redis again)."""
+        """Let every call waiting for a lease or tokens through: this budget is being replaced (by
+        Redis again), or the run is stopping (the lane then sends none of them)."""
         self._cap = 1 << 30
         self._wake()
+        self.draining = True
+        for me in self._tok_q:
+            if me[0] is not None and not me[0].done():
+                me[0].set_result(None)
 
     def _wake(self) -> None:
         free = self._cap - self._used
