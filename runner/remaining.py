@@ -6,7 +6,7 @@ Shared by the dry run (cli.dryrun prices it) and the resume message (runner.resu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,15 +67,24 @@ def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
     return done, seen
 
 
-def remaining(plans: list[Any], models: dict[str, ModelEntry], in_cache: Callable[[str], bool]) -> list[Plan]:
-    """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits."""
+def remaining(
+    plans: list[Any],
+    models: dict[str, ModelEntry],
+    in_cache: Callable[[str], bool],
+    known: Container[str] | None = None,
+) -> list[Plan]:
+    """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits.
+    `known`: the one plan's finished identities, already read (runner.resume): its files are not read
+    again (and its output tokens so far are not counted)."""
+    assert known is None or len(plans) == 1
     out: list[Plan] = []
     names = [get_suite(p.spec.suite).run_name(p.spec) for p in plans]
     for p, name in zip(plans, names, strict=True):
         suite = get_suite(p.spec.suite)
         if suite.check is not None:
             suite.check(p.spec)
-        done, seen = _finished(p.out)
+        done: Container[str]
+        done, seen = (known, {}) if known is not None else _finished(p.out)
         if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
             name = f"{name} ({p.out.name})"
         todo = {

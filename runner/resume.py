@@ -1,14 +1,13 @@
 """Resuming a run directory: the settings it must match, what a rerun says about resuming, and when a
 Ctrl-C still leaves a complete run.
 
-A rerun of a directory with finished rows says, before anything is sent, how much is done, how much
-the cache answers and how much will be called; at the end, new rows are counted apart from resumed
+A rerun of a directory with finished rows says, before that run's first call, how much is done, how
+much the cache answers and how much will be called; at the end, new rows are counted apart from resumed
 and cached ones. A Ctrl-C that lands when every planned row is in (or in its grace period) stops
 nothing: the run is complete and scored as usual."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,29 +49,39 @@ def check_settings(out: Path, spec: RunSpec, manifest: dict[str, Any] | None = N
     return old
 
 
-def say_resuming(
-    plans: list[Any], runs: list[RunCtx], models: dict[str, ModelEntry], cache: Path | None
-) -> None:
-    """`[run] resuming: N of M rows already done, K cached, L to call` for each run that has finished
-    rows (first-pass rows, the unit of the progress counts); `cache` None: the cache is not read."""
+def load(plan: Any, run: RunCtx, models: dict[str, ModelEntry], cache: Path | None, count: bool) -> list[str]:
+    """A run's resume state, read in a thread while earlier runs call (runner.run): its finished rows
+    (`run.done`, the one read of its results files), with `count` each model's planned total, and the
+    lines to say. A run with finished rows says `[run] resuming: N of M rows already done, K cached, L
+    to call` (first-pass rows, the unit of the progress counts) before its first call; `cache` None:
+    the cache is not read."""
+    from runner.results import index
+
+    if not run.join:  # (a --join worker's rows were read by prepare: its leases need them first)
+        run.done = index(run.writer.path)[0]
+    if count:
+        total = count_of(run)
+        for m in run.models:
+            run.stats[m].total = total
+    if not run.done or run.join:
+        return []
     from cache.disk import probe
     from runner.remaining import remaining
 
-    todo = [(p, r) for p, r in zip(plans, runs, strict=True) if r.done and not r.join]
-    if not todo:
-        return
     with probe(cache) as in_cache:
-        for p, r in todo:
-            left = remaining([p], models, in_cache)
-            done = sum(x.finished for x in left)
-            total = sum(r.stats[m].total for m in r.models)
-            cached = sum(x.cached for x in left)
-            calls = sum(x.calls for x in left)
-            how = f"{cached:,} cached" if cache is not None else "cache not read"
-            print(
-                f"[{r.name}] resuming: {done:,} of {total:,} rows already done, {how}, {calls:,} to call",
-                file=sys.stderr,
-            )
+        left = remaining([plan], models, in_cache, known=run.done)
+    done = sum(x.finished for x in left)
+    total = sum(run.stats[m].total for m in run.models)
+    how = f"{sum(x.cached for x in left):,} cached" if cache is not None else "cache not read"
+    return [f"[{run.name}] resuming: {done:,} of {total:,} rows already done, {how}, "
+            f"{sum(x.calls for x in left):,} to call"]
+
+
+def count_of(run: RunCtx) -> int:
+    """First-pass calls per model (samples included): the suite's count, else its requests counted."""
+    if run.suite.count is not None:
+        return run.suite.count(run.spec)
+    return sum(r.decoding.n for r in run.suite.build(run.spec))
 
 
 def all_in(runs: list[RunCtx], dropped: int) -> bool:

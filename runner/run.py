@@ -29,7 +29,7 @@ from runner.batch.plan import choose
 from runner.budgets.leases import open_leases
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
-from runner.ending import account, finish_manifest, warn_exhausted
+from runner.ending import account, finish_manifest, not_running, warn_exhausted
 from runner.gate import REFUSED
 from runner.lanes import worst_state
 from runner.lock import unlock
@@ -56,12 +56,6 @@ EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
 EXIT_MAX_COST = 5
 """A spend ceiling stopped the run (runner.spend): status `stopped` in the manifest."""
-
-
-def _count(run: RunCtx) -> int:
-    if run.suite.count is not None:
-        return run.suite.count(run.spec)
-    return sum(r.decoding.n for r in run.suite.build(run.spec))
 
 
 def execute(
@@ -109,7 +103,7 @@ def execute(
     try:
         for p in plans:
             try:
-                runs.append(prepare(p, cfg, models, command))
+                runs.append(prepare(p, cfg, models, command, read=p.join))
             except OSError as e:  # a full or read-only disk before anything was sent
                 where = Path(e.filename) if e.filename else (p.out or Path("runs")) / "manifest.json"
                 print(f"evalsweep: stopped before any call: {write_error(where, e)}. Free space, then "
@@ -118,12 +112,11 @@ def execute(
         for line in block([of_manifest(read_manifest(r.run_dir), r.run_dir) for r in runs], _width()):
             print(line, file=sys.stderr)
         handlers = [_attach_log(r.run_dir / "log.txt") for r in runs]
+        counted = batch == "auto"  # choosing batches weighs the work; else totals are counted while calls run
         for r in runs:
-            total = _count(r)
-            for m in r.models:
-                r.stats[m] = Stats(total=total)
+            total = resume.count_of(r) if counted else 0
+            r.stats = {m: Stats(total=total) for m in r.models}
         local = None if no_cache or refresh else cache_dir or Path(cfg.cache_dir or default_cache_dir())
-        resume.say_resuming(plans, runs, models, local)
         pinned = set().union(*(pending_models(r.run_dir) for r in runs))
         batch_why = choose(models, runs, batch, deadline_s, prefer, pinned)
         gc.freeze()  # plan, suites, config live all run: spare them gen-2 scans (~50 ms stalls at 1k rps)
@@ -148,6 +141,8 @@ def execute(
                 batch_why=batch_why,
                 watch=watch,
                 ceilings=ceilings,
+                plans=plans,
+                read=(local, not counted),
             )
         )
     finally:
@@ -176,7 +171,11 @@ async def _main(
     batch_why: dict[str, str] | None = None,
     watch: Watch | None = None,
     ceilings: list[spend.Ceiling] | None = None,
+    plans: list[RunPlan],
+    read: tuple[Path | None, bool] = (None, True),
 ) -> int:
+    """`plans`: the runs' plans, whose run directories are read here (`_load`) while calls go out;
+    `read`: (the cache the resume lines probe, whether to count each run's rows)."""
     ceilings = ceilings or []
     shared = shared_urls(cfg)
     pg = None
@@ -252,9 +251,13 @@ async def _main(
         )
     )
     t0 = time.monotonic()
+    for r in runs:
+        r.loaded = asyncio.Event()  # before any stream can look
+    loader = asyncio.create_task(_load(plans, runs, models, read, sched))
     try:
         await sched.run(runs)
     finally:
+        failed = await _loaded(loader)
         for r in runs:
             if r.leases is not None:
                 await r.leases.aclose()
@@ -278,6 +281,10 @@ async def _main(
             await detach(budgets)
         await close_models(models)
     unsaved = sum(r.writer.flush() for r in runs)
+    if failed is not None:  # a run directory that cannot be read (a bad row): said as before, exit 2
+        for r in runs:
+            not_running(r.run_dir / "manifest.json", failed)
+        raise failed
     if interrupted and sched.fault is None and resume.all_in(runs, sched.dropped):
         interrupted = False  # the Ctrl-C came when every row was in: nothing was cut short
         print("\ninterrupted after every planned row was in: the run is complete", file=sys.stderr)
@@ -337,6 +344,42 @@ async def _main(
         )
         return 3
     return 0
+
+
+async def _load(
+    plans: list[RunPlan], runs: list[RunCtx], models: dict[str, ModelEntry], read: tuple[Path | None, bool],
+    sched: Scheduler,
+) -> BaseException | None:
+    """Each run's finished rows, planned totals and resume line (runner.resume.load), one run after
+    another in a thread: the first run's streams call while later runs are read. A run that cannot be
+    read stops the sweep (no new call; its own streams never start) and is returned, to be raised."""
+    failed: BaseException | None = None
+    try:
+        for p, r in zip(plans, runs, strict=True):
+            if failed is None and not sched.stopping:
+                try:
+                    lines = await asyncio.to_thread(resume.load, p, r, models, *read)
+                except Exception as e:
+                    failed = e
+                    sched.stop()
+                else:
+                    for line in lines:
+                        print(line, file=sys.stderr)
+            r.loaded.set()  # type: ignore[union-attr]
+    finally:
+        for r in runs:
+            r.loaded.set()  # type: ignore[union-attr]
+    return failed
+
+
+async def _loaded(loader: asyncio.Task[BaseException | None]) -> BaseException | None:
+    """The loader's failure, once it ended (cancelled if the streams ended first: a cancelled sweep)."""
+    if not loader.done():
+        loader.cancel()
+    try:
+        return await loader
+    except asyncio.CancelledError:
+        return None
 
 
 def _width() -> int:

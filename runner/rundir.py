@@ -1,8 +1,8 @@
 """A run directory made ready for calls: locked (one runner, or `--join` workers sharing it), settings
 checked against what it was made with, config.json and manifest.json written (prices and each model's
 settings as used, the deviations said and recorded: runner.deviations), and its results file indexed
-for resume. The directory is the unit of resume: config.json (no secrets), manifest.json, results.jsonl
-(append-only), log.txt."""
+for resume (here, or by runner.resume.load in a thread while other runs call). The directory is the
+unit of resume: config.json (no secrets), manifest.json, results.jsonl (append-only), log.txt."""
 
 from __future__ import annotations
 
@@ -38,7 +38,10 @@ class RunPlan:
     """--join: one of several workers sharing this run directory (runner.budgets.leases)."""
 
 
-def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: str) -> RunCtx:
+def prepare(
+    plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: str, read: bool = True
+) -> RunCtx:
+    """`read` False: `done` is left empty, for the caller to fill (runner.resume.load) before any call."""
     suite = get_suite(plan.spec.suite)
     run_name = suite.run_name(plan.spec)
     out = plan.out or Path("runs") / run_name
@@ -46,7 +49,7 @@ def prepare(plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: 
     out.mkdir(parents=True, exist_ok=True)
     lock = lock_run_dir(out, shared=plan.join)
     try:
-        return _prepare(plan, cfg, models, command, out, suite, run_name, lock)
+        return _prepare(plan, cfg, models, command, out, suite, run_name, lock, read)
     except BaseException as e:
         if not plan.join:
             not_running(out / "manifest.json", e)
@@ -63,6 +66,7 @@ def _prepare(
     suite: Any,
     run_name: str,
     lock: int,
+    read: bool,
 ) -> RunCtx:
     man_path = out / "manifest.json"
     (out / "scored.jsonl.tmp").unlink(missing_ok=True)  # a `score` killed mid-write left it
@@ -105,7 +109,7 @@ def _prepare(
     write_devs(out, run_name, own, manifest["model_deviations"], manifest["request_shaping"])
     write_json(man_path, manifest)  # said before anything is sent (`execute`): no morning surprise
     results = out / (results_name() if plan.join else RESULTS)
-    done, _ = index(results)
+    done = index(results)[0] if read else {}
     writer = ResultsWriter(results)
     writer.keep = {n: (out / n).read_bytes() for n in ("manifest.json", "config.json")}
     return RunCtx(

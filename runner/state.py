@@ -3,6 +3,7 @@ rows) and the live counters per model that the progress view and the manifest re
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,9 @@ class RunCtx:
     join: bool = False
     leases: Any = None
     """runner.budgets.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
+    loaded: asyncio.Event | None = None
+    """Set once `done` holds the run directory's finished rows (read in a thread while other runs call:
+    runner.run); None: `done` is complete already. No stream of the run builds a request before."""
 
     @property
     def has_follow_up(self) -> bool:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import gc
 import hashlib
 import os
@@ -303,10 +304,14 @@ class MockServer(Threaded):
         return await mock_faults.inject(self, kind, request, model, prompt, key, chat_completion(model, prompt, n))
 
     async def handle_stats(self, request: web.Request) -> web.Response:
-        """What the server saw (for bench/ scripts running it in its own process)."""
+        """What the server saw (for bench/ scripts running it in its own process); `?since=T` (this
+        host's time.monotonic) adds `first_since`: the arrival time of the first request at or after T."""
+        since = float(request.query.get("since", "nan"))
         with self._lock:
+            i = bisect.bisect_left(self.arrivals, (since,)) if since == since else len(self.arrivals)
             return web.json_response(
                 {
+                    "first_since": self.arrivals[i][0] if i < len(self.arrivals) else None,
                     "total": self.total,
                     "per_model": dict(self.per_model),
                     "injected": dict(self.injected),
