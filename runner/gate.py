@@ -8,7 +8,9 @@ sick server, which the circuit breaker stops. A probe refused for its own reason
 prompt over the context window) hands its turn to the next call.
 
 A streamed probe opens the gate when its answer begins (its first bytes: the provider took the model),
-not at the end of a long answer. Once the model answers, the gate is open: one attribute read per call. A refusal, even after the gate
+not at the end of a long answer, and any probe does when it has been out `PROBE_OPEN_S` without a
+verdict: providers refuse a model at once, before any thinking; a reasoning model's first answer may
+take a minute, and its other calls waiting for it would start the sweep a minute late. Once the model answers, the gate is open: one attribute read per call. A refusal, even after the gate
 opened, stops the model: its waiting and later calls become `model_refused` error rows without being
 sent, it is said once (the log, the manifest's `refused_models`), and the sweep goes on with the others.
 """
@@ -22,9 +24,13 @@ from collections.abc import Awaitable, Callable
 
 from core.types import Row
 from providers.stream import BEGUN
+from runner.halt import ON_WIRE
 from runner.pool import ModelEntry
 
 log = logging.getLogger("evalsweep")
+
+PROBE_OPEN_S = 3.0
+"""A probe on the wire this long without a refusal opens the gate (a refusal comes in well under it)."""
 
 REFUSED = "model_refused"
 NO_VERDICT = ("transient", "rate_limit", "key_refused")
@@ -88,6 +94,8 @@ class Gate:
                     self._pass_on()
                 return self._not_sent(not_sent)
         token = BEGUN.set(self._on_begun(BEGUN.get())) if probe else None
+        timer: list[asyncio.TimerHandle] = []
+        wired = ON_WIRE.set(self._timed(timer)) if probe else None
         try:
             rows = await send()
         except BaseException:
@@ -97,8 +105,21 @@ class Gate:
         finally:
             if token is not None:
                 BEGUN.reset(token)
+            if wired is not None:
+                ON_WIRE.reset(wired)
+                for t in timer:
+                    t.cancel()
         self.settle(rows, probe)
         return rows
+
+    def _timed(self, timer: list[asyncio.TimerHandle]) -> Callable[[], None]:
+        """The probe's clock: (re)started as each of its attempts leaves; at PROBE_OPEN_S the gate opens."""
+        def on_wire() -> None:
+            for t in timer:
+                t.cancel()
+            timer.append(asyncio.get_running_loop().call_later(PROBE_OPEN_S, self.opened))
+
+        return on_wire
 
     def _on_begun(self, outer: Callable[[], None] | None) -> Callable[[], None]:
         """A streamed probe whose answer began (HTTP 200, first bytes) has its verdict: the provider

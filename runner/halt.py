@@ -7,11 +7,18 @@ period."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from contextvars import ContextVar
 
 from providers.base import ProviderError
 
 HALTED = "skipped: interrupted before it was sent (rerun the same command to resume)"
 """The reason on the row of a call a stop (Ctrl-C, SIGTERM, a fault of ours) caught before it was sent."""
+
+
+ON_WIRE: ContextVar[Callable[[], None] | None] = ContextVar("evalsweep_on_wire", default=None)
+"""Called by the lane as a call leaves (admitted, past every wait): where `runner.gate` starts timing
+its probe (a call still waiting for a slot has not been seen by the provider)."""
 
 
 class Halted(ProviderError):

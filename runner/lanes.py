@@ -45,7 +45,7 @@ from providers.base import ProviderError, scrub
 from providers.http import SENT
 from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget, Work
 from runner.config import Endpoint
-from runner.halt import HALTED, Halted, Sleeps
+from runner.halt import HALTED, ON_WIRE, Halted, Sleeps
 
 T = TypeVar("T")
 log = logging.getLogger("evalsweep")
@@ -243,6 +243,8 @@ class Lane:
                 self.admitted += 1
                 if b.probing:
                     asyncio.get_running_loop().call_later(PROBE_MAX_S, self._end_probe)
+                if (wired := ON_WIRE.get()) is not None:
+                    wired()
                 t0 = time.perf_counter()
                 try:
                     result = await fn()

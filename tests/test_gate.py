@@ -294,3 +294,22 @@ def test_a_401_for_one_of_several_keys_does_not_refuse_the_model(tmp_path: Path,
     assert kinds[None] >= 1 and kinds["key_refused"] >= 1 and set(kinds) == {None, "key_refused"}, kinds
     assert "refused_models" not in orjson.loads((out / "manifest.json").read_bytes())
     assert "HTTP 401: the key was refused (key from GK_1)" in capfd.readouterr().err
+
+
+def test_a_probe_out_for_long_without_a_refusal_opens_the_gate(tmp_path: Path, mock: MockServer, monkeypatch):
+    """A reasoning model's first answer may take a minute: its other calls no longer wait for it once
+    the probe has been on the wire PROBE_OPEN_S without a verdict (refusals come at once)."""
+    import threading
+
+    import runner.gate
+
+    monkeypatch.setattr(runner.gate, "PROBE_OPEN_S", 0.3)
+    mock.held = True  # no answer at all until the test says so
+    threading.Timer(1.5, lambda: setattr(mock, "held", False)).start()
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=WIDE)
+    data = write_dataset(tmp_path / "d.jsonl", 8)
+    assert main(run_args(data, "ok-a", cfg, tmp_path / "run")) == 0
+    seen = _arrivals(mock, "ok-a")
+    assert seen[0] == (0, 1)
+    assert max(flying for done, flying in seen if done == 0) == 8  # all out before the first answer
+    assert len(rows(tmp_path / "run")) == 8
