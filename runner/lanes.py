@@ -196,11 +196,12 @@ class Lane:
     async def _admit(
         self, est_tokens: int, first: bool = False, charge: int | None = None
     ) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
-        """Wait for the lane's next slot; returns the callback that stamps the send, if any, and
-        whether the lane was using its (request, token) rate at this admission."""
+        """Wait for the lane's next slot (the request's, then its tokens'); returns the callback that
+        stamps the send, if any, and whether the lane was using its (request, token) rate then."""
         b = self.budget
         local = isinstance(b, LocalBudget)  # (a shared budget, Redis, keeps its own queue, tokens included)
-        wait = b.reserve(0) if local else b.reserve(est_tokens)  # the request slot; then the tokens
+        # (a shared budget is charged what the key counts at admission, no hold an idle second forgets)
+        wait = b.reserve(0) if local else b.reserve(est_tokens if charge is None else charge)
         own = getattr(b, "near", NOT_NEAR)
         while True:
             if wait > 0:
@@ -441,10 +442,8 @@ class Lane:
     def reconcile(self, est_tokens: int, actual_tokens: int | None, charge: int | None = None) -> None:
         """Correct the TPM account once the real usage is known: a debt delays the calls waiting for
         token slots, a credit wakes them to go sooner."""
-        if actual_tokens is None:
-            return
         b = self.budget
-        if not isinstance(b, LocalBudget):
-            b.reconcile(est_tokens, actual_tokens)
-        else:
+        if actual_tokens is not None and isinstance(b, LocalBudget):
             b.reconcile(est_tokens, actual_tokens, charge)
+        elif actual_tokens is not None:
+            b.reconcile(est_tokens if charge is None else charge, actual_tokens)

@@ -197,3 +197,26 @@ async def test_redis_restarted_costs_one_fallback_not_a_second_on_stale_connecti
     for b in lanes:
         await b.aclose()
     await client.aclose()
+
+
+async def test_a_shared_key_is_charged_what_it_counts_at_admission_and_settled_at_the_answer(
+    redis_server: RedisServer,
+):
+    """A reasoning call expected to use 3,000 tokens of which the key counts 1,000 (prompt + max_tokens)
+    when it admits it: the shared account takes 1,000 then and the rest when the answer settles. (Charged
+    3,000 up front, an idle second reset the account past the prepayment and the key's debt at the
+    settlement was forgotten: the next calls went into it.)"""
+    a = _budget(redis_server.url)  # 1,000 tokens a second for the key
+    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
+    lane.budget = a
+    await lane.call(_noop, 3000, None, 1000)
+    t0 = time.monotonic()
+    await lane.call(_noop, 100, None, 100)
+    assert time.monotonic() - t0 < 2.0  # after ~1,000 tokens of refill, not ~3,000
+    lane.reconcile(3000, 3000, 1000)  # the answer settles as expected: the other 2,000 now
+    await asyncio.sleep(0.15)  # (sent with the next script call)
+    t1 = time.monotonic()
+    await lane.call(_noop, 100, None, 100)
+    assert time.monotonic() - t1 >= 1.5  # the key's debt is paid before the next call
+    await a.aclose()
+    await a.client.aclose()
