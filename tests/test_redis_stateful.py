@@ -138,8 +138,12 @@ class Sim:
         if not any(p.busy and (p.waiting or p.in_flight) for p in self.procs):
             self.last_progress = now
         elif now - self.last_progress > STALL_S:
+            st = [(q.alive, "R" if q.b._local is None else "L", round(q.b.paused_until - now, 2),
+                   round(q.b._grace_until - now, 2), q.b._held, q.b._bound, q.waiting, q.in_flight, q.jobs)
+                  for q in self.procs]
             self.violations.append(f"step {self.step}: nothing admitted for {now - self.last_progress:.1f} s "
-                                   "while work waited")
+                                   f"while work waited (alive, mode, paused for, grace for, held, bound, waiting, "
+                                   f"in flight, jobs: {st}) {self.log[-12:]}")
             self.last_progress = now
 
     async def act(self, action: str) -> None:

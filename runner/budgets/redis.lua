@@ -29,17 +29,6 @@ for i = 1, #held, 2 do
     redis.call('HDEL', KEYS[3], held[i])
   end
 end
-local new = 0
-if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
-  new = math.max(bound, math.min(want, cap - others))  -- only what the cap leaves, even if held before
-end
-if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
--- slots: every leased ticket gets one; a new ticket only with a lease of its own
-local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
-local kU = math.min(nU, math.max(0, new - bound))
-local n = nL + kU
-local tokens = tonumber(ARGV[8])
-if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
 local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born', 'outage')
 local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
 local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
@@ -58,6 +47,20 @@ if not st[5] then  -- no state: a new key, or a Redis (re)started so recently th
 elseif born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
   outage = now  -- (once per new state: the first process to find it)
 end
+-- A caller that has not seen this state (it joined, returns, or finds an outage: it learns of it from
+-- this reply) takes no lease nor slot beyond its running calls': processes pacing locally may hold them.
+if born ~= ARGV[17] then want = math.min(want, bound) end
+local new = 0
+if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
+  new = math.max(bound, math.min(want, cap - others))  -- only what the cap leaves, even if held before
+end
+if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
+-- slots: every leased ticket gets one; a new ticket only with a lease of its own
+local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
+local kU = born == ARGV[17] and math.min(nU, math.max(0, new - bound)) or 0
+local n = nL + kU
+local tokens = tonumber(ARGV[8])
+if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
 if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
 if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
