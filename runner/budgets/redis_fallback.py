@@ -64,7 +64,7 @@ def fall_back(b: Any, e: BaseException) -> None:
     b.fallbacks += 1
     log.warning(
         "lane %s: shared budget on Redis unreachable (%s); pacing locally at 1/%d of its limits "
-        "(%d processes were sharing it) with the %d of its %d concurrent calls this process held",
+        "(%d processes were sharing it) and at most %d calls at once (the leases it held of the key's %d)",
         b.name,
         str(e).splitlines()[0] if str(e) else type(e).__name__,
         n,
