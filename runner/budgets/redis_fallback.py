@@ -2,7 +2,7 @@
 it) and within the concurrency leases this process held, never at the full limit, and come back together.
 
 Correct by construction, whatever order the processes meet the outage in:
-  - never two regimes at once: a process paces locally only while no process is granted slots by Redis.
+  - never two regimes at once: a process paces locally only while no process sends on Redis's slots.
     Every process tries Redis again at the same instants (multiples of RECOVER_S on the server's clock),
     so all those pacing locally return at the first such instant after Redis answers again; Redis marks
     when it answered again (`outage`: a state it stood still on, or lost — then its start, `redis.lua`),
@@ -32,7 +32,7 @@ from runner.budgets.redis_call import drop_connections
 
 log = logging.getLogger("evalsweep")
 
-RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the wall clock
+RECOVER_S = 5.0  # after a fallback Redis is tried again at each multiple of this on the server's clock
 GRACE_S = 1.0  # ... and once back, no new leases for this long (others register their running calls)
 LATE_S = 0.05  # a local send is charged on return if it was this close to a second ago
 UNSEEN_N = 8  # a process that falls back before it has seen N for a lease (every process alive has
