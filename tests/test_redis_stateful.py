@@ -9,10 +9,11 @@ Checked at every admission and after every step: never more admissions than the 
 window, whichever processes pace on Redis and which locally (a process joining during an outage, or
 meeting it late, included); never more calls in flight across the processes than max_concurrency, on
 Redis, in a fallback or some of each; a process in a fallback admits a call only within the leases it
-held; progress while work waits (no stretch of STALL_S without an admission: the deadlock this replaces
-was permanent); at the end every call made, and every lease released: none held by a live holder once
-the survivors close, none at all once the killed ones' heartbeats lapse. EVALSWEEP_STATEFUL_SEED picks
-other scenarios: one seed or several, comma-separated (each runs K = 1..8; ~4.5 min per seed).
+held; progress while work waits (no stretch of STALL_S without an admission after the last outage ended:
+the deadlock this replaces was permanent); at the end every call made, and every lease released: none
+held by a live holder once the survivors close, none at all once the killed ones' heartbeats lapse.
+EVALSWEEP_STATEFUL_SEED picks other scenarios: one seed or several, comma-separated (each runs K = 1..8;
+~4.5 min per seed).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from runner.budgets.redis_call import connect
 from tests.servers import RedisServer
 
 LEASE_S = 1.0
-STALL_S = 10.0  # longest legitimate wait: a frozen Redis (timeouts, fallback), RECOVER_S, the 1 s pause
+STALL_S = 10.0  # longest legitimate wait after an outage ends: RECOVER_S, GRACE_S, a lapsed holder's leases
 STEPS = 45
 IDENT = lane_id("http://stateful.test/v1", "the-key")
 ACTIONS = ["none", "late", "stall", "crash", "join", "restart", "freeze", "drop"]
@@ -167,7 +168,10 @@ class Sim:
             os.kill(self.redis.proc.pid, signal.SIGSTOP)
             await asyncio.sleep(rng.uniform(0.3, 2.5))
             os.kill(self.redis.proc.pid, signal.SIGCONT)
-        elif action == "drop":
+        if action in ("restart", "freeze"):  # stalls count from an outage's end: processes that did not
+            self.last_progress = max(self.last_progress, time.monotonic())  # pace through one send nothing
+            # until the others are back (up to RECOVER_S + GRACE_S), and outages may follow each other
+        if action == "drop":
             admin = connect(self.redis.url)
             try:
                 await admin.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
