@@ -112,7 +112,9 @@ class LocalBudget:
         self._Tt = 60.0 / (self.tpm * f * TPM_SHARE) if self.tpm else 0.0  # seconds per token
         self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
         cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
-        self._cap = 1 if self.probing else cap
+        if not self.max_concurrency:  # (a shared budget's fallback holding no lease: none)
+            cap = 0
+        self._cap = min(1, cap) if self.probing else cap
         self._wake()
 
     def reserve(self, tokens: int = 0) -> float:
@@ -217,6 +219,11 @@ class LocalBudget:
             self._last = entry = [now, _SENT]
             log_.append(entry)
         return 0.0
+
+    def sent_within(self, seconds: float) -> int:
+        """Requests admitted in the last `seconds` (an unsent one counts: it can only leave later)."""
+        since = self.clock() - seconds
+        return sum(1 for e in self._log if e[1] == _PENDING or e[1] == _SENT and e[0] > since)
 
     def on_sent(self) -> Callable[..., None] | None:
         """The request just admitted will report when its bytes leave: returns the callback for

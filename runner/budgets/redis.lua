@@ -29,6 +29,27 @@ for i = 1, #held, 2 do
     redis.call('HDEL', KEYS[3], held[i])
   end
 end
+local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born', 'outage')
+local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
+local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
+local born = st[5] or tostring(now)  -- when this state began: a process that saw another lost it
+local outage = tonumber(st[6]) or 0  -- when Redis last answered after an outage (a process may pace
+-- locally until the first RECOVER_S boundary from then: the others wait for it, redis.py)
+if busy and last and now - last > tonumber(ARGV[16]) then
+  born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
+end
+if not st[5] then  -- no state: a new key, or a Redis (re)started so recently that processes which met
+  -- its restart may still pace locally, and nothing here says so: the outage is its start (the
+  -- latest it can be, uptime being whole seconds)
+  local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+  if up and up * 1000000 < tonumber(ARGV[18]) then outage = now - math.max(0, up - 1) * 1000000
+  elseif ARGV[17] ~= '' then outage = now end  -- lost otherwise (flushed, evicted, a failover)
+elseif born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
+  outage = now  -- (once per new state: the first process to find it)
+end
+-- A caller that has not seen this state (it joined, returns, or finds an outage: it learns of it from
+-- this reply) takes no lease nor slot beyond its running calls': processes pacing locally may hold them.
+if born ~= ARGV[17] then want = math.min(want, bound) end
 local new = 0
 if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
   new = math.max(bound, math.min(want, cap - others))  -- only what the cap leaves, even if held before
@@ -36,25 +57,16 @@ end
 if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
 -- slots: every leased ticket gets one; a new ticket only with a lease of its own
 local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
-local kU = math.min(nU, math.max(0, new - bound))
+local kU = born == ARGV[17] and math.min(nU, math.max(0, new - bound)) or 0
 local n = nL + kU
 local tokens = tonumber(ARGV[8])
 if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born', 'outage')
-local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
-local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
-local born = st[5] or tostring(now)  -- when this state began: a process that saw another lost it
-local outage = tonumber(st[6]) or 0  -- when a process last found the state new: all fall back then
-if busy and last and now - last > tonumber(ARGV[16]) then
-  born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
-end
-if born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
-  outage = now  -- (once per new state: the first process to find it)
-end
 local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
 if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
 if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
 local T, Tt = tonumber(ARGV[11]) / factor, tonumber(ARGV[12]) / factor
+-- a process back from local pacing: its sends of the last second take their slots before anyone's
+if T > 0 and tonumber(ARGV[19]) > 0 then tat = math.max(tat, now) + tonumber(ARGV[19]) * T end
 local d = tonumber(ARGV[10]) * Tt
 if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
 local start = math.max(now, pause)

@@ -23,11 +23,9 @@ process holds and how many its running calls need.
 
 Calls are batched: the slot requests of all tasks waiting at once go out as one script call, and
 leases are kept while used, so steady state costs about one round trip per call at low rates and far
-fewer at high ones. If Redis becomes unreachable mid-run the lane falls back to local pacing at 1/N of
-its limits and concurrency (N = processes last seen on it) with a warning: never fail open at the full
-limit (redis_fallback). It tries Redis again every RECOVER_S seconds of the wall clock (the same instants in every
-process, so they leave 1/N together), registers its running calls as leases, and takes new leases only
-after GRACE_S, once every process on the key has registered its own.
+fewer at high ones. If Redis becomes unreachable mid-run the lane paces locally at 1/N of its limits,
+within the leases it held, with a warning: never fail open at the full limit, never two regimes at once
+(redis_fallback says how, and how processes that did not meet the outage wait for the others' return).
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from typing import Any
 
 from runner.budgets import redis_fallback as fallback
 from runner.budgets.local import wait_turn
-from runner.budgets.redis_call import Outage, ScriptCall, lane_id
+from runner.budgets.redis_call import ScriptCall, lane_id
 
 log = logging.getLogger("evalsweep")
 
@@ -55,7 +53,6 @@ AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RETRY_S = 0.02  # the key's concurrency is taken: ask again this often
-RETURN_S = 7.0  # a process joining a key whose last outage is this recent waits for the others' return
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -108,6 +105,7 @@ class RedisBudget:
         self.late = 0
         self.admitted = 0
         self.fallbacks = 0
+        self.closed = False
         self._local_factory = local_factory
         self._local: Any = None
         self._tickets: weakref.WeakKeyDictionary[Any, _Ticket] = weakref.WeakKeyDictionary()
@@ -126,6 +124,7 @@ class RedisBudget:
         self._born: bytes | None = None  # when the key's state began, as this process last saw it
         self._answered = 0.0  # when Redis first told n_procs
         self._outage_at: float | None = None  # the key's last outage mark seen (server seconds)
+        self._returning = False  # (back from a fallback: the others wait for it, not it for itself)
         self._used = 0  # tasks past acquire() (the local cap)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._idle_since = 0.0
@@ -171,8 +170,8 @@ class RedisBudget:
             return
         self._pause_s = max(self._pause_s, seconds)
         self._kick()
-        if self._telling is None or self._telling.done():  # now, not with the next slots: the others
-            self._telling = asyncio.get_running_loop().create_task(self._tell())  # are sending meanwhile
+        if not self.closed and (self._telling is None or self._telling.done()):  # now, not with the next
+            self._telling = asyncio.get_running_loop().create_task(self._tell())  # slots: others send meanwhile
 
     async def _tell(self) -> None:
         try:
@@ -279,7 +278,9 @@ class RedisBudget:
     # --- talking to Redis ------------------------------------------------------------------------
 
     async def _eval(self, want: int, ttl_us: int | None = None, **slots: Any) -> Any:
-        """One script call (the caller holds the lock): leases to hold, news to send, slots to ask."""
+        """One script call (the caller holds the lock): leases to hold, news to send, slots to ask. After
+        an outage it did not pace through (met late, or joined since) it sends nothing until the processes
+        that paced locally are back: no share was reserved for it (redis_fallback)."""
         factor = "" if self._new_factor is None else repr(self._new_factor)
         tok_delta, pause_us = self._tok_delta, int(self._pause_s * 1e6)
         self._tok_delta, self._pause_s, self._new_factor = 0.0, 0.0, None
@@ -294,17 +295,16 @@ class RedisBudget:
             pause_us=pause_us,
             factor=factor,
             born=self._born,
+            recent_us=int((fallback.RECOVER_S + fallback.GRACE_S + 2.0) * 1e6),
             **slots,
         )
-        changed = self._born is not None and r.born != self._born
-        missed = r.since_outage < RETURN_S if self._outage_at is None else r.outage_at > self._outage_at + 1e-3
+        news = self._outage_at is None or r.outage_at > self._outage_at + 1e-3 or r.born != self._born
         self._born, self._outage_at = r.born, r.outage_at
-        if changed:
-            raise Outage("it restarted or stood still: the key's state is new")
-        if missed:  # the key's other processes fell back for an outage this one did not meet (it joined
-            # meanwhile, or did not call): wait for their return rather than pace alone at the full rate
-            back = fallback.RECOVER_S - time.time() % fallback.RECOVER_S + fallback.GRACE_S
-            self.paused_until = max(self.paused_until, time.monotonic() + back)
+        if news and not self._returning:
+            back = fallback.resume_at(self, r.outage_at)
+            if back > time.monotonic():  # no new lease nor slot of its own before then either
+                self.paused_until = max(self.paused_until, back)
+                self._grace_until = max(self._grace_until, back)
         self._held = r.held
         self.paused_until = max(self.paused_until, r.paused_until)
         self.factor = r.factor
@@ -319,6 +319,8 @@ class RedisBudget:
         return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
 
     def _kick(self) -> None:
+        if self.closed:  # (a task cancelled by aclose() may end in an error, not a cancellation)
+            return
         loop = asyncio.get_running_loop()
         if self._local is None and (self._syncing is None or self._syncing.done()):
             self._syncing = loop.create_task(self._sync())
@@ -342,8 +344,12 @@ class RedisBudget:
                     return
                 # Ask for the next slots only shortly before the granted ones run out: waiting tickets
                 # gather into one call, and other processes on the key get the slots in between.
-                ahead = self._last_slot - time.monotonic()
                 lead = max(LEAD_S, 4 * self._call.rtt)
+                paused = self.paused_until - time.monotonic() - lead
+                if paused > 0:  # (slots granted now would be missed: others may use them)
+                    await asyncio.sleep(paused)
+                    continue
+                ahead = self._last_slot - time.monotonic()
                 if ahead > lead:
                     await asyncio.sleep(ahead - lead)
                     continue
@@ -429,6 +435,7 @@ class RedisBudget:
 
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
+        self.closed = True  # no task of it starts again: no heartbeat keeps its leases after this
         for t in (self._house, self._syncing, self._recovering, self._telling):
             if t is not None and not t.done():
                 t.cancel()

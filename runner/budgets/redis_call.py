@@ -26,11 +26,6 @@ RETRIES = 2  # ... retried this often on a fresh connection (a stale pooled one 
 LUA = (Path(__file__).parent / "redis.lua").read_text()
 
 
-class Outage(Exception):
-    """Redis answered, but after an outage others met (it restarted, or stood still while leases were
-    held): this process falls back with them, so none paces on Redis while another paces alone."""
-
-
 @dataclass
 class Reply:
     """What one script call gave: leases now held, slots (our clock) and the key's shared state."""
@@ -44,8 +39,9 @@ class Reply:
     factor: float
     n_procs: int
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
-    outage_at: float  # when a process last found the key's state new and fell back (server seconds)
-    since_outage: float  # ... seconds ago
+    outage_at: float  # when Redis last answered after an outage (server seconds): processes that met
+    # it may pace locally until the first RECOVER_S boundary from then (redis_fallback)
+    now_s: float  # the server's clock at the call (seconds)
 
 
 class ScriptCall:
@@ -79,9 +75,15 @@ class ScriptCall:
         pause_us: int = 0,
         factor: str = "",
         born: bytes | None = None,
+        recent_us: int = 0,
+        charge: int = 0,
     ) -> Reply:
+        """`recent_us`: a Redis up for less than this when it finds no state for the key marks an
+        outage at its start (processes that met its restart may pace locally until they return);
+        `charge`: requests this process sent locally in the last second, back from a fallback."""
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
-                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b""]
+                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
+                recent_us, charge]
         t0 = time.monotonic()
         res = await self._script(keys=self.keys, args=args)
         t1 = time.monotonic()
@@ -110,7 +112,7 @@ class ScriptCall:
             n_procs=int(res[5]),
             born=res[9],
             outage_at=now_s - float(res[10]) / 1e6,
-            since_outage=float(res[10]) / 1e6,
+            now_s=now_s,
         )
 
 
