@@ -259,6 +259,8 @@ class Scheduler:
             except Exception:
                 log.exception("follow-up of %s %s failed", req.model, req.item)
                 continue
+            if (m := self.models.get(req.target)) is not None:  # the chain still to come (runner.estimates)
+                m.usage.followed(req.suite, req.pass_, [x.pass_ for x in nexts if (x.via or x.model or req.model) == req.target])
             for nxt in nexts:
                 if not nxt.model:
                     nxt = nxt.model_copy(update={"model": req.model})

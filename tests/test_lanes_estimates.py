@@ -102,3 +102,60 @@ def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
     tat = b._tok_tat
     assert b.reserve(800, first=True) <= 0  # refused for tokens, its reset passed: it goes now ...
     assert abs(b._tok_tat - tat - 800 * per) < 1e-9  # ... and the queue moves back by its tokens
+
+
+async def test_an_answer_ranks_with_the_critique_still_to_come(tmp_path):
+    """Through the real scheduler, each answer of a run with a follow-up pass counts the critique it led
+    to (2 of 3 here); a free lease then goes to the answer whose chain is longest, not the longest answer."""
+    import asyncio
+    from collections import Counter
+
+    from core.types import user
+    from runner.budgets.local import LocalBudget
+    from runner.config import load_config
+    from runner.pool import build_models, close_models
+    from runner.results import ResultsWriter
+    from runner.scheduler import Scheduler
+    from runner.state import RunCtx
+    from suites.base import RunSpec, Suite
+
+    def critique(req: Request, row: dict, spec: RunSpec) -> list[Request]:
+        if row["pass"] != "answer" or req.item == "q2":
+            return []
+        return [req.model_copy(update={"pass_": "critique", "messages": [user("critique: " + row["text"])]})]
+
+    (tmp_path / "c.toml").write_text('[[endpoints]]\nname = "e"\nkind = "sim"\nlatency_ms = 0\n\n'
+                                     '[[models]]\nname = "m"\nendpoint = "e"\n')
+    models = build_models(load_config(tmp_path / "c.toml"), ["m"])
+    reqs = [_req().model_copy(update={"item": f"q{i}"}) for i in range(3)]
+    suite = Suite(name="s", build=lambda spec: iter(reqs), score=None, follow_up=critique)  # type: ignore[arg-type]
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    try:
+        await Scheduler(models, None).run([RunCtx("s", RunSpec("s"), suite, ["m"], tmp_path, writer, {})])
+    finally:
+        writer.close()
+        await close_models(models)
+    sp = models["m"].usage
+    assert sp.follows[("s", "answer")] == Counter({"": 3, "critique": 2})
+    sp.latency.clear()
+    sp.observe("answer", 1, None, 3.0)
+    sp.observe("critique", 1, None, 6.0)
+    assert sp.expect("s", "answer", 1) == 3.0 + 2 / 3 * 6.0 and sp.expect("t", "answer", 1) == 3.0
+    other = Spend()
+    other.observe("answer", 1, None, 5.0)  # a longer answer that nothing follows
+
+    b = LocalBudget(None, None, 1)
+    await b.acquire()
+    order: list[str] = []
+
+    async def one(name: str, work) -> None:
+        await b.acquire(work)
+        order.append(name)
+        b.release()
+
+    tasks = [asyncio.create_task(one("plain", other.work("answer", 1, "s"))),
+             asyncio.create_task(one("chain", sp.work("answer", 1, "s")))]
+    await asyncio.sleep(0)
+    b.release()
+    await asyncio.gather(*tasks)
+    assert order == ["chain", "plain"]
