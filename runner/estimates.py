@@ -47,8 +47,8 @@ class Spend:
     out: dict[str, _Mean] = field(default_factory=dict)
     latency: dict[tuple[str, int], _Mean] = field(default_factory=dict)
     follows: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
-    """Per (suite, pass): its samples that ended (key "") and the follow-up passes they led to on this
-    model (a judge on another model is that model's own work)."""
+    """Per (suite, pass) of a run with follow-ups: its samples that ended (key "") and the follow-up
+    passes they led to on this model (a judge on another model is that model's own work)."""
     _work: dict[tuple[int, str, str, int], tuple[tuple[int, str, str, int], Callable[[], float]]] = field(
         default_factory=dict, repr=False
     )
@@ -80,8 +80,10 @@ class Spend:
         """Expected seconds of the chain still to come after one sample of `pass_`: each follow-up
         pass's latency (and its own chain) times the share of samples that led to it."""
         c = self.follows.get((suite, pass_))
-        if not c or not depth:
+        if c is None or not depth:
             return 0.0
+        if not c[""]:  # may lead to follow-ups, none ended yet: ranked as unseen, so the first go early
+            return UNSEEN_S
         return sum(k / c[""] * (self.seconds(p, 1) + self.then(suite, p, depth - 1)) for p, k in c.items() if p)
 
     def expect(self, suite: str, pass_: str, n: int) -> float:
@@ -97,6 +99,10 @@ class Spend:
         if got is None:
             got = self._work[key] = (key, partial(self.expect, suite, pass_, n))
         return got
+
+    def chained(self, suite: str, pass_: str) -> None:
+        """Calls of `pass_` are about to be made in a run whose suite has follow-ups."""
+        self.follows.setdefault((suite, pass_), Counter())
 
     def followed(self, suite: str, pass_: str, nexts: Iterable[str]) -> None:
         """A sample of `pass_` ended and led to follow-up calls of `nexts` on this model (or none)."""

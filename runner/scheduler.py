@@ -229,6 +229,8 @@ class Scheduler:
                     run.answered[req.model] = run.answered.get(req.model, 0) + 1
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
+        if todo and run.has_follow_up and (m := self.models.get(req.target)) is not None:
+            m.usage.chained(req.suite, req.pass_)  # its chain still to come is unknown until one ends
         if todo:
             try:
                 got = await self._call(run, req, todo, stats, pre)

@@ -137,12 +137,15 @@ async def test_an_answer_ranks_with_the_critique_still_to_come(tmp_path):
         await close_models(models)
     sp = models["m"].usage
     assert sp.follows[("s", "answer")] == Counter({"": 3, "critique": 2})
+    assert sp.follows[("s", "critique")] == Counter({"": 2})  # critiques lead to nothing further
     sp.latency.clear()
     sp.observe("answer", 1, None, 3.0)
     sp.observe("critique", 1, None, 6.0)
     assert sp.expect("s", "answer", 1) == 3.0 + 2 / 3 * 6.0 and sp.expect("t", "answer", 1) == 3.0
     other = Spend()
     other.observe("answer", 1, None, 5.0)  # a longer answer that nothing follows
+    other.chained("u", "answer")  # in a run with follow-ups, none known yet: ranked as unseen
+    assert other.expect("u", "answer", 1) == UNSEEN_S and other.expect("s", "answer", 1) == 5.0
 
     b = LocalBudget(None, None, 1)
     await b.acquire()
