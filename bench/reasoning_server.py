@@ -2,7 +2,7 @@
 
 For `bench/reasoning_sweep.py` (run in its own process: `python bench/reasoning_server.py SPEC.json`,
 prints its port). SPEC: {"keys": {KEY: {"rpm", "tpm", "window_s"}}, "models": {MODEL: {"law",
-"median", "shape", "tok_s", "answer", "n"}}, "scale", "chain"}; optional "chain": {"item": [START,
+"median", "shape", "tok_s", "answer", "n"}}, "scale", "seed", "chain"}; optional "chain": {"item": [START,
 END], "follow": MARK} tags each request for the log only (answers are drawn alike): its item (a hash of
 the prompt's text between the first START and the next END, "" without) and its pass ("follow" when
 the prompt holds MARK, a follow-up such as a critique quoting the answer, else "answer").
@@ -51,9 +51,13 @@ def _normal(u: float, v: float) -> float:
     return math.sqrt(-2.0 * math.log(u)) * math.cos(2.0 * math.pi * v)
 
 
-def draw(m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0) -> tuple[float, int]:
-    """(latency_s, output tokens) of choice `i` of `model` on `prompt`."""
-    u, v, w = _unit(model, prompt, i, "u"), _unit(model, prompt, i, "v"), _unit(model, prompt, i, "w")
+def draw(
+    m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0, seed: int = 0
+) -> tuple[float, int]:
+    """(latency_s, output tokens) of choice `i` of `model` on `prompt` (another `seed`: other draws of
+    the same laws)."""
+    s = (seed,) if seed else ()
+    u, v, w = (_unit(model, prompt, i, x, *s) for x in "uvw")
     med, shape = m["median"], m["shape"]
     if m["law"] == "lognormal":
         lat = med * math.exp(shape * _normal(u, v))
@@ -88,6 +92,7 @@ class Server:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.models: dict[str, dict[str, Any]] = spec["models"]
         self.scale = float(spec.get("scale", 1.0))
+        self.seed = int(spec.get("seed", 0))
         self.keys: dict[str, tuple[Bucket | None, Bucket | None, dict[str, Any]]] = {}
         for k, lim in spec["keys"].items():
             w = lim.get("window_s", 1.0)
@@ -123,7 +128,7 @@ class Server:
         )
         n = int(body.get("n", 1)) if m.get("n", True) else 1
         first = self.seen[(model, prompt)]
-        draws = [draw(m, model, prompt, first + i, self.scale) for i in range(n)]
+        draws = [draw(m, model, prompt, first + i, self.scale, self.seed) for i in range(n)]
         lat = max(d[0] for d in draws)
         out = sum(d[1] for d in draws)
         p_tok = len(prompt) // 4 + 1

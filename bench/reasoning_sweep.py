@@ -227,6 +227,7 @@ def main() -> None:
     ap.add_argument("--sc-items", type=int, help="items per model in the 8-sample run")
     ap.add_argument("--chain-items", type=int, help="JEEBench questions per model in the chain run")
     ap.add_argument("--keep", type=Path, help="keep the sweep's folder here")
+    ap.add_argument("--seed", type=int, default=0, help="other draws of the same latency laws (0: the default draws)")
     a = ap.parse_args()
     scale = 0.5 if a.quick else 1.0
     items = a.items or (30 if a.quick else 60)
@@ -242,7 +243,7 @@ def main() -> None:
             keys = {
                 f"k-{k}": {"rpm": v[1], "tpm": v[2], "window_s": v[4]} for k, v in KEYS.items() if v[0] == srv
             }
-            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale, "chain": CHAIN}
+            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale, "seed": a.seed, "chain": CHAIN}
             p, port = start_server(spec, tmp, srv)
             procs.append(p)
             ports.append(port)
@@ -283,7 +284,7 @@ def main() -> None:
     print(
         f"reasoning sweep: 45 models, {items} items (+{sc_items} x 8 samples for {sum(m['sc'] for m in ms.values())} "
         f"models, +{chain_items} answer->critique chains for {sum(m['chain'] for m in ms.values())} models), "
-        f"latency scale {scale}; exit {os.waitstatus_to_exitcode(status)}"
+        f"latency scale {scale}, seed {a.seed}; exit {os.waitstatus_to_exitcode(status)}"
     )
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
