@@ -103,7 +103,7 @@ async def _send(
         return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m), m.shape)
 
     try:
-        comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n, req.suite))
+        comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n))
     except (_BreakerOpen, Halted) as e:  # not sent: the breaker opened, or the run is stopping
         return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
     except ProviderError as e:

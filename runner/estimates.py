@@ -8,15 +8,13 @@ budget in thoughts, and charged only the budget it runs the key into debt (429s)
 settle. The running mean of its answers' output (reasoning included) per pass; the lane reconciles
 every call with its real usage (a chat model's unused budget comes back as credit), so the mean is
 what must be right, not each call. Latency feeds the longest-work-first order of a
-concurrency-bound lane's queue, with the chain still to come: an answer a critique follows takes a
-slot for its own latency and then the critique's (learnt from the follow-ups this model made).
+concurrency-bound lane's queue.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -46,10 +44,7 @@ class Spend:
 
     out: dict[str, _Mean] = field(default_factory=dict)
     latency: dict[tuple[str, int], _Mean] = field(default_factory=dict)
-    follows: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
-    """Per (suite, pass) of a run with follow-ups: its samples that ended (key "") and the follow-up
-    passes they led to on this model (a judge on another model is that model's own work)."""
-    _work: dict[tuple[int, str, str, int], tuple[tuple[int, str, str, int], Callable[[], float]]] = field(
+    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float]]] = field(
         default_factory=dict, repr=False
     )
 
@@ -76,39 +71,14 @@ class Spend:
         m = self.latency.get((pass_, n))
         return max(base * (1.0 + math.log(n)), 0.0 if m is None else m.get(0.0))
 
-    def then(self, suite: str, pass_: str, depth: int = 3) -> float:
-        """Expected seconds of the chain still to come after one sample of `pass_`: each follow-up
-        pass's latency (and its own chain) times the share of samples that led to it."""
-        c = self.follows.get((suite, pass_))
-        if c is None or not depth:
-            return 0.0
-        if not c[""]:  # may lead to follow-ups, none ended yet: ranked as unseen, so the first go early
-            return UNSEEN_S
-        return sum(k / c[""] * (self.seconds(p, 1) + self.then(suite, p, depth - 1)) for p, k in c.items() if p)
-
-    def expect(self, suite: str, pass_: str, n: int) -> float:
-        """A call's expected duration and its chain's: its samples' follow-ups go one after another
-        (runner.scheduler), so an n call's chain is n times a sample's."""
-        return self.seconds(pass_, n) + n * self.then(suite, pass_)
-
-    def work(self, pass_: str, n: int, suite: str = "") -> tuple[tuple[int, str, str, int], Callable[[], float]]:
-        """The kind of a call (this model's suite, pass and n) and its expected duration, chain
-        included, read when a lease frees (runner.budgets.local orders a lane's waiting calls by it)."""
-        key = (id(self), suite, pass_, n)
+    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float]]:
+        """The kind of a call (this model's pass and n) and its expected duration, read when a lease
+        frees (runner.budgets.local orders a lane's waiting calls by it)."""
+        key = (id(self), pass_, n)
         got = self._work.get(key)
         if got is None:
-            got = self._work[key] = (key, partial(self.expect, suite, pass_, n))
+            got = self._work[key] = (key, partial(self.seconds, pass_, n))
         return got
-
-    def chained(self, suite: str, pass_: str) -> None:
-        """Calls of `pass_` are about to be made in a run whose suite has follow-ups."""
-        self.follows.setdefault((suite, pass_), Counter())
-
-    def followed(self, suite: str, pass_: str, nexts: Iterable[str]) -> None:
-        """A sample of `pass_` ended and led to follow-up calls of `nexts` on this model (or none)."""
-        c = self.follows.setdefault((suite, pass_), Counter())
-        c[""] += 1
-        c.update(nexts)
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
         if output_tokens is not None:

@@ -229,8 +229,6 @@ class Scheduler:
                     run.answered[req.model] = run.answered.get(req.model, 0) + 1
                 if run.has_follow_up:
                     rows[i] = read_at(run.writer.path, off)
-        if todo and run.has_follow_up and (m := self.models.get(req.target)) is not None:
-            m.usage.chained(req.suite, req.pass_)  # its chain still to come is unknown until one ends
         if todo:
             try:
                 got = await self._call(run, req, todo, stats, pre)
@@ -261,8 +259,6 @@ class Scheduler:
             except Exception:
                 log.exception("follow-up of %s %s failed", req.model, req.item)
                 continue
-            if (m := self.models.get(req.target)) is not None:  # the chain still to come (runner.estimates)
-                m.usage.followed(req.suite, req.pass_, [x.pass_ for x in nexts if (x.via or x.model or req.model) == req.target])
             for nxt in nexts:
                 if not nxt.model:
                     nxt = nxt.model_copy(update={"model": req.model})
