@@ -2,7 +2,10 @@
 
 For `bench/reasoning_sweep.py` (run in its own process: `python bench/reasoning_server.py SPEC.json`,
 prints its port). SPEC: {"keys": {KEY: {"rpm", "tpm", "window_s"}}, "models": {MODEL: {"law",
-"median", "shape", "tok_s", "answer", "n"}}, "scale"}.
+"median", "shape", "tok_s", "answer", "n"}}, "scale", "seed", "chain"}; optional "chain": {"item": [START,
+END], "follow": MARK} tags each request for the log only (answers are drawn alike): its item (a hash of
+the prompt's text between the first START and the next END, "" without) and its pass ("follow" when
+the prompt holds MARK, a follow-up such as a critique quoting the answer, else "answer").
 
 Every choice of a model draws its latency from the model's law (deterministic: a hash of model,
 prompt and choice index, the k-th answered call of a prompt taking index k, so calls of models
@@ -19,7 +22,7 @@ answer is done, so a key spent by long reasoning goes into debt. A request is ad
 buckets hold its admission charge (at most a full bucket), else HTTP 429 with the reset of the
 exhausted one. Answers carry x-ratelimit-* headers stamped
 at admission, as providers send them: by the time the answer arrives they are stale.
-GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens], 429 counts
+GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens, pass, item], 429 counts
 (per key and budget) and each 429: [arrival, key, model, n, budget, reset_s, charge].
 """
 
@@ -48,9 +51,13 @@ def _normal(u: float, v: float) -> float:
     return math.sqrt(-2.0 * math.log(u)) * math.cos(2.0 * math.pi * v)
 
 
-def draw(m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0) -> tuple[float, int]:
-    """(latency_s, output tokens) of choice `i` of `model` on `prompt`."""
-    u, v, w = _unit(model, prompt, i, "u"), _unit(model, prompt, i, "v"), _unit(model, prompt, i, "w")
+def draw(
+    m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0, seed: int = 0
+) -> tuple[float, int]:
+    """(latency_s, output tokens) of choice `i` of `model` on `prompt` (another `seed`: other draws of
+    the same laws)."""
+    s = (seed,) if seed else ()
+    u, v, w = (_unit(model, prompt, i, x, *s) for x in "uvw")
     med, shape = m["median"], m["shape"]
     if m["law"] == "lognormal":
         lat = med * math.exp(shape * _normal(u, v))
@@ -85,6 +92,7 @@ class Server:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.models: dict[str, dict[str, Any]] = spec["models"]
         self.scale = float(spec.get("scale", 1.0))
+        self.seed = int(spec.get("seed", 0))
         self.keys: dict[str, tuple[Bucket | None, Bucket | None, dict[str, Any]]] = {}
         for k, lim in spec["keys"].items():
             w = lim.get("window_s", 1.0)
@@ -97,6 +105,17 @@ class Server:
         self.refused: Counter[str] = Counter()
         self.refusals: list[list[Any]] = []
         self.seen: Counter[tuple[str, str]] = Counter()
+        self.chain: dict[str, Any] = spec.get("chain") or {}
+
+    def tag(self, prompt: str) -> tuple[str, str]:
+        """(pass, item) of a request, for the log: which answer->follow-up chain it belongs to."""
+        if not self.chain:
+            return "answer", ""
+        start, end = self.chain["item"]
+        i = prompt.find(start)
+        j = prompt.find(end, i + len(start)) if i >= 0 else -1
+        item = hashlib.blake2b(prompt[i + len(start) : j].encode(), digest_size=6).hexdigest() if j >= 0 else ""
+        return ("follow" if self.chain["follow"] in prompt else "answer"), item
 
     async def handle(self, request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
@@ -109,7 +128,7 @@ class Server:
         )
         n = int(body.get("n", 1)) if m.get("n", True) else 1
         first = self.seen[(model, prompt)]
-        draws = [draw(m, model, prompt, first + i, self.scale) for i in range(n)]
+        draws = [draw(m, model, prompt, first + i, self.scale, self.seed) for i in range(n)]
         lat = max(d[0] for d in draws)
         out = sum(d[1] for d in draws)
         p_tok = len(prompt) // 4 + 1
@@ -156,7 +175,7 @@ class Server:
             tb.level -= charge
             hdr["x-ratelimit-reset-tokens"] = f"{max(0.0, tb.cap - tb.level) / tb.rate * 1000:.0f}ms"
         self.seen[(model, prompt)] += n
-        self.log.append([now, key, model, n, lat, p_tok + out])
+        self.log.append([now, key, model, n, lat, p_tok + out, *self.tag(prompt)])
         await asyncio.sleep(lat)
         if tb is not None:  # settled: the bucket pays what the call really used (reasoning included)
             tb.fill(time.monotonic())

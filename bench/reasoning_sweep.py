@@ -7,12 +7,15 @@ Two OpenAI-compatible servers (`bench/reasoning_server.py`, each its own process
   no-n     concurrency-bound, 8 reasoning models without `n` (mixture: quick answers and long thinkers),
            self-consistency = 8 calls per item
   conc     concurrency-bound, 8 reasoning models with `n` (lognormal, wide)
-Two runs in one `evalsweep sweep`: every model one sample per item, then 8 samples for a subset. Output
-tokens are mostly reasoning (tok/s x latency), far from the suite's max_tokens either way.
+Three runs in one `evalsweep sweep`: every model one sample per item, 8 samples for a subset, and
+answer->critique chains (JEEBench `cot-critique` on its bundled questions: each answer is followed by a
+critique call quoting it) for 4 models on each of tpm-a, no-n and conc (lognormal and mixture laws).
+Output tokens are mostly reasoning (tok/s x latency), far from the suite's max_tokens either way.
 
 The physical limit of a lane is the max of: (sum of its calls' latencies) / max_concurrency, calls /
-RPM, tokens / TPM, its longest call, all from the servers' own log of admitted requests (429s
-excluded); the sweep's is the max over lanes. Printed per lane: wall (launch to its last answer) /
+RPM, tokens / TPM, its longest call and its longest chain (an item's answer + critique latencies:
+the critique cannot start before its answer ends), all from the servers' own log of admitted requests
+(429s excluded; the servers tag each request with its item and pass); the sweep's is the max over lanes. Printed per lane: wall (launch to its last answer) /
 limit, 429s, the use of its binding limit while it had requests to send (work of the limit / span
 from its first to its last request) and the share of its concurrency slots idle over that span (high
 on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
@@ -36,6 +39,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
+CHAIN = {"item": ["Problem: ", "\nSolution: "], "follow": "\n-----------\n"}
+"""How the servers tag JEEBench's requests (suites.jeebench.prompts): the answer prompt and the critique
+prompt both hold "Problem: " + question + "\nSolution: "; only the critique holds CRITIQUE_SEPARATOR."""
+
 # key: (server, rpm, tpm, concurrency, tpm bucket window s)
 KEYS: dict[str, tuple[int, float | None, float | None, int, float]] = {
     "tpm-a": (0, 20000, 1_200_000, 64, 10.0),
@@ -47,7 +54,8 @@ KEYS: dict[str, tuple[int, float | None, float | None, int, float]] = {
 
 
 def lineup() -> dict[str, dict[str, Any]]:
-    """45 models: name -> law, median, shape, tok_s, answer, n, key, sc (in the 8-sample run)."""
+    """45 models: name -> law, median, shape, tok_s, answer, n, key, sc (in the 8-sample run), chain (in
+    the answer->critique run)."""
     ms: dict[str, dict[str, Any]] = {}
 
     def add(
@@ -61,6 +69,7 @@ def lineup() -> dict[str, dict[str, Any]]:
         answer: int,
         n: bool = True,
         sc: int = 0,
+        chain: range = range(0),
     ) -> None:
         for i in range(k):
             ms[f"{prefix}{i:02d}"] = {
@@ -72,15 +81,16 @@ def lineup() -> dict[str, dict[str, Any]]:
                 "n": n,
                 "key": key,
                 "sc": i < sc,
+                "chain": i in chain,
             }
 
-    add("ra", 10, "tpm-a", "lognormal", (2.0, 3.0), 0.9, 500, 200, sc=4)
+    add("ra", 10, "tpm-a", "lognormal", (2.0, 3.0), 0.9, 500, 200, sc=4, chain=range(6, 10))
     add("ca", 3, "tpm-a", "lognormal", (0.6, 1.0), 0.4, 0, 250)
     add("rb", 6, "tpm-b", "lomax", (2.0, 3.0), 2.2, 450, 200, sc=2)
     add("cb", 2, "tpm-b", "lognormal", (0.6, 1.0), 0.4, 0, 250)
     add("cr", 8, "rpm", "lognormal", (0.4, 1.2), 0.5, 0, 200)
-    add("nn", 8, "no-n", "mixture", (1.5, 2.5), 0.5, 250, 150, n=False, sc=8)
-    add("cc", 8, "conc", "lognormal", (2.0, 3.0), 0.8, 250, 150, sc=8)
+    add("nn", 8, "no-n", "mixture", (1.5, 2.5), 0.5, 250, 150, n=False, sc=8, chain=range(4, 8))
+    add("cc", 8, "conc", "lognormal", (2.0, 3.0), 0.8, 250, 150, sc=8, chain=range(0, 4))
     return ms
 
 
@@ -97,7 +107,7 @@ def start_server(spec: dict[str, Any], tmp: Path, i: int) -> tuple[subprocess.Po
 
 
 def write_inputs(
-    tmp: Path, ms: dict[str, dict[str, Any]], ports: list[int], items: int, sc_items: int
+    tmp: Path, ms: dict[str, dict[str, Any]], ports: list[int], items: int, sc_items: int, chain_items: int
 ) -> Path:
     for name, k in (("one", items), ("sc", sc_items)):
         with (tmp / f"{name}.jsonl").open("w") as f:
@@ -132,6 +142,11 @@ def write_inputs(
     sweep += (
         f'[[runs]]\nsuite = "jsonl:{tmp / "sc.jsonl"}"\nmodels = {json.dumps(sc)}\nsamples = 8\n'
         f'out = "{tmp / "runs/sc"}"\n'
+    )
+    chain = [n for n, m in ms.items() if m["chain"]]
+    sweep += (
+        f'[[runs]]\nsuite = "jeebench"\nvariant = "cot-critique"\nlimit = {chain_items}\n'
+        f'models = {json.dumps(chain)}\nout = "{tmp / "runs/chain"}"\n'
     )
     (tmp / "sweep.toml").write_text(sweep)
     return tmp / "sweep.toml"
@@ -168,11 +183,16 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
         entries = [e for e in logs[srv]["log"] if e[1] == f"k-{key}"]
         lat = [e[4] for e in entries]
         tokens = sum(e[5] for e in entries)
+        chains: dict[tuple[str, str], float] = {}
+        for e in entries:
+            if e[7]:  # an item of the chain run: its answer and critique, one after the other
+                chains[(e[2], e[7])] = chains.get((e[2], e[7]), 0.0) + e[4]
         bounds = {
             "concurrency": sum(lat) / conc,
             "rpm": len(entries) / rpm * 60 if rpm else 0.0,
             "tpm": tokens / tpm * 60 if tpm else 0.0,
             "longest call": max(lat, default=0.0),
+            "longest chain": max(chains.values(), default=0.0),
         }
         bound = max(bounds, key=bounds.__getitem__)
         end = max((e[0] + e[4] for e in entries), default=t_launch)
@@ -190,6 +210,11 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
                 "idle": idle_share([(e[0], e[4]) for e in entries], conc),
                 "first_s": min((e[0] for e in entries), default=t_launch) - t_launch,
                 "use": use_of(entries, bound, bounds[bound]),
+                "chain_s": bounds["longest chain"],
+                "chains": len(chains),
+                "chain_end_s": max(
+                    (e[0] + e[4] for e in entries if e[6] == "follow"), default=t_launch
+                ) - t_launch,
             }
         )
     return rows, {"limit_s": max(r["limit_s"] for r in rows)}
@@ -200,11 +225,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="latencies x0.5, half the items (limit ~1 min)")
     ap.add_argument("--items", type=int, help="items per model in the one-sample run")
     ap.add_argument("--sc-items", type=int, help="items per model in the 8-sample run")
+    ap.add_argument("--chain-items", type=int, help="JEEBench questions per model in the chain run")
     ap.add_argument("--keep", type=Path, help="keep the sweep's folder here")
+    ap.add_argument("--seed", type=int, default=0, help="other draws of the same latency laws (0: the default draws)")
     a = ap.parse_args()
     scale = 0.5 if a.quick else 1.0
     items = a.items or (30 if a.quick else 60)
     sc_items = a.sc_items or (5 if a.quick else 9)
+    chain_items = a.chain_items or (10 if a.quick else 20)
     ms = lineup()
     tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
     tmp.mkdir(parents=True, exist_ok=True)
@@ -215,11 +243,11 @@ def main() -> None:
             keys = {
                 f"k-{k}": {"rpm": v[1], "tpm": v[2], "window_s": v[4]} for k, v in KEYS.items() if v[0] == srv
             }
-            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale}
+            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale, "seed": a.seed, "chain": CHAIN}
             p, port = start_server(spec, tmp, srv)
             procs.append(p)
             ports.append(port)
-        sweep = write_inputs(tmp, ms, ports, items, sc_items)
+        sweep = write_inputs(tmp, ms, ports, items, sc_items, chain_items)
         env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         env |= {f"BENCH_KEY_{k.replace('-', '_').upper()}": f"k-{k}" for k in KEYS}
         cmd = [
@@ -255,16 +283,18 @@ def main() -> None:
     n429 = sum(r["429"] for r in rows)
     print(
         f"reasoning sweep: 45 models, {items} items (+{sc_items} x 8 samples for {sum(m['sc'] for m in ms.values())} "
-        f"models), latency scale {scale}; exit {os.waitstatus_to_exitcode(status)}"
+        f"models, +{chain_items} answer->critique chains for {sum(m['chain'] for m in ms.values())} models), "
+        f"latency scale {scale}, seed {a.seed}; exit {os.waitstatus_to_exitcode(status)}"
     )
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
-        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6}"
+        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6} {'chain s':>7} {'chains':>6} {'ch end':>6}"
     )
     for r in rows:
         print(
             f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
             f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
+            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f}"
         )
     print(
         f"sweep: wall {wall:.1f} s / physical limit {sweep_lim['limit_s']:.1f} s = {wall / sweep_lim['limit_s']:.2f}x; "

@@ -87,6 +87,28 @@ async def test_a_free_lease_goes_to_the_longest_expected_work_as_known_when_it_f
     assert order == ["short", "short", "long", "long"]  # each kind in arrival order
 
 
+async def test_a_kind_not_yet_seen_goes_right_after_the_longest_seen_not_after_every_seen_kind():
+    import asyncio
+
+    from runner.budgets.local import LocalBudget
+
+    b = LocalBudget(None, None, 1)
+    await b.acquire()
+    expect = {"long": 5.0, "short": 3.0, "critique": math.inf}  # a pass with no answer yet
+    order: list[str] = []
+
+    async def one(kind: str) -> None:
+        await b.acquire((kind, lambda: expect[kind]))
+        order.append(kind)
+        b.release()
+
+    tasks = [asyncio.create_task(one(k)) for k in ("short", "critique", "long", "long")]
+    await asyncio.sleep(0)
+    b.release()
+    await asyncio.gather(*tasks)
+    assert order == ["long", "long", "critique", "short"]
+
+
 async def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
     import asyncio
 

@@ -88,6 +88,7 @@ class LocalBudget:
         self._used = 0
         self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]]]] = {}
         self._seq = 0
+        self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
         self.probing = False
         self.near = (False, False)
         self._owed = 0.0
@@ -342,7 +343,9 @@ class LocalBudget:
     def _longest(self) -> Hashable:
         waiters = self._waiters
         expect = {k: q[0]() for k, q in waiters.items()}
-        top = max((v for v in expect.values() if v != math.inf), default=0.0)
+        # The longest seen so far, not only among those waiting: else an unseen kind (a critique pass
+        # before its first answer) would wait for every seen kind to drain, one top after another.
+        top = self._top = max(self._top, max((v for v in expect.values() if v != math.inf), default=0.0))
         return max(waiters, key=lambda k: (min(expect[k], top), expect[k] <= top, -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:
