@@ -203,6 +203,10 @@ async def _scenario(seed: int, k: int, redis: RedisServer) -> tuple[int, list[st
                 await p.client.aclose()
         held = {k.decode(): int(v) for k, v in (await admin.hgetall(f"evalsweep:{{{IDENT}}}:held")).items()}
         killed = {p.b.proc for p in sim.procs if not p.alive}
+        for p in sim.procs:  # a call in flight holds the lock: none is once it is free, and a closed
+            async with p.b._call.lock:  # budget starts none (its cancelled tasks may not have ended:
+                pass  # redis-py can lose a cancellation, and retry the call it was in)
+        calls = [p.b.calls for p in sim.procs]
         if set(held) - killed:
             sim.violations.append(f"leases of live processes left after they closed: {held}")
         for _ in range(50):  # a killed holder's lease lapses a lease after its last heartbeat (later if
@@ -219,6 +223,8 @@ async def _scenario(seed: int, k: int, redis: RedisServer) -> tuple[int, list[st
             procs = await admin.zrange(f"evalsweep:{{{IDENT}}}:procs", 0, -1, withscores=True)
             sim.violations.append(f"leases left after the killed processes' heartbeats lapsed: {left} "
                                   f"{who} {procs} {await admin.time()}")
+        if [p.b.calls for p in sim.procs] != calls:
+            sim.violations.append(f"script calls by closed budgets: {calls} -> {[p.b.calls for p in sim.procs]}")
     finally:
         await admin.aclose()
     info = {"seed": seed, "K": k, "rate": sim.rate, "cap": sim.cap, "admitted": len(sim.admits),

@@ -281,6 +281,8 @@ class RedisBudget:
         """One script call (the caller holds the lock): leases to hold, news to send, slots to ask. After
         an outage it did not pace through (met late, or joined since) it sends nothing until the processes
         that paced locally are back: no share was reserved for it (redis_fallback)."""
+        if self.closed and ttl_us != 0:  # only aclose()'s own leaving call: no heartbeat after it
+            raise asyncio.CancelledError("budget closed")  # (ends the task: none catches it)
         factor = "" if self._new_factor is None else repr(self._new_factor)
         tok_delta, pause_us = self._tok_delta, int(self._pause_s * 1e6)
         self._tok_delta, self._pause_s, self._new_factor = 0.0, 0.0, None
@@ -335,7 +337,7 @@ class RedisBudget:
     async def _sync(self) -> None:
         """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
         try:
-            while self._local is None:
+            while self._local is None and not self.closed:  # (a cancellation can be lost in redis-py)
                 self._prune()
                 if not self._again and not self._new:
                     if self._news():
@@ -412,7 +414,7 @@ class RedisBudget:
     async def _housekeeping(self) -> None:
         """Heartbeat (lease expiry), pause/factor pick-up while busy, and giving back idle leases."""
         try:
-            while self._local is None:
+            while self._local is None and not self.closed:  # (a cancellation can be lost in redis-py)
                 await asyncio.sleep(SYNC_S)
                 async with self._call.lock:
                     if self._local is not None:
@@ -425,9 +427,7 @@ class RedisBudget:
                         await self._eval(self._held - (over if over > 0 else spare))
                     elif self._used or self._news() or now - self._call.last > self.lease_ms / 3000:
                         await self._eval(self._held)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - (a CancelledError is not one: it ends the task)
             self._fall_back(e)
 
     def _fall_back(self, e: BaseException) -> None:

@@ -96,7 +96,7 @@ def fall_back(b: Any, e: BaseException) -> None:
 async def recover(b: Any) -> None:
     """Shared pacing again once Redis answers; calls waiting in the local budget are let through to
     reserve their slots and leases from Redis."""
-    while b._local is not None:
+    while b._local is not None and not b.closed:  # (a cancellation can be lost in redis-py)
         await asyncio.sleep(RECOVER_S - server_now(b) % RECOVER_S)
         local = b._local
         try:
