@@ -221,3 +221,28 @@ async def test_a_shared_key_is_charged_what_it_counts_at_admission_and_settled_a
     assert time.monotonic() - t1 >= 1.5  # the key's debt is paid before the next call
     await a.aclose()
     await a.client.aclose()
+
+
+async def test_a_closed_budget_calls_redis_no_more_even_if_a_cancellation_of_its_tasks_is_lost(
+    redis_server: RedisServer,
+):
+    """Closing (or a kill) cancels the budget's tasks, but a cancellation can be lost inside redis-py
+    (CPython 3.11's wait_for swallows one that meets the end of the write it wraps): the task then ran on,
+    heartbeating the leases of a closed budget for ever. Here every cancellation is lost."""
+    b = _budget(redis_server.url, lease_s=0.3)
+    admitted: list[int] = []
+    until = asyncio.Event()
+    call = asyncio.create_task(_hold(b, admitted, until))  # a call in flight: heartbeats every SYNC_S
+    while not admitted:
+        await asyncio.sleep(0.01)
+    before = b.calls
+    await asyncio.sleep(0.35)
+    assert b.calls > before  # (the heartbeat this checks the end of)
+    b.closed = True  # what aclose() and a kill set; their cancellations of its tasks are all lost here
+    await asyncio.sleep(0.1)  # a call already in flight ends
+    calls = b.calls
+    await asyncio.sleep(0.6)  # several heartbeats' worth
+    assert b.calls == calls
+    until.set()
+    await call
+    await b.client.aclose()
