@@ -205,7 +205,7 @@ async def _scenario(seed: int, k: int, redis: RedisServer) -> tuple[int, list[st
         killed = {p.b.proc for p in sim.procs if not p.alive}
         for p in sim.procs:  # a call in flight holds the lock: none is once it is free, and a closed
             async with p.b._call.lock:  # budget starts none (its cancelled tasks may not have ended:
-                pass  # redis-py can lose a cancellation, and retry the call it was in)
+                pass  # redis-py can lose a cancellation, and finish the call it was in)
         calls = [p.b.calls for p in sim.procs]
         if set(held) - killed:
             sim.violations.append(f"leases of live processes left after they closed: {held}")
