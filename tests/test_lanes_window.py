@@ -4,7 +4,6 @@ Plus the send hook of the aiohttp providers, against the mock server."""
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
@@ -196,21 +195,3 @@ def test_a_bunch_of_429s_widens_the_window_once():
         lane._on_answer(None, True)
     assert lane.budget.margin == pytest.approx(MARGIN_S + 0.004)
     assert lane.rate_limited == 20
-
-
-@pytest.mark.parametrize("rpm", [100, 150, 400, 500])
-def test_a_rate_that_is_not_whole_requests_a_second_is_reached(rpm: int):
-    """100 RPM is 1.67 a second: a one-second guard of floor(1.67) = 1 held such a key to 0.60 of its
-    limit (400 RPM: 0.90). The guard's window is the fewest whole seconds whose share is the rate."""
-    clock = Clock()
-    b = LocalBudget(rpm, None, 64, clock=clock)
-    t0, stamps = clock.t, []
-    while clock.t < t0 + 120.0:
-        _admit(b, clock)
-        stamps.append(clock.t)
-    minutes = (stamps[-1] - t0) / 60.0
-    assert len(stamps) >= 0.98 * rpm * minutes, (len(stamps), rpm * minutes)
-    rate = rpm / 60.0
-    assert _max_in_window(stamps, 1.0) <= math.ceil(rate)  # each second near its share
-    for k in (2, 3, 5, 10):  # and no longer window over the rate (the fresh key's burst aside)
-        assert _max_in_window([t for t in stamps if t > t0 + 1.0], float(k)) <= math.floor(rate * k) + 1

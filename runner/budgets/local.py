@@ -46,18 +46,6 @@ _NO_WORK: Work = (None, lambda: 0.0)
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
 
-def _guard(rate: float) -> tuple[int, float]:
-    """(requests, seconds): the window guard's share and length for `rate` requests a second. One
-    second holds floor(rate): 6 of 6.67 (400 RPM: 0.90 of the key), 1 of 1.67 (100 RPM: 0.60). The
-    window is then the fewest whole seconds whose share is the rate to 1% (3 s: 20 of 20.0, 5 of
-    5.0), so the key's rate is reachable; slots, spaced 1/rate, keep each second near its share."""
-    for k in range(1, 61):
-        share = math.floor(rate * k + 1e-9)
-        if rate < 1 or share >= 0.99 * rate * k:
-            return max(1, share), k * WINDOW_S
-    return max(1, math.floor(rate * WINDOW_S + 1e-9)), WINDOW_S
-
-
 def _wake_one(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -123,8 +111,7 @@ class LocalBudget:
         f = self.factor
         self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
         self._Tt = 60.0 / (self.tpm * f * TPM_SHARE) if self.tpm else 0.0  # seconds per token
-        self._per_window, self._win = _guard(self.rpm * f / 60.0) if self.rpm else (0, WINDOW_S)
-        self._burst_n = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
+        self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
         cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
         if not self.max_concurrency:  # (a shared budget's fallback holding no lease: none)
             cap = 0
@@ -137,7 +124,7 @@ class LocalBudget:
         now = self.clock()
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
             self._tok_tat = now - WINDOW_S  # (the key's bucket is full: a second's tokens may go at once)
-            self._burst, self._burst_until = self._burst_n, now + WINDOW_S
+            self._burst, self._burst_until = self._per_window, now + WINDOW_S
             self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
         # The lane's own account at this admission: is it using its request / token rate (its next
         # slot not behind now)? Then a provider's `remaining: 0` stamped now is its own pacing.
@@ -216,7 +203,7 @@ class LocalBudget:
             return self.paused_until - now
         if self._per_window:
             log_ = self._log
-            span = self._win + min(MARGIN_MAX, self.margin + self.late)
+            span = WINDOW_S + min(MARGIN_MAX, self.margin + self.late)
             for _ in range(2):
                 while log_ and log_[0][1] == _SENT and log_[0][0] + span <= now:
                     log_.popleft()[1] = _GONE
