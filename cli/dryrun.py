@@ -31,16 +31,16 @@ def estimate(
     max_cost: float | None = None,
 ) -> tuple[list[dict[str, Any]], list[str], list[Any]]:
     """One dict per (run, model), each run's deviations from its paper as the run will say them, and the
-    spend ceilings as the run would start them (runner.spend: an unpriced model under one is refused);
+    spend ceilings as the run would start them (runner.calls.spend: an unpriced model under one is refused);
     `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
-    from runner import learned
     from runner.batch.plan import batch_discount, decide, live_seconds
+    from runner.calls import learned
+    from runner.calls.spend import attach
     from runner.deviations import block, of_manifest
     from runner.preflight import preflight
     from runner.protocol import judges_of, protocol_deviations, request_shaping
     from runner.resume import check_settings
     from runner.settings import check_dir
-    from runner.spend import attach
 
     models = build_models(cfg, [m for p in plans for m in [*p.models, *judges_of(p.spec)]])
     learned.attach(models, cache_dir)  # what earlier runs learned from refusals, said as the run says it

@@ -60,11 +60,11 @@ def describe(cfg: Config, name: str) -> dict[str, Any]:
 
 
 def learned_of(cfg: Config, name: str) -> list[tuple[str, str]]:
-    """What the providers' refusals taught about the model (runner.learned), from the cache directory."""
+    """What the providers' refusals taught about the model (runner.calls.learned), from the cache directory."""
     from pathlib import Path
 
     from cache.store import default_cache_dir
-    from runner.learned import for_config
+    from runner.calls.learned import for_config
 
     return for_config(cfg, name, Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
 

@@ -36,7 +36,7 @@ class ProviderError(Exception):
         """The key has no credit left / billing / disabled: its lane stops, retrying cannot help."""
         self.refuses_model = refuses_model
         """The provider refuses this model whatever we send (no such model, no access to it; set it too
-        on a 400 repeated after the request was adapted): runner.gate stops the model, its other calls
+        on a 400 repeated after the request was adapted): runner.calls.gate stops the model, its other calls
         are not sent."""
         self.retryable = (retryable or rate_limited) and not quota
         self.rate_limited = rate_limited and not quota
@@ -69,7 +69,7 @@ def _for_status(status: int, body: str, retry_after: float | None = None) -> Pro
     """Map an answer to a retry class by its meaning first, then its status: quota/billing/disabled
     keys stop the lane (OpenAI sends insufficient_quota as a 429); overloaded (Anthropic 529) and
     429/408/409/5xx retry; 400/401/403/404/422 never do. 401/403 (for this model's key), a 404 and
-    a `model_not_found` code refuse the model itself (`refuses_model`: runner.gate stops it)."""
+    a `model_not_found` code refuse the model itself (`refuses_model`: runner.calls.gate stops it)."""
     snippet = " ".join(body.split())[:300]
     if _QUOTA.search(body):
         return ProviderError(f"HTTP {status} out of quota: {snippet}", status=status, quota=True)

@@ -44,7 +44,7 @@ class OpenAIProvider:
     ) -> None:
         self.caches_prompts = prompt_caching
         """The server caches prompt prefixes by itself (OpenAI, DeepSeek, vLLM's prefix cache): the runner's
-        fan-out sends a shared prefix's first call before the rest (runner.fanout)."""
+        fan-out sends a shared prefix's first call before the rest (runner.calls.fanout)."""
         self.cache_key = prompt_caching and prompt_cache_key
         """Send `prompt_cache_key` (OpenAI's own endpoints: requests with one key reach one cache)."""
         self.url = endpoint_url(base_url, "/chat/completions")

@@ -7,7 +7,7 @@ Every month brings models that no map knows; their first refusal names what they
 vLLM/SGLang's validation errors, llama.cpp, litellm's `UnsupportedParamsError`. `read` turns such an
 answer into `Refusal`s; `adapt` turns the refusals into the model's next request shape. Only the
 provider's own words drive a change: an answer none of the patterns below reads is no refusal, and the
-call stays an error row. Pure functions: no I/O, no state (runner.learned keeps what was learned).
+call stays an error row. Pure functions: no I/O, no state (runner.calls.learned keeps what was learned).
 """
 
 from __future__ import annotations

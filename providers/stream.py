@@ -49,7 +49,7 @@ from providers.responses import responses_completion
 log = logging.getLogger("evalsweep")
 
 BEGUN: ContextVar[Callable[[], None] | None] = ContextVar("evalsweep_begun", default=None)
-"""Set around a call whose start others wait for (runner.fanout): called once a streamed answer has
+"""Set around a call whose start others wait for (runner.calls.fanout): called once a streamed answer has
 begun (its first bytes), when the prompt cache it wrote becomes readable (Anthropic: "a cache entry
 only becomes available after the first response begins")."""
 

@@ -62,7 +62,7 @@ class Endpoint(BaseModel):
     """Lower the provider's per-batch limits (OpenAI 50,000 / 200 MB; Anthropic 100,000 / 256 MB)."""
     prompt_caching: bool = True
     """Runner-side prompt caching: breakpoints on re-sent prefixes (Anthropic), `prompt_cache_key`
-    (api.openai.com), and a shared prefix's first call before its siblings (runner.fanout). false: none
+    (api.openai.com), and a shared prefix's first call before its siblings (runner.calls.fanout). false: none
     of it (the provider's own automatic caching still applies)."""
 
     @field_validator("api_key_env")
@@ -143,7 +143,7 @@ class ModelCfg(BaseModel):
     price_cache_write: float | None = Field(None, ge=0)
     """USD per million cache-write input tokens (Anthropic cache_creation_input_tokens)."""
     max_cost: float | None = Field(None, gt=0)
-    """USD this model's calls may be billed in the command's run directories (runner.spend)."""
+    """USD this model's calls may be billed in the command's run directories (runner.calls.spend)."""
     open_weights: bool | None = None
     reasoning: bool | None = None
     release_date: str | None = None

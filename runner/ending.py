@@ -63,7 +63,7 @@ def finish_manifest(
     spend: dict[str, Any] | None = None,
     refused: dict[str, str] | None = None,
 ) -> None:
-    """`refused`: the run's models (judges too) the provider refused outright (runner.gate), each with
+    """`refused`: the run's models (judges too) the provider refused outright (runner.calls.gate), each with
     its one error."""
     try:
         man = orjson.loads(man_path.read_bytes())
@@ -96,7 +96,7 @@ def finish_manifest(
         man.pop("refused_models", None)
     if batch_why:
         man["batch"] = batch_why
-    if spend:  # the spend ceilings (runner.spend.summary): spent, ceiling, whether one stopped the run
+    if spend:  # the spend ceilings (runner.calls.spend.summary): spent, ceiling, whether one stopped the run
         man["spend"] = spend
     write_manifest(man_path, man)
 

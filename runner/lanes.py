@@ -10,7 +10,7 @@ wait far longer than the key's pace explains (KEYWIDE_S and KEYWIDE_SLOTS reques
 for tokens (`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the
 refused charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
 admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
-(`runner.estimates`) and reconciled with each answer's usage. A shared budget (Redis) makes every
+(`runner.calls.estimates`) and reconciled with each answer's usage. A shared budget (Redis) makes every
 process on the key wait the same pause. A lane whose recent attempts are mostly refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
 refused) and recovers additively while quiet (AIMD): a storm of random 429s costs ~2x, never a stop.
 Limits the provider reports (`x-ratelimit-limit-*`) are adopted when the config has none or a higher
@@ -44,8 +44,8 @@ from tenacity import (
 from providers.base import ProviderError, scrub
 from providers.http import SENT
 from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget, Work
+from runner.calls.halt import HALTED, ON_WIRE, Halted, Sleeps
 from runner.config import Endpoint
-from runner.halt import HALTED, ON_WIRE, Halted, Sleeps
 
 T = TypeVar("T")
 log = logging.getLogger("evalsweep")

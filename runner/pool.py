@@ -18,8 +18,8 @@ from core.types import Request, text_of
 from providers.capabilities import Profile, problems, resolve
 from providers.pricing import Prices, resolve_prices
 from providers.shape import Shape, key_params, shape_for
+from runner.calls.estimates import Spend
 from runner.config import Config, ConfigError, Endpoint, ModelCfg
-from runner.estimates import Spend
 from runner.lanes import Lane
 
 log = logging.getLogger("evalsweep")
@@ -37,7 +37,7 @@ class ModelEntry:
     batch: bool = False
     """Send this model's calls as provider batches (decided per run by runner.batch.plan)."""
     spend: Any = None
-    """runner.spend.Spend when a ceiling (--max-cost, the model's max_cost) holds its calls."""
+    """runner.calls.spend.Spend when a ceiling (--max-cost, the model's max_cost) holds its calls."""
     prices: Prices = field(default_factory=Prices)
     """All of its prices (cache reads and writes too) and their source, resolved once."""
     profile: Profile | None = None
@@ -49,10 +49,10 @@ class ModelEntry:
     """Prompt + answer budget above this is an error row before any call (profile.context_window)."""
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
     learned: Any = None
-    """runner.learned.Learned: what the provider's refusals taught (this run and earlier ones)."""
+    """runner.calls.learned.Learned: what the provider's refusals taught (this run and earlier ones)."""
     usage: Spend = field(default_factory=Spend)
     """What its calls really use (output tokens, latency) per pass: TPM charges and queue order
-    (runner.estimates)."""
+    (runner.calls.estimates)."""
     _est: dict[int, int] = field(default_factory=dict)
 
     @property

@@ -12,7 +12,7 @@ host, left to the run.
 Where `GET /models` answers with a list (OpenAI's `{"data": [{"id": ...}]}`), a configured model id it
 does not list is a warning naming the nearest listed ids: a typo or a model not yet released costs
 nothing to spot here. A listing that fails, is empty or is not that shape is skipped in silence (many
-servers lack the route); the first call's gate (runner.gate) still stops a model the provider refuses.
+servers lack the route); the first call's gate (runner.calls.gate) still stops a model the provider refuses.
 """
 
 from __future__ import annotations

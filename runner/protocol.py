@@ -1,6 +1,6 @@
 """What a run departs from in its paper's protocol: the suite's own departures for the run's options, and
 each model's (a request shaped away from the suite's, an alias that is not the paper's judge, an unknown
-Anthropic max output sent as the fallback, a request changed by what the provider refused: runner.learned). One place, so that the dry run says word for word what the
+Anthropic max output sent as the fallback, a request changed by what the provider refused: runner.calls.learned). One place, so that the dry run says word for word what the
 run says before its first call and records in manifest.json."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from providers.anthropic import FALLBACK_MAX_TOKENS
 from providers.shape import cells, departures
-from runner import learned
+from runner.calls import learned
 from runner.pool import ModelEntry
 from suites.base import RunSpec
 

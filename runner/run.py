@@ -22,15 +22,16 @@ from typing import Any
 from cache.store import AsyncCache, default_cache_dir
 from core.term import plural
 from core.types import Row
-from runner import join_view, learned, resume, spend
+from runner import join_view, resume
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
 from runner.budgets.leases import open_leases
+from runner.calls import learned, spend
+from runner.calls.gate import REFUSED
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.ending import account, finish_manifest, not_running, warn_exhausted
-from runner.gate import REFUSED
 from runner.lanes import worst_state
 from runner.lock import unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
@@ -55,7 +56,7 @@ GC_GEN0 = 20_000
 EXIT_ABORTED = 4
 """The run stopped by a fault of ours (disk full, a write error): status `aborted` in the manifest."""
 EXIT_MAX_COST = 5
-"""A spend ceiling stopped the run (runner.spend): status `stopped` in the manifest."""
+"""A spend ceiling stopped the run (runner.calls.spend): status `stopped` in the manifest."""
 
 
 def execute(
@@ -80,7 +81,7 @@ def execute(
 
     `batch` (off | on | auto), `deadline_s` and `prefer` pick the models whose calls go out as provider
     batches (runner.batch.plan); models with batches still in flight in a run directory always do.
-    `max_cost`: the ceiling in USD on what the run directories are billed (runner.spend)."""
+    `max_cost`: the ceiling in USD on what the run directories are billed (runner.calls.spend)."""
     for p in plans:
         s = get_suite(p.spec.suite)
         if s.check is not None:

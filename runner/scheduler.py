@@ -17,10 +17,10 @@ from typing import Any
 from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
-from runner.call import Breaker, send
-from runner.fanout import WINDOW, Fanout
-from runner.gate import REFUSED, Gate, label
-from runner.halt import HALTED
+from runner.calls.call import Breaker, send
+from runner.calls.fanout import WINDOW, Fanout
+from runner.calls.gate import REFUSED, Gate, label
+from runner.calls.halt import HALTED
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
@@ -61,10 +61,10 @@ class Scheduler:
         """Work a stop left undone (requests not launched, follow-ups not made): 0 after a Ctrl-C means
         every planned row was already in or finished within the grace period."""
         self.fanout = Fanout()
-        """A shared prompt prefix's first call before its siblings (runner.fanout)."""
+        """A shared prompt prefix's first call before its siblings (runner.calls.fanout)."""
         self.breakers = {name: Breaker(m.cfg.max_consecutive_failures) for name, m in models.items()}
         self.gates = {name: Gate(label(m)) for name, m in models.items()}
-        """Per called model: its calls wait for its first answer, and stop at a refusal (runner.gate)."""
+        """Per called model: its calls wait for its first answer, and stop at a refusal (runner.calls.gate)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_error: Callable[[RunCtx, Row], None] | None = None
         self.fault: str | None = None
@@ -134,7 +134,7 @@ class Scheduler:
         if self._batched(run, model):  # items wait hours for their batch
             width = min(self.batch_window, max(1000, self.batch_total // self._batch_streams))
         window = asyncio.Semaphore(width)
-        WINDOW.set((window, width))  # a call waiting for its prefix group's leader lends its slot (runner.fanout)
+        WINDOW.set((window, width))  # a call waiting for its prefix group's leader lends its slot (runner.calls.fanout)
         tasks: set[asyncio.Task[Any]] = set()
         try:
             async for chunk in self._planned(run, model):

@@ -46,7 +46,7 @@ def run(
 ) -> list[Row]:
     """Every request (and its follow-ups) answered into `out`/results.jsonl; returns the rows.
     `answered_before`: the model has answered in an earlier run (as a resumed run's success rows say),
-    so its first call does not gate the rest (runner.gate): what a test of the fan-out alone needs."""
+    so its first call does not gate the rest (runner.calls.gate): what a test of the fan-out alone needs."""
     out.mkdir(parents=True, exist_ok=True)
     cfg = load_config(config(out, base_url, caching=caching, concurrency=concurrency))
     models = build_models(cfg, ["claude"])

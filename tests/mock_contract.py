@@ -307,7 +307,7 @@ class ContractServer(MockServer):
 
 # --- Future models: ids no map (litellm's, genai-prices) and no family rule of ours knows ------------
 # Each refuses the 2023-style request a new user's config sends, with its provider's published error
-# body; evalsweep gets them right only by reading the refusal (runner.learned). Sources of the words:
+# body; evalsweep gets them right only by reading the refusal (runner.calls.learned). Sources of the words:
 # OpenAI's `{"error": {"message", "type", "param", "code"}}` with code unsupported_parameter /
 # unsupported_value ("Use 'max_completion_tokens' instead", "Only the default (1) value is supported"
 # (https://platform.openai.com/docs/guides/reasoning#limitations, the rules above); "Supported values

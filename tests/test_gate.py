@@ -234,7 +234,7 @@ def _row(kind: str | None) -> dict:
 
 @pytest.mark.parametrize("when", ["waiting", "handed the turn"])
 def test_a_cancelled_call_passes_the_turn_on(when: str):
-    from runner.gate import Gate
+    from runner.calls.gate import Gate
 
     async def go() -> list[str]:
         gate, sent, tasks = Gate("model 'm'"), [], []
@@ -301,9 +301,9 @@ def test_a_probe_out_for_long_without_a_refusal_opens_the_gate(tmp_path: Path, m
     the probe has been on the wire PROBE_OPEN_S without a verdict (refusals come at once)."""
     import threading
 
-    import runner.gate
+    import runner.calls.gate
 
-    monkeypatch.setattr(runner.gate, "PROBE_OPEN_S", 0.3)
+    monkeypatch.setattr(runner.calls.gate, "PROBE_OPEN_S", 0.3)
     mock.held = True  # no answer at all until the test says so
     threading.Timer(1.5, lambda: setattr(mock, "held", False)).start()
     cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=WIDE)

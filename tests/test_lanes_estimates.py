@@ -1,4 +1,4 @@
-"""TPM charged by what a model's answers really used (runner.estimates), and what a lane does with the
+"""TPM charged by what a model's answers really used (runner.calls.estimates), and what a lane does with the
 provider's remaining-* headers: echoes of its own pacing pause nothing, a 429 for tokens defers the
 token slots by the key's reset without cutting the rate."""
 
@@ -8,8 +8,8 @@ import math
 import time
 
 from core.types import Decoding, Message, Request
+from runner.calls.estimates import UNSEEN_S, Spend
 from runner.config import Endpoint
-from runner.estimates import UNSEEN_S, Spend
 from runner.lanes import Lane
 
 

@@ -111,6 +111,35 @@ def test_no_import_upward_or_sideways():
     assert sorted(bad) == []
 
 
+# Rooms inside runner/: the call path (runner.calls) makes calls, it does not plan them; pacing state
+# (runner.budgets) knows neither. A module of the left room never imports one of the right.
+ROOMS_APART = [
+    ("runner.calls", ("runner.scheduler", "runner.run", "runner.resume", "runner.remaining", "runner.batch")),
+    ("runner.budgets", ("runner.calls", "runner.scheduler", "runner.run")),
+]
+
+
+@pytest.mark.parametrize("room, apart", ROOMS_APART)
+def test_rooms_inside_runner_stay_apart(room: str, apart: tuple[str, ...]):
+    graph = _graph()
+    assert any(m.startswith(room + ".") for m in graph), room  # the room exists: the test can fail
+    bad = [
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        if m == room or m.startswith(room + ".")
+        for d in deps
+        if any(d == a or d.startswith(a + ".") for a in apart)
+    ]
+    assert sorted(bad) == []
+
+
+def test_the_call_path_is_one_room():
+    """call, gate, fan-out, learned rules, spend, estimates and halt live in runner.calls, not flat in runner."""
+    graph = _graph()
+    for name in ("call", "gate", "fanout", "learned", "spend", "estimates", "halt"):
+        assert f"runner.calls.{name}" in graph and f"runner.{name}" not in graph, name
+
+
 def test_the_checker_sees_circles_and_upward_imports():
     """The two tests above would fail on what they forbid."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

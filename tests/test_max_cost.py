@@ -15,7 +15,7 @@ import pytest
 
 from cli.live import screen
 from cli.main import main
-from runner.spend import round_up, with_max_cost
+from runner.calls.spend import round_up, with_max_cost
 from tests.helpers import rows, run_args, write_config, write_dataset
 from tests.mock_batch import MockBatchServer
 from tests.mock_openai import MockServer

@@ -53,7 +53,7 @@ def test_retry_and_no_retry_classes(tmp_path: Path, mock: MockServer):
     for m in ("bad-400", "policy"):  # never retried: one request per item, an error row
         assert mock.per_model[m] == 3
         assert all(r["error"] and r["attempts"] == 1 and r["error_kind"] == "fatal" for r in by[m])
-    # a 401 for the model refuses the model itself: its first call stops it (runner.gate), the rest not sent
+    # a 401 for the model refuses the model itself: its first call stops it (runner.calls.gate), the rest not sent
     assert mock.per_model["auth-401"] == 1
     assert sorted(r["attempts"] for r in by["auth-401"]) == [0, 0, 1]
     assert all(r["error_kind"] == "model_refused" for r in by["auth-401"])

@@ -19,8 +19,8 @@ from core.types import ImagePart, Message, Request, Row, user
 from providers.anthropic import messages_body
 from providers.cache_marks import EPHEMERAL, prefix_key
 from providers.openai import OpenAIProvider
+from runner.calls.fanout import Fanout
 from runner.config import load_config
-from runner.fanout import Fanout
 from runner.pool import build_models, close_models
 from suites.base import RunSpec
 from tests import caching_run

@@ -1,4 +1,4 @@
-"""Learning a model's rules from its refusals (providers.refusals, runner.learned).
+"""Learning a model's rules from its refusals (providers.refusals, runner.calls.learned).
 
 The error bodies are the providers' own words, each cited where it is used: OpenAI's error object
 (`{"error": {"message", "type", "param", "code"}}`, https://platform.openai.com/docs/guides/error-codes,
@@ -360,7 +360,7 @@ def test_an_unrecognised_400_stays_an_error_row_and_the_same_refusal_after_adapt
     assert len(rows) == 8 and all(r["error"] is not None for r in rows)
     odd = [r for r in rows if r["model"] == FUTURE_UNREADABLE]
     assert all("The request could not be processed." in r["error"] and r["error_kind"] == "fatal" for r in odd)
-    # the same refusal after adapting: nothing can fix the model, which is stopped (runner.gate), its
+    # the same refusal after adapting: nothing can fix the model, which is stopped (runner.calls.gate), its
     # other calls error rows of that kind, never sent
     assert all(r["error_kind"] == "model_refused" for r in rows if r["model"] == FUTURE_STUBBORN)
     refused = Counter(m for m, _ in contract.refusals)

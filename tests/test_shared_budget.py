@@ -171,7 +171,7 @@ def test_concurrency_leases_of_a_killed_process_expire(tmp_path: Path, redis_ser
     srv = Mock().start()
     try:
         extra = "max_concurrency = 2\nrpm = 6000\ntpm = 100000000\n"  # limits known: no probing at cap 1
-        # A's first call answers at once: the model has answered (runner.gate lets the rest fan out)
+        # A's first call answers at once: the model has answered (runner.calls.gate lets the rest fan out)
         a_data = write_dataset(tmp_path / "a.jsonl", 5, prefix="[[slow]] A question")
         lines = a_data.read_text().splitlines()
         a_data.write_text("\n".join([lines[0].replace("[[slow]] ", ""), *lines[1:]]) + "\n")

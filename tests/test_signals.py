@@ -55,7 +55,7 @@ def test_ctrl_c_sends_nothing_that_was_not_on_the_wire(tmp_path: Path):
     data = write_dataset(tmp_path / "d.jsonl", 40)
     lines = data.read_text().splitlines()  # but each model's first call: answered at once, it opens the
     data.write_text("\n".join([lines[0].replace("Question 0", "[[now]] Question 0"), *lines[1:]]) + "\n")
-    first = 2  # first-call gate (runner.gate), and the rest fan out to queue for pacing slots and leases
+    first = 2  # first-call gate (runner.calls.gate), and the rest fan out to queue for pacing slots and leases
     out = tmp_path / "run"
     args = ["run", f"jsonl:{data}", "--models", "ok-a,ok-b", "--out", str(out), "--no-live", "--no-score",
             "--grace", "60", "--cache-dir", str(tmp_path / "cache")]

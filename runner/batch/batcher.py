@@ -28,14 +28,14 @@ from typing import Any, TypeVar
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
 from providers.batches import batch_api
-from runner import learned
 from runner.batch.journal import Batch, Journal, age, batch_errors, counts_text, load_journal
 from runner.batch.plan import batch_lanes
+from runner.calls import learned
+from runner.calls.spend import paid
 from runner.lanes import Lane
 from runner.pool import ModelEntry
 from runner.rows import answer_row, billed, contiguous, error_row, exhausted, exhausted_row
 from runner.scheduler import Scheduler
-from runner.spend import paid
 
 log = logging.getLogger("evalsweep")
 T = TypeVar("T")
@@ -95,7 +95,7 @@ class Batcher:
     # --- the scheduler's entry point ----------------------------------------------------------
 
     async def send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
-        if m.spend is not None:  # a spend ceiling (runner.spend): worst case reserved at the live price,
+        if m.spend is not None:  # a spend ceiling (runner.calls.spend): worst case reserved at the live price,
             sent = all(keys[s] in self.attached or keys[s] in self.ready for s in group)  # unless sent before
             return await paid(m, req, group, keys, lambda: self._send(req, m, group, keys), sent)
         return await self._send(req, m, group, keys)

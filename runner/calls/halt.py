@@ -17,7 +17,7 @@ HALTED = "skipped: interrupted before it was sent (rerun the same command to res
 
 
 ON_WIRE: ContextVar[Callable[[], None] | None] = ContextVar("evalsweep_on_wire", default=None)
-"""Called by the lane as a call leaves (admitted, past every wait): where `runner.gate` starts timing
+"""Called by the lane as a call leaves (admitted, past every wait): where `runner.calls.gate` starts timing
 its probe (a call still waiting for a slot has not been seen by the provider)."""
 
 

@@ -172,7 +172,7 @@ async def paid(
     call: Callable[[], Awaitable[list[Row]]],
     sent: bool = False,
 ) -> list[Row]:
-    """The hook where a call is sent (runner.call, the batcher): `call()` as is without a ceiling or
+    """The hook where a call is sent (runner.calls.call, the batcher): `call()` as is without a ceiling or
     inside a call already reserved; else under the model's ceilings (`sent`: Spend.paid)."""
     if m.spend is None or _HELD.get():
         return await call()

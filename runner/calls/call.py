@@ -13,12 +13,12 @@ from cache.store import AsyncCache
 from core.secrets import redact_url
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
-from runner import learned
-from runner.halt import Halted
+from runner.calls import learned
+from runner.calls.halt import Halted
+from runner.calls.spend import paid
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
-from runner.spend import paid
 
 log = logging.getLogger("evalsweep")
 
@@ -66,7 +66,7 @@ async def send(
     cache: AsyncCache | None,
 ) -> list[Row]:
     """Samples `group` of `req` in one call to `m` (`n` = len(group)): one row each, never raised."""
-    if m.spend is not None:  # a spend ceiling: reserved before the call is sent (runner.spend)
+    if m.spend is not None:  # a spend ceiling: reserved before the call is sent (runner.calls.spend)
         return await paid(m, req, group, keys, lambda: _send(req, m, group, keys, breaker, cache))
     return await _send(req, m, group, keys, breaker, cache)
 
@@ -122,7 +122,7 @@ async def _send(
         attempts = getattr(e, "attempts", 1)
         kind = e.kind
         if kind == "model_refused" and e.status in (401, 403) and len(m.lanes) > 1:
-            kind = "key_refused"  # this key, not the model: its other keys may be let in (runner.gate)
+            kind = "key_refused"  # this key, not the model: its other keys may be let in (runner.calls.gate)
         took = getattr(e, "latency_s", 0.0)
         return [error_row(req, s, keys[s], msg, kind, attempts, lane.name, took) for s in group]
     except asyncio.CancelledError:

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from core.types import Row
 from providers.stream import BEGUN
-from runner.halt import ON_WIRE
+from runner.calls.halt import ON_WIRE
 from runner.pool import ModelEntry
 
 log = logging.getLogger("evalsweep")
@@ -124,7 +124,7 @@ class Gate:
     def _on_begun(self, outer: Callable[[], None] | None) -> Callable[[], None]:
         """A streamed probe whose answer began (HTTP 200, first bytes) has its verdict: the provider
         takes the model. The gate opens then, not at the end of a long answer; a callback already set
-        (runner.fanout's) is still called."""
+        (runner.calls.fanout's) is still called."""
         def begun() -> None:
             if outer is not None:
                 outer()

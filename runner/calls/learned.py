@@ -155,7 +155,7 @@ def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> b
         mem.refused += 1  # (a group of samples made before the model was known to take one a call)
         return True
     if mem.version >= MAX_CHANGES:
-        err.refuses_model = True  # nothing more to learn: runner.gate stops the model (its kind: model_refused)
+        err.refuses_model = True  # nothing more to learn: runner.calls.gate stops the model (its kind: model_refused)
         return False
     day = datetime.now(UTC).date().isoformat()
     learned = []
@@ -170,7 +170,7 @@ def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> b
         learned.append({"refusal": r.record(), "said": said, "date": day, "status": err.status})
     if not learned:
         if any((r.field, r.action) in known for r in refusals):
-            err.refuses_model = True  # the same refusal after adapting to it: runner.gate stops the model
+            err.refuses_model = True  # the same refusal after adapting to it: runner.calls.gate stops the model
         return False
     mem.changes += learned
     mem.version += 1
