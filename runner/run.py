@@ -39,7 +39,7 @@ from runner.preflight import preflight
 from runner.protocol import judges_of
 from runner.results import read_manifest, write_error
 from runner.resume import check_settings
-from runner.rundir import RunPlan, prepare
+from runner.rundir import RunPlan, lock_plan, prepare
 from runner.scheduler import Scheduler
 from runner.settings import check_dir
 from runner.state import RunCtx, Stats
@@ -97,14 +97,22 @@ def execute(
         if p.out is not None:
             check_settings(p.out, p.spec)
             check_dir(p.out, cfg, list(p.models))
-    preflight(models, keep_going)
+    locks: list[int] = []  # taken before the pre-flight: a second launch on a running directory sends nothing
+    try:
+        for p in plans:
+            locks.append(lock_plan(p))
+        preflight(models, keep_going)
+    except BaseException:
+        for fd in locks:
+            unlock(fd)
+        raise
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []
     gc_threshold: tuple[int, ...] = ()
     try:
-        for p in plans:
+        for i, p in enumerate(plans):
             try:
-                runs.append(prepare(p, cfg, models, command, read=p.join))
+                runs.append(prepare(p, cfg, models, command, read=p.join, lock=locks[i]))
             except OSError as e:  # a full or read-only disk before anything was sent
                 where = Path(e.filename) if e.filename else (p.out or Path("runs")) / "manifest.json"
                 print(f"evalsweep: stopped before any call: {write_error(where, e)}. Free space, then "
@@ -152,6 +160,8 @@ def execute(
         for r in runs:
             r.writer.close()
             unlock(r.lock)
+        for fd in locks[len(runs) + 1 :]:  # plans never prepared (the one that failed unlocked its own)
+            unlock(fd)
         for h in handlers:
             logging.getLogger("evalsweep").removeHandler(h)
             h.close()
