@@ -29,6 +29,7 @@ from runner.batch.plan import choose
 from runner.budgets.leases import open_leases
 from runner.calls import learned, spend
 from runner.calls.gate import REFUSED
+from runner.calls.halt import HALTED
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.ending import account, finish_manifest, not_running, warn_exhausted
@@ -211,7 +212,7 @@ async def _main(
     errors_logged: dict[str, int] = {}
 
     def on_error(run: RunCtx, row: Row) -> None:
-        if row.get("error_kind") == REFUSED:  # said once, by the gate
+        if row.get("error_kind") == REFUSED or row["error"] == HALTED:  # said once: by the gate, at the stop
             return
         k = row["model"]
         errors_logged[k] = errors_logged.get(k, 0) + 1
@@ -340,7 +341,9 @@ async def _main(
                 "resuming collects them.",
                 file=sys.stderr,
             )
-        print(f"\ninterrupted; finished rows are saved. Resume with:\n  {command}", file=sys.stderr)
+        halted = sum(st.halted for r in runs for st in r.stats.values())
+        unsent = f" {plural(halted, 'call')} not sent (skipped rows, not errors)." if halted else ""
+        print(f"\ninterrupted; finished rows are saved.{unsent} Resume with:\n  {command}", file=sys.stderr)
         return 128 + signalled  # 130 for Ctrl-C, 143 for SIGTERM (the shell's convention)
     for r in runs:
         print(resume.summary(r), file=sys.stderr)

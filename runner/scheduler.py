@@ -419,7 +419,9 @@ class Scheduler:
                 if kind == "skipped":
                     stats.skipped += 1
                     stats.skip_reason = stats.skip_reason or row["error"]
-                    self.dropped += row["error"] == HALTED  # stopped before it was sent: not done
+                    if row["error"] == HALTED:  # stopped before it was sent: not done, not trouble
+                        self.dropped += 1
+                        stats.halted += 1
                 else:
                     stats.errors += 1
                     stats.kinds[kind or "error"] = stats.kinds.get(kind or "error", 0) + 1
