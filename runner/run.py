@@ -199,7 +199,7 @@ async def _main(
     if shared.redis_url:
         from runner.budgets.attach import attach
 
-        budgets = await attach(models, shared.redis_url, shared.lease_s)
+        budgets = await attach(models, shared.redis_url, shared.lease_s, shared.redis_wait_s)
     for r in runs:
         if r.join:
             r.leases = await open_leases(r, shared)
