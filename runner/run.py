@@ -293,6 +293,12 @@ async def _main(
             await detach(budgets)
         await close_models(models)
     unsaved = sum(r.writer.flush() for r in runs)
+    # answers received and paid that reached neither results.jsonl nor the cache: paid again on resume
+    lost_keys = set(cache.unwritten) if cache is not None and cache.broken is None else None
+    repaid = sum(
+        1 for r in runs for row in r.writer.unsaved()
+        if row["error"] is None and not row.get("cached") and (lost_keys is None or row["key"] in lost_keys)
+    )
     if failed is not None:  # a run directory that cannot be read (a bad row): said as before, exit 2
         for r in runs:
             not_running(r.run_dir / "manifest.json", failed)
@@ -323,8 +329,9 @@ async def _main(
             ""
             if not unsaved
             else (
-                f" {unsaved} answers could not be saved to results.jsonl"
-                + ("" if cache is None else " (those that reached the cache are not paid again)")
+                f" {unsaved} rows could not be saved to results.jsonl"
+                + (f"; {repaid} of them are answers that reached no cache either and will be paid again on "
+                   "resume" if repaid else "; every answer among them is in the cache: none is paid again")
                 + "."
             )
         )
