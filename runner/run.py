@@ -203,6 +203,7 @@ async def _main(
     for r in runs:
         if r.join:
             r.leases = await open_leases(r, shared)
+            r.leases.may_send = lambda m: any(not getattr(ln.budget, "silent", False) for ln in models[m].lanes)
     cache = (
         None
         if no_cache
