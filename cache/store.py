@@ -59,6 +59,8 @@ class AsyncCache:
         self.on_fault: Any = None
         """Called with a message when a write fails because the disk is full (the run must stop)."""
         self._pending: dict[str, dict[str, Any]] = {}
+        self.unwritten: dict[str, dict[str, Any]] = {}
+        """Answers a full disk refused: held, and retried with every later commit and at close."""
         """Values not yet committed (a look-up finds them too)."""
         self._timer: asyncio.TimerHandle | None = None
         self._flush_every_s = flush_every_s
@@ -104,7 +106,7 @@ class AsyncCache:
         found: dict[str, dict[str, Any]] = {}
         ask: list[str] = []
         for k in keys:
-            v = self._pending.get(k)
+            v = self._pending.get(k) or self.unwritten.get(k)
             if v is None:
                 ask.append(k)
             else:
@@ -276,7 +278,7 @@ class AsyncCache:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._pending = self._pending, {}
+        batch, self._pending = {**self.unwritten, **self._pending}, {}
         if not batch or self.broken:
             return
         try:
@@ -284,9 +286,13 @@ class AsyncCache:
         except (sqlite3.Error, OSError) as e:
             if not disk_full(e):
                 self._off(e)
-            elif self.on_fault is not None:
-                self.on_fault(f"cannot write the response cache in {self.directory}: {e}")
+            else:
+                first = not self.unwritten
+                self.unwritten = batch  # kept for the next commit: space may come back
+                if first and self.on_fault is not None:
+                    self.on_fault(f"cannot write the response cache in {self.directory}: {e}")
             return
+        self.unwritten = {}
         if self.claims is not None:  # their answers are readable now: waiters take them from here
             self._release_local(list(batch))
         self._unchecked += len(batch)

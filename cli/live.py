@@ -97,7 +97,8 @@ def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = 
     done, total = sum(d["done"] for d in rows), sum(d["total"] for d in rows)
     known = sum(d["cost"] for d in rows if d["cost"] is not None)
     cost = fmt_cost(known) + ("+?" if any(d["cost"] is None for d in rows) else "")  # +?: a model unpriced
-    errors = sum(d["errors"] + d["skipped"] for d in rows)
+    errors = sum(d["errors"] + d["skipped"] for d in rows)  # (calls a Ctrl-C left unsent are neither)
+    halted = sum(d.get("halted", 0) for d in rows)
     resumed, cached = sum(d["resumed"] for d in rows), sum(d["cached"] for d in rows)
     pct = f" ({100 * done / total:.0f}%)" if total else ""
     parts = [
@@ -106,6 +107,7 @@ def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = 
         (1, cost),
         (1, f"spent {spend}") if spend else (9, ""),
         (0, f"err {errors}"),
+        (2, f"not sent {halted}") if halted else (9, ""),
         (3, f"retry {sum(d['retries'] for d in rows)}"),
         (2, f"resumed {resumed}") if resumed else (9, ""),
         (2, f"cached {cached}") if cached else (9, ""),

@@ -178,6 +178,9 @@ class Shared(BaseModel):
     """A shared response cache (and --join work leases) on Postgres: postgresql://user@host/db."""
     lease_s: float = Field(30.0, gt=0)
     """How long a dead process's concurrency slots and work units stay taken (renewed every lease_s/3)."""
+    redis_wait_s: float = Field(30.0, ge=0)
+    """How long a process started while Redis is unreachable waits for it (saying so) before it gives up:
+    a Slurm array element or a pod started during a Redis blip waits, a wrong URL still fails."""
 
     @field_validator("redis_url")
     @classmethod

@@ -46,6 +46,7 @@ class ResultsWriter:
         """The first write error, phrased for the user (what, where, how much space)."""
         self.on_fault: Callable[[str], None] | None = None
         self._buf = bytearray()
+        self._head = b""
         self._due = False
         self.keep: dict[str, bytes] = {}
         """Small files of the run directory (manifest, config) to put back if it is deleted mid-run."""
@@ -54,6 +55,19 @@ class ResultsWriter:
     @property
     def unsaved_rows(self) -> int:
         return self._buf.count(b"\n")
+
+    def unsaved(self) -> list[Row]:
+        """The rows still held in memory (a full disk): what a stop message must count exactly."""
+        return [orjson.loads(line) for line in (self._head + bytes(self._buf)).splitlines() if line.strip()]
+
+    def _wrote(self, n: int) -> None:
+        """`n` bytes of the buffer reached the file. A short write leaves a line torn in the file: its
+        written head is kept, so `unsaved` can still read that row whole."""
+        if n < len(self._buf) or self._head:
+            part = bytes(self._buf[:n])
+            nl = part.rfind(b"\n")
+            self._head = self._head + part if nl < 0 else part[nl + 1 :]
+        del self._buf[:n]
 
     def write(self, row: Row) -> None:
         self._buf += orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
@@ -77,7 +91,7 @@ class ResultsWriter:
         except OSError as e:
             self._failed(e)
             return
-        del self._buf[:n]
+        self._wrote(n)
         if self._buf:  # a short write: the disk filled up mid-line
             self._failed(OSError(28, os.strerror(28)))
         elif os.fstat(self._fd).st_nlink == 0:  # ~0.3 us a batch: rows going to a deleted file
@@ -105,7 +119,7 @@ class ResultsWriter:
                 break
             if n == 0:
                 break
-            del self._buf[:n]
+            self._wrote(n)
         return self.unsaved_rows
 
     def close(self) -> None:

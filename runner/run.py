@@ -29,6 +29,7 @@ from runner.batch.plan import choose
 from runner.budgets.leases import open_leases
 from runner.calls import learned, spend
 from runner.calls.gate import REFUSED
+from runner.calls.halt import HALTED
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.ending import account, finish_manifest, not_running, warn_exhausted
@@ -39,7 +40,7 @@ from runner.preflight import preflight
 from runner.protocol import judges_of
 from runner.results import read_manifest, write_error
 from runner.resume import check_settings
-from runner.rundir import RunPlan, prepare
+from runner.rundir import RunPlan, lock_plan, prepare
 from runner.scheduler import Scheduler
 from runner.settings import check_dir
 from runner.state import RunCtx, Stats
@@ -97,14 +98,22 @@ def execute(
         if p.out is not None:
             check_settings(p.out, p.spec)
             check_dir(p.out, cfg, list(p.models))
-    preflight(models, keep_going)
+    locks: list[int] = []  # taken before the pre-flight: a second launch on a running directory sends nothing
+    try:
+        for p in plans:
+            locks.append(lock_plan(p))
+        preflight(models, keep_going)
+    except BaseException:
+        for fd in locks:
+            unlock(fd)
+        raise
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []
     gc_threshold: tuple[int, ...] = ()
     try:
-        for p in plans:
+        for i, p in enumerate(plans):
             try:
-                runs.append(prepare(p, cfg, models, command, read=p.join))
+                runs.append(prepare(p, cfg, models, command, read=p.join, lock=locks[i]))
             except OSError as e:  # a full or read-only disk before anything was sent
                 where = Path(e.filename) if e.filename else (p.out or Path("runs")) / "manifest.json"
                 print(f"evalsweep: stopped before any call: {write_error(where, e)}. Free space, then "
@@ -152,6 +161,8 @@ def execute(
         for r in runs:
             r.writer.close()
             unlock(r.lock)
+        for fd in locks[len(runs) + 1 :]:  # plans never prepared (the one that failed unlocked its own)
+            unlock(fd)
         for h in handlers:
             logging.getLogger("evalsweep").removeHandler(h)
             h.close()
@@ -188,10 +199,11 @@ async def _main(
     if shared.redis_url:
         from runner.budgets.attach import attach
 
-        budgets = await attach(models, shared.redis_url, shared.lease_s)
+        budgets = await attach(models, shared.redis_url, shared.lease_s, shared.redis_wait_s)
     for r in runs:
         if r.join:
             r.leases = await open_leases(r, shared)
+            r.leases.may_send = lambda m: any(not getattr(ln.budget, "silent", False) for ln in models[m].lanes)
     cache = (
         None
         if no_cache
@@ -201,7 +213,7 @@ async def _main(
     errors_logged: dict[str, int] = {}
 
     def on_error(run: RunCtx, row: Row) -> None:
-        if row.get("error_kind") == REFUSED:  # said once, by the gate
+        if row.get("error_kind") == REFUSED or row["error"] == HALTED:  # said once: by the gate, at the stop
             return
         k = row["model"]
         errors_logged[k] = errors_logged.get(k, 0) + 1
@@ -282,6 +294,12 @@ async def _main(
             await detach(budgets)
         await close_models(models)
     unsaved = sum(r.writer.flush() for r in runs)
+    # answers received and paid that reached neither results.jsonl nor the cache: paid again on resume
+    lost_keys = set(cache.unwritten) if cache is not None and cache.broken is None else None
+    repaid = sum(
+        1 for r in runs for row in r.writer.unsaved()
+        if row["error"] is None and not row.get("cached") and (lost_keys is None or row["key"] in lost_keys)
+    )
     if failed is not None:  # a run directory that cannot be read (a bad row): said as before, exit 2
         for r in runs:
             not_running(r.run_dir / "manifest.json", failed)
@@ -312,8 +330,9 @@ async def _main(
             ""
             if not unsaved
             else (
-                f" {unsaved} answers could not be saved to results.jsonl"
-                + ("" if cache is None else " (those that reached the cache are not paid again)")
+                f" {unsaved} rows could not be saved to results.jsonl"
+                + (f"; {repaid} of them are answers that reached no cache either and will be paid again on "
+                   "resume" if repaid else "; every answer among them is in the cache: none is paid again")
                 + "."
             )
         )
@@ -330,7 +349,9 @@ async def _main(
                 "resuming collects them.",
                 file=sys.stderr,
             )
-        print(f"\ninterrupted; finished rows are saved. Resume with:\n  {command}", file=sys.stderr)
+        halted = sum(st.halted for r in runs for st in r.stats.values())
+        unsent = f" {plural(halted, 'call')} not sent (skipped rows, not errors)." if halted else ""
+        print(f"\ninterrupted; finished rows are saved.{unsent} Resume with:\n  {command}", file=sys.stderr)
         return 128 + signalled  # 130 for Ctrl-C, 143 for SIGTERM (the shell's convention)
     for r in runs:
         print(resume.summary(r), file=sys.stderr)

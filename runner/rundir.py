@@ -38,16 +38,35 @@ class RunPlan:
     """--join: one of several workers sharing this run directory (runner.budgets.leases)."""
 
 
-def prepare(
-    plan: RunPlan, cfg: Config, models: dict[str, ModelEntry], command: str, read: bool = True
-) -> RunCtx:
-    """`read` False: `done` is left empty, for the caller to fill (runner.resume.load) before any call."""
-    suite = get_suite(plan.spec.suite)
-    run_name = suite.run_name(plan.spec)
-    out = plan.out or Path("runs") / run_name
+def out_of(plan: RunPlan) -> Path:
+    """The plan's run directory: `--out`, else `runs/<run name>`."""
+    return plan.out or Path("runs") / get_suite(plan.spec.suite).run_name(plan.spec)
+
+
+def lock_plan(plan: RunPlan) -> int:
+    """Take the plan's run directory lock (made if missing): before the pre-flight, so a second launch
+    on a running directory is refused before it sends anything at all."""
+    out = out_of(plan)
     check_dir_arg("--out", out)
     out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out, shared=plan.join)
+    return lock_run_dir(out, shared=plan.join)
+
+
+def prepare(
+    plan: RunPlan,
+    cfg: Config,
+    models: dict[str, ModelEntry],
+    command: str,
+    read: bool = True,
+    lock: int | None = None,
+) -> RunCtx:
+    """`read` False: `done` is left empty, for the caller to fill (runner.resume.load) before any call.
+    `lock`: the directory's lock already taken (`lock_plan`); else it is taken here."""
+    suite = get_suite(plan.spec.suite)
+    run_name = suite.run_name(plan.spec)
+    out = out_of(plan)
+    if lock is None:
+        lock = lock_plan(plan)
     try:
         return _prepare(plan, cfg, models, command, out, suite, run_name, lock, read)
     except BaseException as e:

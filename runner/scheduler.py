@@ -349,7 +349,12 @@ class Scheduler:
             miss = await self._wait_for_others(req, m, miss, keys, out)
         if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
-            out.extend(await self.fanout.send(req, m, groups, lambda g: self._send(req, m, g, keys)))
+            try:
+                out.extend(await self.fanout.send(req, m, groups, lambda g: self._send(req, m, g, keys)))
+            except asyncio.CancelledError:  # given up (a --join hand-back, a second Ctrl-C): others may call
+                if use_cache:
+                    self.cache.release([keys[s] for s in miss])  # type: ignore[union-attr]
+                raise
             if use_cache:  # calls that ended without an answer: a process waiting for them sends its own
                 self.cache.release([r["key"] for r in out if r["error"] is not None])  # type: ignore[union-attr]
         return self._emit(run, stats, out)
@@ -419,7 +424,9 @@ class Scheduler:
                 if kind == "skipped":
                     stats.skipped += 1
                     stats.skip_reason = stats.skip_reason or row["error"]
-                    self.dropped += row["error"] == HALTED  # stopped before it was sent: not done
+                    if row["error"] == HALTED:  # stopped before it was sent: not done, not trouble
+                        self.dropped += 1
+                        stats.halted += 1
                 else:
                     stats.errors += 1
                     stats.kinds[kind or "error"] = stats.kinds.get(kind or "error", 0) + 1

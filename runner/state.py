@@ -26,6 +26,8 @@ class Stats:
     cached: int = 0
     errors: int = 0
     skipped: int = 0
+    halted: int = 0
+    """Of skipped: never sent because the run was stopping (Ctrl-C): work left for the resume, not trouble."""
     exhausted: int = 0
     """Of errors: reasoning that used the whole token limit before any answer."""
     ok: int = 0

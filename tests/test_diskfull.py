@@ -100,3 +100,30 @@ def test_disk_full_stops_the_run_and_resume_pays_nothing_twice(
         assert mock.total <= N + 16
     man = orjson.loads((out / "manifest.json").read_bytes())
     assert man["status"] == "complete" and "abort_reason" not in man
+
+
+def test_cache_on_the_full_disk_too_the_stop_message_counts_exactly_what_is_paid_again(
+    tmp_path: Path, mock: MockServer, small_disk: Path | None
+):
+    """The cache on the same full disk: answers received in flight may reach neither results.jsonl nor
+    the cache. The stop message gives their exact count (it used to say those "that reached the cache"
+    are not paid again while 15 were), and the resume pays exactly that many calls twice."""
+    if small_disk is None:
+        pytest.skip("needs a tmpfs (root): the cache must fill up with the run directory")
+    import re
+
+    out, cache_dir = small_disk / "run", small_disk / "cache"
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint="max_concurrency = 8\n")
+    data = write_dataset(tmp_path / "d.jsonl", N)
+    args = run_args(data, "ok-a", cfg, out, "--cache-dir", str(cache_dir))
+    p = _run(args, limit=False)
+    assert p.returncode == 4, p.stderr[-2000:]
+    assert "Traceback" not in p.stderr, p.stderr[-3000:]
+    m = re.search(r"(\d+) of them are answers that reached no cache either", p.stderr)
+    repaid = int(m.group(1)) if m else 0
+    assert m or "none is paid again" in p.stderr or "could not be saved" not in p.stderr, p.stderr[-2000:]
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    p = _run(args, limit=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert len(list(final_rows(out / "results.jsonl"))) == N
+    assert mock.total == N + repaid  # exactly the answers the message said would be paid again

@@ -73,6 +73,31 @@ def test_second_launch_exits_2_naming_the_pid(tmp_path: Path, slow_mock: MockSer
     assert len(got) == 16 and len({r["item"] for r in got}) == 16
 
 
+def test_second_launch_sends_not_even_the_preflight(tmp_path: Path, slow_mock: MockServer):
+    """The lock is taken before the pre-flight: a second launch on a running directory reaches the
+    provider not once (here the listing 404s, so the pre-flight would also post to the calls' path)."""
+    slow_mock.latency_s = 0.5
+    slow_mock.models_status = 404
+    cfg = write_config(
+        tmp_path / "c.toml", slow_mock.base_url, ["ok-a"], extra_endpoint="max_concurrency = 1\n"
+    )
+    data = write_dataset(tmp_path / "d.jsonl", 16)
+    args = run_args(data, "ok-a", cfg, tmp_path / "run")
+    first = _start(args)
+    try:
+        _wait_for_rows(tmp_path / "run", 1, first)
+        listings = slow_mock.models_requests
+        second = cli(*args, env=_env(), timeout=60)
+        assert second.returncode == 2 and f"PID {first.pid}" in second.stderr, second.stderr
+        assert slow_mock.models_requests == listings  # no pre-flight listing
+        assert first.poll() is None
+        assert first.wait(60) == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert slow_mock.total == 16 + 1  # the first run's 16 calls and its own pre-flight post on the 404
+
+
 def test_sigkill_leaves_no_stale_lock(tmp_path: Path, slow_mock: MockServer):
     cfg = write_config(
         tmp_path / "c.toml", slow_mock.base_url, ["ok-a"], extra_endpoint="max_concurrency = 2\n"

@@ -228,11 +228,36 @@ def test_unreachable_redis_at_start_is_refused(tmp_path: Path):
     try:
         data = write_dataset(tmp_path / "d.jsonl", 2)
         cfg = _cfg(tmp_path / "c.toml", srv.base_url, ["ok-a"], f"unix://{tmp_path}/no.sock")
+        cfg.write_text(cfg.read_text() + "redis_wait_s = 1\n")
         p = _start(run_args(data, "ok-a", cfg, tmp_path / "r"), tmp_path, "x")
         _, err = p.communicate(timeout=60)
         assert p.returncode == 2 and "cannot reach Redis" in err and srv.total == 0
+        assert "waiting up to 1s" in err and "after waiting 1s ([shared] redis_wait_s)" in err, err
+        assert "Traceback" not in err
     finally:
         srv.stop()
+
+
+def test_a_worker_started_during_a_redis_blip_waits_for_it(tmp_path: Path):
+    """Redis down when the process starts and up 2 s later: the process says it waits, sends nothing
+    meanwhile, then runs on the shared budget (it used to exit 2 at once)."""
+    srv = Mock().start()
+    redis = RedisServer()
+    try:
+        data = write_dataset(tmp_path / "d.jsonl", 5)
+        cfg = _cfg(tmp_path / "c.toml", srv.base_url, ["ok-a"], redis.url)
+        p = _start(run_args(data, "ok-a", cfg, tmp_path / "r"), tmp_path, "x")
+        time.sleep(2.0)
+        assert p.poll() is None, p.communicate()
+        assert srv.total == 0  # nothing sent while it waits
+        redis.start()
+        _, err = p.communicate(timeout=90)
+        assert p.returncode == 0, err
+        assert "waiting up to 30s" in err and "reached; starting" in err, err
+        assert len(rows(tmp_path / "r")) == 5 and srv.total == 5
+    finally:
+        srv.stop()
+        redis.close()
 
 
 def _refuse_the_key_mid_run(tmp: Path, srv: Mock, redis_url: str) -> None:

@@ -86,6 +86,9 @@ def test_ctrl_c_sends_nothing_that_was_not_on_the_wire(tmp_path: Path):
         assert on_wire + first == seen_at_message == srv.total == len(ok)  # nothing started after the message
         assert skipped and len(ok) + len(skipped) == len(got)  # the queued calls: one skipped row each
         assert all("interrupted before it was sent" in r["error"] for r in skipped)
+        # a quiet stop: the unsent calls are counted in one line, not listed one by one, and not as errors
+        assert "interrupted before it was sent" not in rest, rest
+        assert f"{len(skipped)} calls not sent (skipped rows, not errors)" in rest, rest
         sent = {("ok-a" if "ok-a" in m else "ok-b", "q" + q) for (m, pr) in srv.answered
                 for q in re.findall(r"Question (\d+):", pr)}
         assert len(sent) == len(ok) and not sent & {(r["model"], r["item"]) for r in skipped}
@@ -100,3 +103,13 @@ def test_ctrl_c_sends_nothing_that_was_not_on_the_wire(tmp_path: Path):
     assert srv.total == 80  # resume sent exactly the calls left: none twice
     final = {(r["model"], r["item"]): r for r in rows(out)}
     assert len(final) == 80 and all(r["error"] is None for r in final.values())
+
+
+def test_the_live_line_counts_unsent_calls_apart_from_errors():
+    """After Ctrl-C, the calls never sent are work left for the resume: `not sent N`, never under `err`."""
+    from cli.live import summary_parts
+
+    row = {"done": 10, "total": 40, "cost": 0.0, "errors": 1, "skipped": 0, "halted": 29, "rps": 0.0,
+           "retries": 0, "resumed": 0, "cached": 0}
+    texts = [t for _, t in summary_parts([row], None)]
+    assert "err 1" in texts and "not sent 29" in texts

@@ -3,6 +3,9 @@ split one run's (model, item-shard) units through leases in Postgres (`[shared] 
 
 A unit is claimed with `FOR UPDATE SKIP LOCKED` (two workers never get the same free unit), held by a
 lease its worker renews every lease_s/3, and marked done when all its items have their rows. A worker
+that may not send (`may_send`: its key budgets are in a Redis outage and it held none of their leases)
+claims nothing, and after HANDBACK_S hands its unit back: the unit's calls, none on the wire, are
+cancelled without rows and its lease freed, so the workers that may send finish it. A worker
 killed with SIGKILL stops renewing: its units become claimable when the lease expires, and the worker
 that takes one over first re-reads every worker's results file, so nothing finished is sent again
 (and the shared cache answers what finished but had no row yet). Shards are SHA-256 of the item id,
@@ -29,6 +32,8 @@ from runner.config import ConfigError, redact_url
 log = logging.getLogger("evalsweep")
 
 SHARDS = 32
+HANDBACK_S = 2.0
+"""How long a worker that may not send keeps its unit before handing it back."""
 JOIN_FILE = "join.json"
 SCHEMA = """CREATE TABLE IF NOT EXISTS evalsweep_units (
     run text NOT NULL,
@@ -93,6 +98,13 @@ class Leases:
         self._open: dict[tuple[str, int], int] = {}
         self._current: dict[str, tuple[str, int]] = {}
         self._finishing: set[asyncio.Task[None]] = set()
+        self.may_send: Callable[[str], bool] = lambda _model: True
+        """Whether a model's calls can go out now (False: every lane of it is silent in a Redis outage)."""
+        self._tasks: dict[tuple[str, int], set[asyncio.Task[Any]]] = {}
+        self._handed: set[tuple[str, int]] = set()
+        self._cancelled: dict[tuple[str, int], set[asyncio.Task[Any]]] = {}
+        self.handed_back = 0
+        self._watch: asyncio.Task[None] | None = None
 
     async def open(self, models: Iterable[str]) -> Leases:
         import psycopg
@@ -110,6 +122,7 @@ class Leases:
         except Exception as e:  # noqa: BLE001
             raise ConfigError(f"--join: cannot use the leases table at {redact_url(self.url)}: {e}") from None
         self._beat = asyncio.get_running_loop().create_task(self._heartbeat())
+        self._watch = asyncio.get_running_loop().create_task(self._hand_back_when_silent())
         return self
 
     async def _q(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -188,6 +201,40 @@ class Leases:
                 log.warning("--join: lease heartbeat failed (%s); other workers may take over our units",
                             redact_url(str(e), [self.url]))
 
+    async def _hand_back_when_silent(self) -> None:
+        """Every unit this worker is working on while its model may not send for HANDBACK_S: its calls
+        (none on the wire: a silent lane has no call running) are cancelled, no row written, and its
+        lease freed at once for a worker that may send (the taker re-reads every worker's rows)."""
+        silent_since: dict[str, float] = {}
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(0.25)
+            now = loop.time()
+            for model in {u[0] for u in self._open}:
+                if self.may_send(model):
+                    silent_since.pop(model, None)
+                elif now - silent_since.setdefault(model, now) >= HANDBACK_S:
+                    for unit in [u for u in self._open if u[0] == model and u not in self._handed]:
+                        await self._hand_back(unit)
+
+    async def _hand_back(self, unit: tuple[str, int]) -> None:
+        """One open unit (the one being iterated, or one whose calls are still waiting) given up."""
+        self._handed.add(unit)
+        self.handed_back += 1
+        tasks = self._tasks.pop(unit, set())
+        for t in tasks:
+            t.cancel()
+        self._cancelled[unit] = tasks
+        # (_q waits out a Postgres outage; the heartbeat renews only units still owned by us)
+        await self._q(
+            "UPDATE evalsweep_units SET owner = NULL, expires = NULL "
+            "WHERE run = %s AND model = %s AND shard = %s AND owner = %s AND NOT done",
+            (self.run, *unit, self.owner),
+        )
+        log.warning("--join: %s unit %d handed back (%d calls not sent): this worker may not send "
+                    "(Redis unreachable, no lease of the key held); workers that may send finish it",
+                    *unit, len(tasks))
+
     async def requests(
         self, model: str, build: Callable[[], Iterable[Any]], stopping: Callable[[], bool]
     ) -> AsyncIterator[Any]:
@@ -195,6 +242,13 @@ class Leases:
         launched task with `started`; a unit is marked done once it was iterated to its end and all
         its tasks (follow-ups included) have ended. Stopping early leaves the unit to lapse."""
         while not stopping():
+            if not self.may_send(model):  # silent in a Redis outage: take no work others could do
+                left = await self._q("SELECT count(*) FROM evalsweep_units WHERE run = %s AND model = %s "
+                                     "AND NOT done", (self.run, model))
+                if not left[0][0]:
+                    return
+                await asyncio.sleep(0.5)
+                continue
             got = await self.claim(model)
             if got is None:
                 return
@@ -205,22 +259,33 @@ class Leases:
             if taken_over and self.on_takeover is not None:
                 self.on_takeover()
             unit = (model, shard)
+            if unit in self._handed:  # ours again (Redis is back): its cancelled calls end first
+                await asyncio.gather(*self._cancelled.pop(unit, set()), return_exceptions=True)
+                self._handed.discard(unit)
             self._open[unit] = 1  # held open until every request of the unit is launched
             self._current[model] = unit
             for req in build():
+                if unit in self._handed:
+                    break
                 if shard_of(req.item) == shard:
                     yield req
             self._ended(unit)
 
     def started(self, model: str, task: asyncio.Task[Any]) -> None:
         unit = self._current[model]
+        if unit in self._handed:  # launched after the hand-back: never runs
+            task.cancel()
+            return
         self._open[unit] += 1
-        task.add_done_callback(lambda _t: self._ended(unit))
+        self._tasks.setdefault(unit, set()).add(task)
+        task.add_done_callback(lambda t: (self._tasks.get(unit, set()).discard(t), self._ended(unit)))
 
     def _ended(self, unit: tuple[str, int]) -> None:
         self._open[unit] -= 1
         if self._open[unit] == 0:
             del self._open[unit]
+            if unit in self._handed:  # another worker finishes it
+                return
             t = asyncio.get_running_loop().create_task(self.finish(*unit))
             self._finishing.add(t)
             t.add_done_callback(self._finishing.discard)
@@ -230,6 +295,8 @@ class Leases:
             await asyncio.wait(self._finishing, timeout=3 * RETRY_S)
         if self._beat is not None:
             self._beat.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
         if self._conn is not None:
             try:  # a lost server is not waited for here: our leases lapse by themselves
                 await deadline(self._run(

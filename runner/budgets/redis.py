@@ -139,6 +139,12 @@ class RedisBudget:
         """Script calls made (Redis round trips)."""
         return self._call.calls
 
+    @property
+    def silent(self) -> bool:
+        """Pacing locally on no lease (Redis away, and this process held none of the key's): it may send
+        nothing until Redis is back, and has nothing on the wire."""
+        return self._local is not None and self._local.max_concurrency == 0
+
     # --- the seam ---------------------------------------------------------------------------------
 
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:

@@ -153,7 +153,7 @@ class Gate:
             if fut.done() and not fut.cancelled():
                 if not self.open and self.refused is None:  # handed the turn just as it was cancelled
                     self._pass_on()
-            else:
+            elif fut in self._queue:  # (a turn handed on may already have popped it)
                 self._queue.remove(fut)
             raise
         return not self.open and self.refused is None
