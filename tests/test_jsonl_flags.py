@@ -114,3 +114,27 @@ def test_bad_flags_are_clear_errors_before_any_call(tmp_path: Path, capsys):
     assert main(run_args(data, "sim/strong", None, tmp_path / "r2", "--prompt-template", "{prompt} {E}")) == 2
     err = capsys.readouterr().err
     assert "{E} is not a placeholder" in err and "Traceback" not in err
+
+
+def test_shuffled_choices_follow_simple_evals_draws(tmp_path: Path):
+    """simple-evals gpqa_eval.py: `rng = random.Random(0)`, then per example in order
+    `permutation = rng.sample(range(4), 4)`, `choices = [choices[i] for i in permutation]`, the correct
+    answer first in the data. Our --shuffle-choices 0 draws the same orders; the gold follows its option."""
+    import random
+
+    data = tmp_path / "g.jsonl"
+    data.write_bytes(b"".join(orjson.dumps({"id": f"g{i}", "prompt": f"Q{i}", "choices": [f"right{i}", f"w{i}a",
+                                            f"w{i}b", f"w{i}c"], "answer": "A"}) + b"\n" for i in range(5)))
+    rng = random.Random(0)
+    for req in SUITE.build(_spec(data, shuffle_choices=0)):
+        perm = rng.sample(range(4), 4)
+        i = int(req.item[1:])
+        opts = [[f"right{i}", f"w{i}a", f"w{i}b", f"w{i}c"][k] for k in perm]
+        text = req.messages[0].content if isinstance(req.messages[0].content, str) else req.messages[0].content[-1].text
+        assert "\n".join(f"{'ABCD'[j]}. {o}" for j, o in enumerate(opts)) in text
+    again = random.Random(0)
+    perms = [again.sample(range(4), 4) for _ in range(5)]
+    rows = [{"model": "m", "item": f"g{i}", "sample": 0, "pass": "answer", "error": None,
+             "text": f"Answer: {'ABCD'[p.index(0)]}"} for i, p in enumerate(perms)]  # the right option
+    assert SUITE.score(rows, _spec(data, shuffle_choices=0, answer_regex=SIMPLE_EVALS_RE), tmp_path).models["m"][
+        "accuracy"] == 1.0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import random
 import re
 import string
 from collections import Counter
@@ -67,6 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answer-regex", help="extraction: group 1 of the first match is the answer (no fallback; "
                    "default: the last 'answer is X', else the last standalone letter)")
     p.add_argument("--max-tokens", type=int, help=f"the answer's token limit (default {DEFAULT_MAX_TOKENS})")
+    p.add_argument("--shuffle-choices", type=int, metavar="SEED", help="each item's choices in an order drawn "
+                   "from random.Random(SEED) in file order (simple-evals' GPQA: seed 0); the gold follows")
     p.add_argument("--vote", choices=["majority"], help="score each item by the majority answer of its "
                    "--samples (self-consistency, SC@k); default: each sample scored, averaged per item")
 
@@ -181,7 +184,24 @@ def _gold(d: dict[str, Any]) -> str | None:
 
 
 def _load(spec: RunSpec) -> Iterator[dict[str, Any]]:
-    return load(_path(spec), bool(spec.opt("allow_missing_gold", False)))
+    items = load(_path(spec), bool(spec.opt("allow_missing_gold", False)))
+    seed = spec.opt("shuffle_choices")
+    return items if seed is None else _shuffled(items, int(seed))
+
+
+def _shuffled(items: Iterable[dict[str, Any]], seed: int) -> Iterator[dict[str, Any]]:
+    """Each item's choices in an order drawn from one `random.Random(seed)` in file order, as
+    simple-evals' GPQA draws `rng.sample(range(4), 4)` per example; the gold follows its option."""
+    rng = random.Random(seed)
+    for d in items:
+        choices = d.get("choices") or []
+        if choices:
+            perm = rng.sample(range(len(choices)), len(choices))
+            gold = _gold(d)
+            d = {**d, "choices": [choices[i] for i in perm]}
+            if gold is not None:
+                d["answer"] = LETTERS[perm.index(LETTERS.index(gold))]
+        yield d
 
 
 def prompt_of(d: dict[str, Any], template: str = DEFAULT_TEMPLATE, choice: str = DEFAULT_CHOICE) -> str:
