@@ -36,9 +36,17 @@ def path_settings(fp: dict[str, Any]) -> dict[str, str]:
     if isinstance(suite, str) and suite.startswith(JSONL):
         out["suite"] = suite[len(JSONL):]
     for k, v in (fp.get("options") or {}).items():
-        if isinstance(v, str) and (k.endswith("_dir") or k.endswith("_path")):
+        if isinstance(v, str) and v and (k.endswith("_dir") or k.endswith("_path") or _names_data(v)):
             out[f"options.{k}"] = v
     return out
+
+
+def _names_data(v: str) -> bool:
+    """An option whose value is a file or folder on disk is data, whatever the option is called."""
+    try:
+        return len(v) < 4096 and "\n" not in v and Path(v).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def data_identity(path: str) -> str | None:
@@ -92,7 +100,12 @@ def differences(old: dict[str, Any], new: dict[str, Any], recorded: dict[str, An
             out.append(f"--{k.replace('_', '-')}: {oa.get(k)!r} (this command: {ob.get(k)!r})")
     pa, pb = path_settings(old), path_settings(new)
     for k in sorted(set(pa) | set(pb)):
-        if pa.get(k) == pb.get(k):
+        if pa.get(k) == pb.get(k):  # the same path: its content must still be what the run was made from
+            want = (recorded or {}).get(k)
+            got = data_identity(pb[k]) if want is not None else None
+            if want is not None and got is not None and got != want:
+                out.append(f"{k}: {pb[k]!r} was edited since this run began (its content is not the data "
+                           "the run's rows were made from)")
             continue
         if k in pa and k in pb:
             want = (recorded or {}).get(k) or data_identity(pa[k])

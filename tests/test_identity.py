@@ -42,8 +42,10 @@ def test_differences_name_each_setting_and_accept_another_spelling_of_the_same_d
     assert differences(old, same, rec) == []
     other = _fp(f"jsonl:{a}", data_dir=str(tmp_path), variant="cot-sc")
     assert differences(old, other, rec) == ["--variant: 'cot' (this command: 'cot-sc')"]
-    a.write_bytes(a.read_bytes() + b"\n")  # the data itself changed under the same path: still the same
-    assert differences(old, old, rec) == []  # spelling (content is checked only when spellings differ)
+    a.write_bytes(a.read_bytes() + b"\n")  # the data itself edited under the same path: another run
+    edited = differences(old, old, rec)  # (#37: it used to resume the old answers silently)
+    assert [m.split(":")[0] for m in edited] == ["options.data_dir", "suite"]
+    assert all("was edited since this run began" in m for m in edited)
     changed = _fp(f"jsonl:{moved / 'a.jsonl'}", data_dir=str(moved), variant="cot")
     msgs = differences(old, changed, rec)  # the file changed, and so did the folder holding it
     assert [m.split(":")[0] for m in msgs] == ["options.data_dir", "suite"]
@@ -67,3 +69,17 @@ def test_a_run_resumes_from_a_copy_of_its_data_at_another_path_and_refuses_other
     assert main(run_args(changed, "sim/strong", None, out)) == 2
     err = capsys.readouterr().err
     assert "other settings" in err and "not the same data" in err and str(changed) in err
+
+
+def test_an_edited_data_file_at_the_same_path_is_refused_naming_it(tmp_path: Path, capsys):
+    """#37: editing the data file in place and rerunning resumed the old answers silently; now exit 2."""
+    data = write_dataset(tmp_path / "d.jsonl", 4)
+    out = tmp_path / "run"
+    assert main(run_args(data, "sim/strong", None, out)) == 0
+    before = rows(out)
+    data.write_bytes(data.read_bytes().replace(b"Question 1", b"Question one"))
+    capsys.readouterr()
+    assert main(run_args(data, "sim/strong", None, out)) == 2
+    err = capsys.readouterr().err
+    assert f"{data}' was edited since this run began" in err and "Traceback" not in err, err
+    assert rows(out) == before  # nothing was added or sent

@@ -1,19 +1,29 @@
-"""Generic suite: `evalsweep run jsonl:PATH` over lines {"id", "prompt", "images", "choices", "answer"}.
+r"""Generic suite: `evalsweep run jsonl:PATH` over lines {"id", "prompt", "images", "choices", "answer"}.
 
 A line without a gold `answer` is refused with file:line (a missing gold would score every answer
 wrong); with `--allow-missing-gold` such items are run and scored None.
 
 Multiple choice when `choices` is given (scored by the extracted letter), else free text scored by
-normalised exact match. Accuracy over answered rows (a failed call is scored None, not wrong) with a
-95% bootstrap CI over items.
+normalised exact match. Accuracy over answered items (a failed call is scored None, not wrong) with a
+95% bootstrap CI over items (an item's samples are one unit: averaged, or voted with `--vote majority`).
+
+Without Python, flags shape the protocol: `--prompt-template` (or `--prompt-template-path`) with
+`{prompt}`, `{choices}` and `{A}`..`{Z}`; `--choice-format` for each option line; `--answer-regex`
+(group 1 is the answer; the first match, as `re.search`; no fallback); `--max-tokens`; `--vote
+majority` (SC@k over `--samples`). simple-evals' GPQA prompt and extraction, for example:
+
+    evalsweep run jsonl:gpqa.jsonl --choice-format '{letter}) {choice}' --answer-regex \
+      '(?i)Answer[ \t]*:[ \t]*\$?([A-D])\$?' --prompt-template-path simple_evals_mc.txt ...
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import random
 import re
 import string
-from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +36,8 @@ from core.types import Decoding, Request, Row, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Table, ranked, scored_row
 from suites.stats import ci_list, ci_method, mean
 
+log = logging.getLogger("evalsweep")
+
 LETTERS = string.ascii_uppercase
 _SCALARS = frozenset((str, int, float, bool))
 
@@ -37,12 +49,50 @@ def _path(spec: RunSpec) -> Path:
     return Path(p)
 
 
+DEFAULT_TEMPLATE = "{prompt}\n\n{choices}\n\nAnswer with the option's letter from the given choices."
+DEFAULT_CHOICE = "{letter}. {choice}"
+DEFAULT_MAX_TOKENS = 1024
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-missing-gold",
         action="store_true",
         help='run lines without an "answer" and score them None (default: refused with file:line)',
     )
+    p.add_argument("--prompt-template", help="the prompt of a multiple-choice item: {prompt}, {choices} (the "
+                   "option lines), {A}..{Z} (one option's text); default: the question, 'A. x' lines and "
+                   "\"Answer with the option's letter from the given choices.\"")
+    p.add_argument("--prompt-template-path", help="--prompt-template read from a file")
+    p.add_argument("--choice-format", help="one option line: {letter} and {choice} (default '{letter}. {choice}')")
+    p.add_argument("--answer-regex", help="extraction: group 1 of the first match is the answer (no fallback; "
+                   "default: the last 'answer is X', else the last standalone letter)")
+    p.add_argument("--max-tokens", type=int, help=f"the answer's token limit (default {DEFAULT_MAX_TOKENS})")
+    p.add_argument("--shuffle-choices", type=int, metavar="SEED", help="each item's choices in an order drawn "
+                   "from random.Random(SEED) in file order (simple-evals' GPQA: seed 0); the gold follows")
+    p.add_argument("--vote", choices=["majority"], help="score each item by the majority answer of its "
+                   "--samples (self-consistency, SC@k); default: each sample scored, averaged per item")
+
+
+def _template(spec: RunSpec) -> str:
+    path = spec.opt("prompt_template_path")
+    if path:
+        try:
+            return Path(path).read_text()
+        except OSError as e:
+            raise SuiteError(f"--prompt-template-path {path}: cannot read it ({e.strerror})") from None
+    return spec.opt("prompt_template") or DEFAULT_TEMPLATE
+
+
+@lru_cache(maxsize=16)
+def _answer_re(pattern: str) -> re.Pattern[str]:
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise SuiteError(f"--answer-regex {pattern!r}: not a regular expression ({e})") from None
+    if rx.groups < 1:
+        raise SuiteError(f"--answer-regex {pattern!r}: needs a group, ( ), around the answer")
+    return rx
 
 
 def _has_gold(d: dict[str, Any]) -> bool:
@@ -134,15 +184,37 @@ def _gold(d: dict[str, Any]) -> str | None:
 
 
 def _load(spec: RunSpec) -> Iterator[dict[str, Any]]:
-    return load(_path(spec), bool(spec.opt("allow_missing_gold", False)))
+    items = load(_path(spec), bool(spec.opt("allow_missing_gold", False)))
+    seed = spec.opt("shuffle_choices")
+    return items if seed is None else _shuffled(items, int(seed))
 
 
-def prompt_of(d: dict[str, Any]) -> str:
+def _shuffled(items: Iterable[dict[str, Any]], seed: int) -> Iterator[dict[str, Any]]:
+    """Each item's choices in an order drawn from one `random.Random(seed)` in file order, as
+    simple-evals' GPQA draws `rng.sample(range(4), 4)` per example; the gold follows its option."""
+    rng = random.Random(seed)
+    for d in items:
+        choices = d.get("choices") or []
+        if choices:
+            perm = rng.sample(range(len(choices)), len(choices))
+            gold = _gold(d)
+            d = {**d, "choices": [choices[i] for i in perm]}
+            if gold is not None:
+                d["answer"] = LETTERS[perm.index(LETTERS.index(gold))]
+        yield d
+
+
+def prompt_of(d: dict[str, Any], template: str = DEFAULT_TEMPLATE, choice: str = DEFAULT_CHOICE) -> str:
     choices = d.get("choices") or []
     if not choices:
         return d["prompt"]
-    opts = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
-    return f"{d['prompt']}\n\n{opts}\n\nAnswer with the option's letter from the given choices."
+    opts = "\n".join(choice.format(letter=LETTERS[i], choice=c) for i, c in enumerate(choices))
+    each = {LETTERS[i]: c for i, c in enumerate(choices)}
+    try:
+        return template.format(prompt=d["prompt"], choices=opts, **each)
+    except (KeyError, IndexError) as e:
+        raise SuiteError(f"--prompt-template: {{{e.args[0]}}} is not a placeholder of item {d['id']!r} "
+                         "(use {prompt}, {choices}, or a letter of its options)") from None
 
 
 def _sim(d: dict[str, Any]) -> dict[str, Any]:
@@ -165,14 +237,16 @@ def _sim_for(gold: str, n_choices: int) -> dict[str, Any]:
 def build(spec: RunSpec) -> Iterator[Request]:
     n = spec.samples or 1
     temp = spec.temperature if spec.temperature is not None else 0.0
-    decoding = Decoding(temperature=temp, n=n, max_tokens=1024)  # one, shared: requests are frozen
+    limit = spec.opt("max_tokens") or DEFAULT_MAX_TOKENS
+    decoding = Decoding(temperature=temp, n=n, max_tokens=limit)  # one, shared: requests are frozen
+    template, choice = _template(spec), spec.opt("choice_format") or DEFAULT_CHOICE
     for k, d in enumerate(_load(spec)):
         if spec.limit is not None and k >= spec.limit:
             return
         yield Request(
             suite=spec.suite,
             item=str(d["id"]),
-            messages=[user(*d["_images"], prompt_of(d))],
+            messages=[user(*d["_images"], prompt_of(d, template, choice))],
             decoding=decoding,
             sim=_sim(d),
         )
@@ -181,16 +255,32 @@ def build(spec: RunSpec) -> Iterator[Request]:
 _ANSWER_RE = re.compile(r"answer\s*(?:is|:)?\s*[:\-]?\s*\(?\**([A-Z])\b", re.I)
 
 
-def extract(text: str | None, n_choices: int) -> str | None:
-    """The chosen letter: the last `answer is X`, else the last standalone valid capital letter."""
+def extract(text: str | None, n_choices: int, pattern: str | None = None) -> str | None:
+    """The chosen letter: with `pattern`, group 1 of its first match (simple-evals' `re.search`);
+    else the last `answer is X`, else the last standalone valid capital letter that is not the
+    article or pronoun starting a phrase ("A quick estimate...", "I think...")."""
     if not text:
         return None
+    if pattern:
+        m = _answer_re(pattern).search(text)
+        return m.group(1).strip().upper() if m and m.group(1) else None
     valid = LETTERS[:n_choices]
     hits = [m.group(1).upper() for m in _ANSWER_RE.finditer(text) if m.group(1).upper() in valid]
     if hits:
         return hits[-1]
-    lone = re.findall(rf"\b([{valid}])\b", text)
+    lone = [m.group(1) for m in re.finditer(rf"\b([{valid}])\b", text) if not _a_word(m.group(1), text, m.end())]
     return lone[-1] if lone else None
+
+
+_WORD_AFTER = re.compile(r"\s+([a-z]+)")
+
+
+def _a_word(letter: str, text: str, end: int) -> bool:
+    """`A`/`I` used as a word ("A quick estimate", "I think"), not as the option's letter."""
+    if letter not in "AI":
+        return False
+    m = _WORD_AFTER.match(text, end)
+    return m is not None and m.group(1) not in ("is", "was", "and", "or")
 
 
 def normalize(s: str | None) -> str:
@@ -202,13 +292,16 @@ def normalize(s: str | None) -> str:
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
-    """Accuracy over answered (model, item, sample) rows; a failed call is scored None, not wrong.
-    Keeps per model one float per answered row (8 bytes), nothing else."""
+    """Accuracy over answered items; a failed call is scored None, not wrong. An item's answered
+    samples are one unit: their mean, or with `--vote majority` the majority answer (unreadable
+    answers do not vote; an item with none is wrong). The CI resamples items, never rows."""
     sink = sink if sink is not None else Sink()
     gold_of: dict[str, tuple[str | None, int]] = {
         str(d["id"]): (_gold(d), len(d.get("choices") or [])) for d in _load(spec)
     }
-    per_model: dict[str, array[float]] = {}
+    pattern, vote = spec.opt("answer_regex"), spec.opt("vote") == "majority"
+    per_model: dict[str, dict[str, list[Any]]] = {}  # model -> item -> [sum of scores, n, votes]
+    unread: dict[str, list[int]] = {}  # model -> [answers no rule could read, answers]
     for r in rows:
         if r.get("pass") != "answer":
             continue
@@ -216,37 +309,81 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         if g is None:
             continue
         gold, n_choices = g
-        vals = per_model.setdefault(r["model"], array("d"))
+        items = per_model.setdefault(r["model"], {})
         if r.get("error"):
             sink(scored_row(r, extracted=None, gold=gold))
             continue
-        ext = extract(r.get("text"), n_choices) if n_choices else normalize(r.get("text")) or None
+        if n_choices:
+            ext = extract(r.get("text"), n_choices, pattern)
+        else:
+            ext = _free_text(r.get("text"), pattern)
+        u = unread.setdefault(r["model"], [0, 0])
+        u[0] += ext is None
+        u[1] += 1
         if gold is None:  # --allow-missing-gold: answered, but nothing to score it against
             sink(scored_row(r, extracted=ext, gold=None, score=None))
             continue
         ok = float(ext == gold) if n_choices else float(ext is not None and ext == normalize(gold))
-        vals.append(ok)
+        acc = items.setdefault(r["item"], [0.0, 0, Counter()])
+        acc[0] += ok
+        acc[1] += 1
+        if ext is not None:
+            acc[2][ext] += 1
         sink(scored_row(r, extracted=ext, gold=gold, score=ok))
     models = {}
-    for m, vals in per_model.items():
-        x = np.frombuffer(vals, dtype=float) if len(vals) else np.empty(0)
-        models[m] = {"accuracy": mean(x), "ci95": ci_list(x), "n": len(x)}
+    for m, items in per_model.items():
+        if vote:
+            x = np.array([float(_majority(acc[2]) == _norm_gold(gold_of[i])) for i, acc in items.items()])
+        else:
+            x = np.array([acc[0] / acc[1] for acc in items.values()])
+        bad, answered = unread.get(m, [0, 0])
+        models[m] = {"accuracy": mean(x), "ci95": ci_list(x), "n": len(x),
+                     "unreadable": bad / answered if answered else None}
+    unit = "items, the majority answer of each item's samples" if vote else "items"
     table = Table(
-        title=f"{spec.suite}: accuracy",
+        title=f"{spec.suite}: accuracy" + (f" (SC@{spec.samples or 1}, majority vote)" if vote else ""),
         columns=["model", "n", "accuracy", "95% CI"],
         rows=[
             [m, models[m]["n"], models[m]["accuracy"], models[m]["ci95"]] for m in ranked(models, "accuracy")
         ],
-        note=ci_method(max((v["n"] for v in models.values()), default=0)),
+        note=ci_method(max((v["n"] for v in models.values()), default=0)) + f"; n counts {unit}",
         key=("accuracy", "95% CI"),
     )
     return ScoreReport(models=models, scored=sink.rows, tables=[table])
 
 
+def _free_text(text: str | None, pattern: str | None) -> str | None:
+    if pattern:
+        m = _answer_re(pattern).search(text or "")
+        return normalize(m.group(1)) or None if m and m.group(1) else None
+    return normalize(text) or None
+
+
+def _norm_gold(g: tuple[str | None, int]) -> str | None:
+    gold, n_choices = g
+    return gold if n_choices or gold is None else normalize(gold)
+
+
+def _majority(votes: Counter[str]) -> str | None:
+    """The most frequent answer (ties: the one given first), None when no answer could be read."""
+    return votes.most_common(1)[0][0] if votes else None
+
+
 def check(spec: RunSpec) -> None:
-    """Every line validated before anything is sent or any run directory is made."""
+    """Every line validated before anything is sent or any run directory is made; samples that can
+    only repeat one another (temperature 0) are said once."""
     for _ in _load(spec):
         pass
+    if (spec.samples or 1) > 1 and not spec.temperature:
+        log.warning("jsonl: --samples %d at temperature 0: most providers answer each sample the same, so "
+                    "%s little; set --temperature (self-consistency papers use 0.5-0.7)", spec.samples,
+                    "a majority vote over them adds" if spec.opt("vote") else "their spread says")
+    template = _template(spec)
+    if spec.opt("prompt_template") or spec.opt("prompt_template_path"):
+        for d in _load(spec):
+            prompt_of(d, template, spec.opt("choice_format") or DEFAULT_CHOICE)  # a bad placeholder: now
+    if spec.opt("answer_regex"):
+        _answer_re(spec.opt("answer_regex"))
 
 
 def count(spec: RunSpec) -> int:
