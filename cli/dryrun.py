@@ -65,9 +65,10 @@ def estimate(
     for t in todo:
         m = models[t.model]
         exp_out = t.expected_output_tokens()
-        cost = m.cost(t.input_tokens, t.max_output_tokens)
+        f_calls, f_most, f_exp, f_max = _follow_costs(t, models)
+        cost = _plus(m.cost(t.input_tokens, t.max_output_tokens), f_max)
         live_s = live_seconds(
-            m, t.calls, t.input_tokens / max(t.calls, 1), t.max_output_tokens / max(t.calls, 1)
+            m, t.calls + f_calls, t.input_tokens / max(t.calls, 1), t.max_output_tokens / max(t.calls, 1)
         )
         disc = batch_discount(m)
         rows.append(
@@ -75,11 +76,14 @@ def estimate(
                 "run": t.run,
                 "model": t.model,
                 "calls": t.calls,
+                "follow_calls": f_calls,
+                "follow_calls_max": f_most,
+                "follow_passes": {k: v[:2] for k, v in t.follow.items()},
                 "finished": t.finished,
                 "cached": t.cached,
                 "input_tokens": t.input_tokens,
                 "max_output_tokens": t.max_output_tokens,
-                "est_cost_usd": m.cost(t.input_tokens, round(exp_out)),
+                "est_cost_usd": _plus(m.cost(t.input_tokens, round(exp_out)), f_exp),
                 "est_cost_usd_max": cost,
                 "est_input_cost_usd": m.cost(t.input_tokens, 0),
                 "est_live_s": live_s,
@@ -89,6 +93,25 @@ def estimate(
             }
         )
     return rows, lines, ceilings
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def _follow_costs(t: Any, models: dict[str, Any]) -> tuple[int, int, float | None, float | None]:
+    """The follow-up passes still to make: (calls expected, calls at most, expected cost, max cost),
+    each pass priced at the model it calls (a judge at the judge's price)."""
+    calls = most = 0
+    exp: float | None = 0.0
+    mx: float | None = 0.0
+    for pass_, (n, n_most, tin, max_out) in t.follow.items():
+        pm = models[t.follow_via.get(pass_) or t.model]
+        calls, most = calls + n, most + n_most
+        per_in = tin / n_most if n_most else 0
+        exp = _plus(exp, pm.cost(round(per_in * n), round(t.follow_expected_output_tokens(pass_))))
+        mx = _plus(mx, pm.cost(tin, max_out))
+    return calls, most, exp, mx
 
 
 def money(x: float | None) -> str:
@@ -123,23 +146,26 @@ def dry_run(
     from suites.base import Table
 
     rows, said_lines, ceilings = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going, max_cost)
-    cols = ["model", "to do", "done", "cached", "tokens in", "out (max)", "cost", "max", "live", "batch max"]
+    cols = ["model", "to do", "+ passes", "done", "cached", "tokens in", "out (max)", "cost", "max", "live",
+            "batch max"]
     cols.append("mode")
     for run in dict.fromkeys(d["run"] for d in rows):  # one table per run: fitted to the terminal
         t = Table(
-            title=f"dry run {run}: remaining first-pass calls (follow-ups such as critique/judge on top)",
+            title=f"dry run {run}: remaining calls of every pass ('to do': first pass; '+ passes': the "
+                  "follow-ups (critique, judge), expected-most; cost and max: all passes)",
             columns=cols,
             rows=[
                 [
                     d["model"],
                     f"{d['calls']:,}",
+                    _passes_cell(d),
                     f"{d['finished']:,}",
                     f"{d['cached']:,}",
                     f"{d['input_tokens']:,}",
                     f"{d['max_output_tokens']:,}",
                     money(d["est_cost_usd"]),
                     money(d["est_cost_usd_max"]),
-                    fmt_duration(d["est_live_s"]) if d["calls"] else "-",
+                    fmt_duration(d["est_live_s"]) if d["calls"] or d["follow_calls"] else "-",
                     money(d["batch_cost_usd_max"]) if d["batch_supported"] else "-",
                     d["mode"],
                 ]
@@ -150,7 +176,10 @@ def dry_run(
         )
         print_table(t)
     calls, finished, cached = (sum(d[k] for d in rows) for k in ("calls", "finished", "cached"))
-    print(f"remaining: {calls:,} calls ({finished:,} finished rows and {cached:,} cache hits skipped)")
+    f_calls, f_most = sum(d["follow_calls"] for d in rows), sum(d["follow_calls_max"] for d in rows)
+    follow = "" if not f_most else (f" + {f_calls:,} follow-up calls" + (f" (at most {f_most:,})" if f_most != f_calls
+                                                                          else ""))
+    print(f"remaining: {calls:,} calls{follow} ({finished:,} finished rows and {cached:,} cache hits skipped)")
     print(total_line("total expected", rows, [d["est_cost_usd"] for d in rows]))
     print(total_line("total max", rows, [d["est_cost_usd_max"] for d in rows]))
     if any(d["mode"] == "batch" for d in rows):
@@ -167,6 +196,12 @@ def dry_run(
     for line in said_lines:  # what the run will record in manifest.json and under every table
         print(line)
     return 0
+
+
+def _passes_cell(d: dict[str, Any]) -> str:
+    """`+515 critique`, `+0-515 judge`: each follow-up pass still to make, expected-most."""
+    parts = [f"+{n:,} {p}" if n == most else f"+{n:,}-{most:,} {p}" for p, (n, most) in d["follow_passes"].items()]
+    return ", ".join(parts) or "-"
 
 
 def reach_line(c: Any, rows: list[dict[str, Any]]) -> str:

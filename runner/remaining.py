@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from cache.key import cache_keys
-from core.types import row_identity
+from core.types import Request, Row, row_identity
 from runner.pool import ModelEntry, estimate_tokens
-from runner.results import results_files, scan
-from suites.base import get_suite
+from runner.results import read_at, results_files, scan
+from suites.base import _no_follow_up, get_suite
 
 DEFAULT_MAX_TOKENS = 256
 """What a request without max_tokens is priced at (the scheduler's estimate assumes the same)."""
@@ -38,6 +38,21 @@ class Plan:
     """The suite's typical answer length (suites.base.Suite.answer_tokens)."""
     reasoning_tokens: int = 0
     """The model's reasoning budget per call (its limit adds it to the answer budget)."""
+    follow: dict[str, list[int]] = field(default_factory=dict)
+    """Per follow-up pass (critique, judge...): [calls expected, calls at most, input tokens, max output
+    tokens] still to make; a pass the suite makes only for some answers (a judge for an answer the rules
+    cannot read) counts 0 expected and every such answer at most."""
+    follow_via: dict[str, str] = field(default_factory=dict)
+    """A follow-up pass called on another model (a judge): priced at that model."""
+    follow_seen: dict[str, list[int]] = field(default_factory=dict)
+    """Per follow-up pass: [output tokens, successful rows] in the run directory."""
+
+    def follow_expected_output_tokens(self, pass_: str) -> float:
+        """A follow-up pass's expected output: its own mean so far, else half of its limit."""
+        calls, most, _tin, mx = self.follow[pass_]
+        tokens, n = self.follow_seen.get(pass_, [0, 0])
+        per_call_max = mx / most if most else 0
+        return calls * (min(per_call_max, tokens / n) if n else 0.5 * per_call_max)
 
     def expected_output_tokens(self) -> float:
         """The run's own mean so far (reasoning included); else the suite's typical answer plus half the
@@ -50,21 +65,55 @@ class Plan:
         return 0.5 * self.max_output_tokens
 
 
-def _finished(run_dir: Path | None) -> tuple[set[str], dict[str, list[int]]]:
-    """Identities with a successful row, and per model [output tokens, rows] of those rows."""
-    done: set[str] = set()
-    seen: dict[str, list[int]] = {}
+def _finished(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
+    """Identities with a successful row (where it is), and per model and pass [output tokens, rows]."""
+    done: dict[str, tuple[Path, int]] = {}
+    seen: dict[str, dict[str, list[int]]] = {}
     if run_dir is None:
         return done, seen
-    for _, r in (row for f in results_files(run_dir) for row in scan(f)):  # `--join` workers' files too
-        if r.get("error") is None:
-            done.add(row_identity(r["model"], r["item"], r["sample"], r["pass"]))
+    for path in results_files(run_dir):  # `--join` workers' files too
+        for off, r in scan(path):
+            if r.get("error") is not None:
+                continue
+            done[row_identity(r["model"], r["item"], r["sample"], r["pass"])] = (path, off)
             out = (r.get("usage") or {}).get("output_tokens")
-            if out is not None and r["pass"] == "answer":
-                s = seen.setdefault(r["model"], [0, 0])
+            if out is not None:
+                s = seen.setdefault(r["model"], {}).setdefault(r["pass"], [0, 0])
                 s[0] += out
                 s[1] += 1
     return done, seen
+
+
+FOLLOW_DEPTH = 4
+"""Passes after the answer a chain may have (answer -> critique -> judge of the critique...)."""
+
+
+def _as_answered(req: Request, text: str) -> Row:
+    """The row a follow-up is formed from, as if `req` was answered with `text`."""
+    return {"model": req.model, "item": req.item, "sample": req.sample, "pass": req.pass_, "text": text,
+            "error": None, "error_kind": None, "usage": {}, "cached": False}
+
+
+def follow_ups(suite: Any, spec: Any, req: Request) -> tuple[list[Request], list[Request]]:
+    """The follow-up requests one sample of `req` leads to: (when each answer reads as the simulated
+    model's right answer would, when each answer is unreadable): the typical chain and the longest."""
+    if suite.follow_up is _no_follow_up:
+        return [], []
+    out = []
+    for kind in ("correct", None):
+        chain: list[Request] = []
+        todo = [req]
+        for _ in range(FOLLOW_DEPTH):
+            nxt = []
+            for r in todo:
+                text = ((r.sim or {}).get("correct") or "") if kind else ""
+                nxt.extend(suite.follow_up(r, _as_answered(r, text), spec))
+            chain.extend(nxt)
+            todo = nxt
+            if not todo:
+                break
+        out.append(chain)
+    return out[0], out[1]
 
 
 def remaining(
@@ -72,6 +121,7 @@ def remaining(
     models: dict[str, ModelEntry],
     in_cache: Callable[[str], bool],
     known: Container[str] | None = None,
+    follow: bool = True,
 ) -> list[Plan]:
     """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits.
     `known`: the one plan's finished identities, already read (runner.resume): its files are not read
@@ -84,14 +134,18 @@ def remaining(
         if suite.check is not None:
             suite.check(p.spec)
         done: Container[str]
+        seen: dict[str, dict[str, list[int]]]
         done, seen = (known, {}) if known is not None else _finished(p.out)
         if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
             name = f"{name} ({p.out.name})"
         todo = {
-            m: Plan(name, m, out_tokens_seen=seen.get(m, [0, 0]), answer_tokens=suite.answer_tokens,
-                    reasoning_tokens=models[m].shape.extra if models[m].shape is not None else 0)
+            m: Plan(name, m, out_tokens_seen=seen.get(m, {}).get("answer", [0, 0]),
+                    answer_tokens=suite.answer_tokens,
+                    reasoning_tokens=models[m].shape.extra if models[m].shape is not None else 0,
+                    follow_seen={k: v for k, v in seen.get(m, {}).items() if k != "answer"})
             for m in dict.fromkeys(p.models)
         }
+        count_follow = follow and known is None
         for r in suite.build(p.spec):
             mx = r.decoding.max_tokens or DEFAULT_MAX_TOKENS
             tin = estimate_tokens(r) - mx
@@ -111,5 +165,72 @@ def remaining(
                 plan.input_tokens += tin * n
                 shape = m.shape
                 plan.max_output_tokens += (shape.limit(mx) if shape is not None else mx) * n
+            if count_follow:
+                _count_follow_ups(suite, p.spec, r, samples, todo, models, done)
         out.extend(todo.values())
     return out
+
+
+def _count_follow_ups(suite: Any, spec: Any, r: Request, samples: range, todo: dict[str, Plan],
+                      models: dict[str, ModelEntry], done: Any) -> None:
+    """Every follow-up pass still to make for `r`'s samples, per model: the dry run's plan counts every
+    pass, not the first alone (a critique run is twice the calls). A sample whose answer is in is
+    followed up as the run will, from its real row; one still to answer, from the typical and the
+    longest chains (`follow_ups`)."""
+    typical, longest = follow_ups(suite, spec, r)
+    if not typical and not longest:
+        return
+    unknown = _tally(typical, longest)
+    for model, plan in todo.items():
+        for s in samples:
+            loc = done.get(row_identity(model, r.item, s, r.pass_))
+            if loc is None:
+                _add(plan, model, models, unknown, s, done)
+            else:
+                real = _real_follow_ups(suite, spec, r.model_copy(update={"model": model, "sample": s}),
+                                        read_at(*loc), model, done)
+                _add(plan, model, models, real, s, done)
+
+
+def _tally(typical: list[Request], longest: list[Request]) -> dict[str, tuple[Request, int, int]]:
+    """Per pass: (a request to price it by, calls expected, calls at most) of one sample's chains."""
+    out: dict[str, tuple[Request, int, int]] = {}
+    for f in longest + typical:
+        if f.pass_ not in out:
+            exp = sum(g.pass_ == f.pass_ for g in typical)
+            most = max(exp, sum(g.pass_ == f.pass_ for g in longest))
+            out[f.pass_] = (f, exp, most)
+    return out
+
+
+def _real_follow_ups(suite: Any, spec: Any, req: Request, row: Row, model: str, done: Any,
+                     depth: int = 0) -> dict[str, tuple[Request, int, int]]:
+    """The follow-ups still to make after a real row: each one certain, then its own chains."""
+    out: dict[str, tuple[Request, int, int]] = {}
+    if depth >= FOLLOW_DEPTH:
+        return out
+    for f in suite.follow_up(req, row, spec):
+        loc = done.get(row_identity(model, f.item, f.sample, f.pass_))
+        more = (_real_follow_ups(suite, spec, f, read_at(*loc), model, done, depth + 1) if loc is not None
+                else {f.pass_: (f, 1, 1), **_tally(*follow_ups(suite, spec, f))})
+        for p, (g, e, m) in more.items():
+            old = out.get(p)
+            out[p] = (g, e, m) if old is None else (old[0], old[1] + e, old[2] + m)
+    return out
+
+
+def _add(plan: Plan, model: str, models: dict[str, ModelEntry], passes: dict[str, tuple[Request, int, int]],
+         sample: int, done: Any) -> None:
+    for pass_, (f, exp, most) in passes.items():
+        if done.get(row_identity(model, f.item, sample, pass_)) is not None:
+            continue
+        via = f.via if f.via in models else None
+        if via:
+            plan.follow_via[pass_] = via
+        shape = models[via or model].shape
+        fmx = f.decoding.max_tokens or DEFAULT_MAX_TOKENS
+        acc = plan.follow.setdefault(pass_, [0, 0, 0, 0])
+        acc[0] += exp
+        acc[1] += most
+        acc[2] += (estimate_tokens(f) - fmx) * most
+        acc[3] += (shape.limit(fmx) if shape is not None else fmx) * most
