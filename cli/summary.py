@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from cli.live import abbreviate, fmt_cost
 from runner.results import read_manifest
 
@@ -124,9 +126,27 @@ def closing(
         f"{'total':<{name_w}} {total.ok:>8,} {sum(errs.values()) or '-':<{kind_w}} {total.skipped or '-':>8} "
         f"{_money(total.cost, total.cost_known):>9}"
     )
+    lines += _unreadable(run_dirs, width)
     lines += _next(t, command, width)
     lines += _where(run_dirs, report, tables_shown, width)
     return lines
+
+
+def _unreadable(run_dirs: list[Path], width: int) -> list[str]:
+    """Models most of whose answers no extraction rule could read (scores.json `unreadable_models`):
+    their scores are the rules' failure as much as the model's."""
+    found = []
+    for d in run_dirs:
+        try:
+            got = orjson.loads((d / "scores.json").read_bytes()).get("unreadable_models") or {}
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            continue
+        found += [f"{m} {share:.0%}" + (f" ({d.name})" if len(run_dirs) > 1 else "") for m, share in got.items()]
+    if not found:
+        return []
+    who = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+    return _wrap([f"• answers no rule could read: {who}; they score as wrong: check the prompt and the "
+                  "extraction (scored.jsonl) before reading these scores"], width)
 
 
 def _next(t: dict[str, Tally], command: str, width: int) -> list[str]:

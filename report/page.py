@@ -48,6 +48,18 @@ def _below(v: SuiteView, rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _unreadable(v: SuiteView) -> str:
+    """Models most of whose answers no extraction rule read (scores.json `unreadable` over UNREADABLE)."""
+    from runner.score import UNREADABLE
+
+    low = [f"{e.info.display_name} ({e.scores['unreadable']:.0%})" for e in v.entries
+           if isinstance(e.scores.get("unreadable"), int | float) and e.scores["unreadable"] > UNREADABLE]
+    if not low:
+        return ""
+    return ("<p class='warn'>⚠ Answers no rule could read: " + esc("; ".join(low)) + ". They score as wrong: "
+            "check the prompt and the extraction (scored.jsonl) before reading these scores.</p>")
+
+
 def headline(v: SuiteView) -> str:
     """One suite's leaderboard: rank, score with its 95% CI, n, coverage, cost, and the groups."""
     scale = 100.0 if is_fraction(v) else 1.0
@@ -86,6 +98,7 @@ def headline(v: SuiteView) -> str:
         )
     )
     out.append(_below(v, rows))
+    out.append(_unreadable(v))
     out.append(_deviations(v, own))
     return "\n".join(out)
 

@@ -31,6 +31,9 @@ from runner.results import RESULTS, final_rows
 from suites.base import RunSpec, Sink, Suite, SuiteError, Table, get_suite
 
 COVERAGE_KEYS = ("n_planned", "n_scored", "n_errors", "coverage")
+UNREADABLE = 0.2
+"""A model whose answered calls no extraction rule could read above this share is named (scores.json
+`unreadable_models`, the last screen): its score says more about the prompt or the rules than the model."""
 JUDGE_PASSES = ("judge", "critique-judge")
 """Extraction passes: when one failed, its sample was never read (not scored)."""
 
@@ -145,11 +148,20 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
     out, tmp = run_dir / "scored.jsonl", run_dir / "scored.jsonl.tmp"
     opt = orjson.OPT_SERIALIZE_NUMPY
     try:
+        read: dict[str, list[int]] = {}  # model -> [answers no rule read, answers with an extraction]
+
+        def write(row: Row) -> None:
+            if "extracted" in row and not row.get("error"):
+                c = read.setdefault(row["model"], [0, 0])
+                c[0] += row["extracted"] is None
+                c[1] += 1
+            f.write(orjson.dumps(row, option=opt) + b"\n")
+
         with tmp.open("wb", buffering=1 << 20) as f:
-            sink = Sink(lambda row: f.write(orjson.dumps(row, option=opt) + b"\n"))
+            sink = Sink(write)
             report = suite.score(cov.watch(well_typed(final_rows(run_dir / RESULTS))), spec, run_dir, sink)
             for row in report.scored if sink.n == 0 else ():  # a scorer that returned its rows instead
-                f.write(orjson.dumps(row, option=opt) + b"\n")
+                write(row)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
@@ -164,8 +176,13 @@ def score_run(run_dir: Path, *, quiet: bool = False) -> dict[str, Any]:
         s.update(cov.fields(m, planned))
         if m in cov.cache:  # the providers' prompt caches: share of input read, writes, USD saved
             s["prompt_cache"] = cov.cache[m].fields()
+        if m in read and read[m][1]:
+            s.setdefault("unreadable", read[m][0] / read[m][1])
     _model_deviations(report, run_dir)
     scores = {"suite": spec.suite, "headline": suite.headline, "models": report.models, **report.extra}
+    unread = {m: s["unreadable"] for m, s in report.models.items() if (s.get("unreadable") or 0) > UNREADABLE}
+    if unread:
+        scores["unreadable_models"] = unread
     scores["tables"] = [  # the report shows them in the suite's section
         {"title": t.title, "columns": t.columns, "rows": t.rows, "note": t.note} for t in report.tables
     ]
