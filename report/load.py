@@ -94,10 +94,17 @@ def suite_label(suite: str) -> str:
     return f"{key}:{Path(rest).name}" if sep else suite
 
 
-def experiment_key(suite: str, spec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The settings that make two runs comparable (everything in the manifest's spec but the models)."""
+def experiment_key(
+    suite: str, spec: dict[str, Any], identity: dict[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The settings that make two runs comparable (everything in the manifest's spec but the models),
+    and the content of their data (the manifest's `data_identity`): two runs of one file path edited
+    in between (30 items, then 31) are two experiments, never one leaderboard."""
     settings = {k: spec.get(k) for k in ("options", "samples", "temperature", "limit")}
     settings["options"] = {k: v for k, v in (settings["options"] or {}).items() if v is not None}
+    data = sorted(str(v).split(":")[-1][:8] for v in (identity or {}).values() if v)
+    if data:
+        settings["data"] = "+".join(data)
     return orjson.dumps({"suite": suite, **settings}, option=orjson.OPT_SORT_KEYS).decode(), settings
 
 
@@ -307,7 +314,7 @@ def load_run(run_dir: Path, table: list[ModelInfo] | None = None) -> Loaded:
     costs = run_costs(run_dir / "results.jsonl")
     metric = scores.get("headline") or headline_of(suite)
     spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
-    experiment, settings = experiment_key(suite, spec)
+    experiment, settings = experiment_key(suite, spec, manifest.get("data_identity"))
     notes: list[str] = []
     entries = []
     order = list(manifest.get("models") or [])

@@ -170,7 +170,7 @@ def _labels(entries: list[Entry]) -> dict[str, str]:
         flat = {
             k: {
                 **exps[k][1].get("options", {}),
-                **{f: exps[k][1].get(f) for f in ("samples", "temperature", "limit")},
+                **{f: exps[k][1].get(f) for f in ("samples", "temperature", "limit", "data")},
             }
             for k in keys
         }
