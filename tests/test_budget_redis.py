@@ -115,7 +115,8 @@ async def test_leases_do_not_leak_after_a_fallback_in_which_redis_kept_its_state
     """A holds all 4 of the key's leases when Redis freezes (SIGSTOP: its state kept) long enough for A to
     fall back; its calls end while it paces locally; Redis thaws and A returns to it. A's 4 leases must
     not stay held in Redis under A's live heartbeat (they did: 24 and 14 of 64 in two runs, for 24 h):
-    B, on the same key, then gets its share of them at once (2 of 4 beside A, alive; a leak left it none)."""
+    B, on the same key, then gets them at once (all 4: A, alive but idle, lends its share; a leak left
+    B none)."""
     import os
     import signal
 
@@ -145,10 +146,10 @@ async def test_leases_do_not_leak_after_a_fallback_in_which_redis_kept_its_state
     done_b, got_b = asyncio.Event(), []
     calls_b = [asyncio.create_task(_hold(b, got_b, done_b)) for _ in range(4)]
     t0 = time.monotonic()
-    while len(got_b) < 2 and time.monotonic() - t0 < 20:  # a leak holds them for 24 h
+    while len(got_b) < 4 and time.monotonic() - t0 < 20:  # a leak holds them for 24 h
         await asyncio.sleep(0.02)
-    assert len(got_b) == 2 == b._fair(), await _held(b.client, b)
-    assert await _held(b.client, b) == {b.proc: 2}
+    assert len(got_b) == 4 == b._fair(), await _held(b.client, b)
+    assert await _held(b.client, b) == {b.proc: 4}
     done_b.set()
     await asyncio.gather(*calls_b)
     for x in (a, b):
@@ -246,3 +247,42 @@ async def test_a_closed_budget_calls_redis_no_more_even_if_a_cancellation_of_its
     until.set()
     await call
     await b.client.aclose()
+
+
+async def test_an_idle_process_lends_its_share_and_takes_it_back_with_work(redis_server: RedisServer):
+    """#40: one busy process beside 7 idle ones on a key capped at 8 held 1 lease (8 / 8 processes
+    heartbeating): it made 4.7 calls/s where alone it makes 36.6. The share is now over the processes
+    with calls running or waiting: the busy one holds all 8; when a second gets work, each holds 4."""
+    from runner.budgets.redis_call import connect
+
+    procs = [RedisBudget(connect(redis_server.url), lane_id("u", "lend"), f"p{i}", 60_000, None, 8, 5.0,
+                         local_factory=LocalBudget) for i in range(8)]
+    for p in procs[1:]:  # idle, but alive: each says it is there (a heartbeat with nothing to do)
+        async with p._call.lock:
+            await p._eval(0)
+    done, got = asyncio.Event(), []
+    busy = [asyncio.create_task(_hold(procs[0], got, done)) for _ in range(8)]
+    t0 = time.monotonic()
+    while len(got) < 8 and time.monotonic() - t0 < 10:
+        await asyncio.sleep(0.02)
+    assert len(got) == 8 and procs[0].n_procs == 8, await _held(procs[0].client, procs[0])  # (1 before)
+    done2, got2 = asyncio.Event(), []
+    second = [asyncio.create_task(_hold(procs[1], got2, done2)) for _ in range(8)]
+    await asyncio.sleep(0.5)
+    assert got2 == [] and procs[1]._fair() == 4  # it has work now: its share, once leases free
+    done.set()  # the first's calls end; it keeps going with new ones, at its new share
+    await asyncio.gather(*busy)
+    done = asyncio.Event()
+    got.clear()
+    busy = [asyncio.create_task(_hold(procs[0], got, done)) for _ in range(8)]
+    t0 = time.monotonic()
+    while (len(got2) < 4 or len(got) < 4) and time.monotonic() - t0 < 10:
+        await asyncio.sleep(0.02)
+    assert len(got2) == 4 and len(got) == 4, (await _held(procs[0].client, procs[0]))
+    done.set()
+    done2.set()
+    await asyncio.gather(*busy, *second)
+    for p in procs:
+        await p.aclose()
+    for p in procs:
+        await p.client.aclose()

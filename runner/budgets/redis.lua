@@ -19,6 +19,10 @@ local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
+-- the processes with calls running or waiting: the key's leases are shared among them, an idle
+-- process's share lent to the busy ones until it has work again
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if ttl > 0 and ARGV[20] == '1' then redis.call('ZADD', KEYS[4], now + ttl, proc) else redis.call('ZREM', KEYS[4], proc) end
 local held = redis.call('HGETALL', KEYS[3])
 local others = 0
 for i = 1, #held, 2 do
@@ -77,7 +81,7 @@ if n > 0 then
   if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], 86400000) end
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
         tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born,
-        tostring(now - outage)}
+        tostring(now - outage), redis.call('ZCARD', KEYS[4])}

@@ -52,7 +52,8 @@ SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at 
 AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
-RETRY_S = 0.02  # the key's concurrency is taken: ask again this often
+RETRY_S = 0.02  # the key's concurrency is taken: ask again this often, doubling while it stays taken
+RETRY_MAX_S = 0.25  # ... up to this
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -101,6 +102,8 @@ class RedisBudget:
         self.rpm: float | None = None
         self.tpm: float | None = None
         self.n_procs = 1
+        self.n_active = 1
+        self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
         self.margin = 0.0  # the Lane widens a local budget's window on persistent 429s; slots here use SAFETY
         self.late = 0
         self.admitted = 0
@@ -274,6 +277,7 @@ class RedisBudget:
                 self._bound -= 1
                 self._idle_since = time.monotonic()
                 if self._again or self._new:
+                    self._freed.set()
                     self._kick()
         elif task in self._flying:  # a call the fallback admitted, registered as a lease on return
             self._flying.discard(task)
@@ -304,6 +308,7 @@ class RedisBudget:
             factor=factor,
             born=self._born,
             recent_us=int((fallback.RECOVER_S + fallback.GRACE_S + 2.0) * 1e6),
+            demand=bool(self._bound or self._used or self._again or self._new or slots.get("n_new")),
             **slots,
         )
         news = self._outage_at is None or r.outage_at > self._outage_at + 1e-3 or r.born != self._born
@@ -320,6 +325,7 @@ class RedisBudget:
         # does not drop while they may still be coming.
         soon = time.monotonic() < self._grace_until + self.lease_ms / 1000
         self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
+        self.n_active = max(1, r.n_active)
         self._answered = self._answered or time.monotonic()
         return r
 
@@ -342,6 +348,7 @@ class RedisBudget:
 
     async def _sync(self) -> None:
         """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
+        misses = 0
         try:
             while self._local is None and not self.closed:  # (a cancellation can be lost in redis-py)
                 self._prune()
@@ -361,8 +368,17 @@ class RedisBudget:
                 if ahead > lead:
                     await asyncio.sleep(ahead - lead)
                     continue
-                if not await self._grant():
-                    await asyncio.sleep(RETRY_S)
+                if await self._grant():
+                    misses = 0
+                else:  # the key's leases are taken: ask again, less often the longer that lasts (a
+                    # process beyond the cap no longer polls Redis every RETRY_S), at once when one of
+                    # ours frees
+                    misses += 1
+                    self._freed.clear()
+                    try:
+                        await asyncio.wait_for(self._freed.wait(), min(RETRY_MAX_S, RETRY_S * 2 ** (misses - 1)))
+                    except TimeoutError:
+                        pass
         except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
             self._fall_back(e)
 
@@ -405,7 +421,10 @@ class RedisBudget:
             return len(got) == len(new)
 
     def _fair(self) -> int:
-        return max(1, math.ceil(self.max_concurrency / max(1, self.n_procs)))
+        """This process's share of the key's leases: among the processes with calls running or waiting
+        (an idle one's share is lent, and comes back when it has work: the others hand leases back
+        above their new share as their calls end)."""
+        return max(1, math.ceil(self.max_concurrency / max(1, self.n_active)))
 
     def _wake(self) -> None:
         free = (1 if self.probing else self.max_concurrency) - self._used

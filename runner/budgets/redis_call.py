@@ -38,6 +38,7 @@ class Reply:
     paused_until: float  # the key's pause ends (monotonic seconds; 0: none)
     factor: float
     n_procs: int
+    n_active: int  # processes with calls running or waiting: the fair share's divisor
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
     outage_at: float  # when Redis last answered after an outage (server seconds): processes that met
     # it may pace locally until the first RECOVER_S boundary from then (redis_fallback)
@@ -48,7 +49,8 @@ class ScriptCall:
     """The script, its arguments in order, and the clock offset and round-trip time it measures."""
 
     def __init__(self, client: Any, ident: str, proc: str) -> None:
-        self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held"]
+        self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held",
+                     f"evalsweep:{{{ident}}}:active"]
         self.proc = proc
         self._script = client.register_script(LUA)
         self.lock = asyncio.Lock()
@@ -77,13 +79,14 @@ class ScriptCall:
         born: bytes | None = None,
         recent_us: int = 0,
         charge: int = 0,
+        demand: bool = True,
     ) -> Reply:
         """`recent_us`: a Redis up for less than this when it finds no state for the key marks an
         outage at its start (processes that met its restart may pace locally until they return);
         `charge`: requests this process sent locally in the last second, back from a fallback."""
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
                 T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
-                recent_us, charge]
+                recent_us, charge, "1" if demand else "0"]
         t0 = time.monotonic()
         res = await self._script(keys=self.keys, args=args)
         t1 = time.monotonic()
@@ -110,6 +113,7 @@ class ScriptCall:
             paused_until=now_s - self.offset + pause if (pause := float(res[3]) / 1e6) > 0 else 0.0,
             factor=float(res[4]),
             n_procs=int(res[5]),
+            n_active=int(res[11]),
             born=res[9],
             outage_at=now_s - float(res[10]) / 1e6,
             now_s=now_s,
