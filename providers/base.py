@@ -46,6 +46,8 @@ class ProviderError(Exception):
         self.body: str | None = None
         """A refused request's whole answer (400/422, a server's validation error), for
         providers.refusals to read what the model refuses: the message keeps only its start."""
+        self.request: bytes | None = None
+        """The refused request's body as sent (no secrets: keys go in headers), read against the answer."""
 
     @property
     def kind(self) -> str:

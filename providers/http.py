@@ -96,7 +96,9 @@ async def exchange(
             raw = await resp.read()
             limits = parse_limits(resp.headers)
             if resp.status != 200:
-                raise refusal(resp, raw, headers, limits)
+                err = refusal(resp, raw, headers, limits)
+                err.request = data
+                raise err
             return raw, limits
     except ProviderError:
         raise

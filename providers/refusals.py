@@ -6,8 +6,11 @@ Every month brings models that no map knows; their first refusal names what they
 `invalid_request_error` messages naming fields, Gemini's OpenAI-compatible endpoint, xAI, DeepSeek,
 vLLM/SGLang's validation errors, llama.cpp, litellm's `UnsupportedParamsError`. `read` turns such an
 answer into `Refusal`s; `adapt` turns the refusals into the model's next request shape. Only the
-provider's own words drive a change: an answer none of the patterns below reads is no refusal, and the
-call stays an error row. Pure functions: no I/O, no state (runner.calls.learned keeps what was learned).
+provider's own words drive a change. Given the refused request, `read` reads the words against it
+(providers.refusal_fields: any field the request carried, named in any wording, and what the words say
+of its value); the phrasings below are read first where they match, for the pairs and lists they
+know, and alone when no request is given. An answer nothing reads is no refusal: the call stays an
+error row. Pure functions: no I/O, no state (runner.calls.learned keeps what was learned).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from providers import refusal_fields as rf
 from providers.capabilities import SAMPLING, Profile
 from providers.shape import Shape, shape_for
 
@@ -25,8 +29,8 @@ EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """reasoning effort levels, least to most (openai-openapi `ReasoningEffort`)."""
 FIXED = frozenset({"model", "messages", "input", "system", "stream"})
 """Fields a request cannot go without: a refusal naming one is not ours to adapt to."""
-LIMITS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
-"""A suite's answer budget: renamed where the provider says so, never dropped."""
+LIMITS = frozenset(rf.LIMIT_NAMES)
+"""A suite's answer budget: renamed or clamped where the provider says so, never dropped."""
 
 
 @dataclass(frozen=True)
@@ -34,21 +38,28 @@ class Refusal:
     field: str
     """The request field as we send it (`reasoning_effort`, `reasoning.effort`, `top_p`, `n`...)."""
     action: str
-    """drop | rename (to `to`) | value (the nearest of `values`; none named: drop) | split (n=1 calls)."""
+    """drop | rename (to `to`) | value (the nearest of `values`; none named: drop) | split (n=1 calls)
+    | clamp (to `bound`, the provider's stated limit)."""
     to: str | None = None
     values: tuple[str, ...] = ()
     refused: str | None = None
     words: str = ""
     """The provider's message, for the log and the record."""
+    bound: float | None = None
 
     def record(self) -> dict[str, Any]:
-        return {"field": self.field, "action": self.action, "to": self.to, "values": list(self.values),
-                "refused": self.refused, "words": self.words}
+        out = {"field": self.field, "action": self.action, "to": self.to, "values": list(self.values),
+               "refused": self.refused, "words": self.words}
+        if self.bound is not None:
+            out["bound"] = self.bound
+        return out
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> Refusal:
-        return cls(str(d["field"]), str(d["action"]), d.get("to"), tuple(d.get("values") or ()),
-                   d.get("refused"), str(d.get("words") or ""))
+        bound = d.get("bound")
+        return cls(str(d["field"]), str(d["action"]), d.get("to"), tuple(str(v) for v in d.get("values") or ()),
+                   d.get("refused"), str(d.get("words") or ""),
+                   float(bound) if isinstance(bound, int | float) and not isinstance(bound, bool) else None)
 
 
 def _snake(name: str) -> str:
@@ -121,13 +132,69 @@ def _value_refusal(field: str, msg: str, refused: str | None, words: str) -> Ref
     return Refusal(field, "value", values=values, refused=refused, words=words)
 
 
-def read(status: int | None, body: str | None) -> list[Refusal]:
-    """The refusals an error answer names; [] for anything else (it stays an error row)."""
+def read(status: int | None, body: str | None, request: dict[str, Any] | None = None) -> list[Refusal]:
+    """The refusals an error answer names; [] for anything else (it stays an error row). `request`:
+    the refused request's body, read against the words."""
     if not body or (status is not None and status not in (400, 422) and status < 500):
         return []
     msg, param, code = _parts(body)
-    out = _read(msg, param, code)
-    return [r for r in out if r.field not in FIXED and (r.field not in LIMITS or r.action == "rename")]
+    out = _usable(_read(msg, param, code))
+    if request and (not out or all(r.field not in set(rf.fields_of(request)) | {"n"} for r in out)):
+        out = _usable(against(msg, _doc(body), request)) or out
+    return out
+
+
+def _usable(out: list[Refusal]) -> list[Refusal]:
+    """Nothing essential is ever dropped, and an answer budget is renamed or clamped, never dropped."""
+    return [r for r in out if r.field.split(".", 1)[0] not in FIXED
+            and (r.field not in LIMITS or r.action in ("rename", "clamp"))]
+
+
+def _doc(body: str) -> Any:
+    text = body.strip()
+    if text.startswith("HTTP ") and ": " in text:
+        text = text.split(": ", 1)[1]
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def against(msg: str, doc: Any, request: dict[str, Any]) -> list[Refusal]:
+    """The refusals the words make of the fields the request carried (providers.refusal_fields): the
+    surest suspects, each with what the words say of its value."""
+    found = rf.suspects(msg, doc, request)
+    if not found:
+        return []
+    best = [f for f in found if f.how == found[0].how]
+    words = " ".join(msg.split())[:300]
+    sent = list(rf.fields_of(request))
+    return [_refusal(f.field, msg, request, sent, words) for f in best]
+
+
+def _refusal(field: str, msg: str, request: dict[str, Any], sent: list[str], words: str) -> Refusal:
+    """What to do about one suspect field, from what the words say of it."""
+    if field == "n":
+        return Refusal("n", "split", words=words)
+    value = rf.value_of(request, field)
+    lo, hi = rf.bounds(msg)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if field in LIMITS:
+        if hi is not None and (not number or value > hi):
+            return Refusal(field, "clamp", refused=str(value), bound=hi, words=words)
+        to = rf.replacement(msg, field, sent)
+        to = to if to in LIMITS else rf.COUNTERPART.get(field, "max_tokens")
+        return Refusal(field, "rename", to=to, words=words)
+    values = tuple(v for v in rf.listed(msg) if v != str(value) and rf._norm(v) != rf._norm(field))
+    if values:
+        return Refusal(field, "value", values=values, refused=None if value is None else str(value), words=words)
+    if number and (hi is not None and value > hi or lo is not None and value < lo):
+        return Refusal(field, "clamp", refused=str(value), bound=hi if hi is not None and value > hi else lo,
+                       words=words)
+    to = rf.replacement(msg, field, sent)
+    if to is not None and to in request.get("extra_body", {}) | request:  # (a field we send under another name)
+        return Refusal(field, "rename", to=to, words=words)
+    return Refusal(field, "drop", refused=None if value is None else str(value), words=words)
 
 
 def _read(msg: str, param: str | None, code: str | None) -> list[Refusal]:
@@ -201,6 +268,8 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
     shape, params = base_shape(sent.shape, profile), dict(sent.params)
     if r.action == "split":
         return None if sent.split_n else (replace(sent, split_n=True), "n > 1 sent as separate calls")
+    if r.action == "clamp":
+        return _clamp(sent, base_shape(sent.shape, profile), r)
     if shape is None:  # sim, replay: no request shape
         return None
     fields = dict(shape.fields)
@@ -237,6 +306,39 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
     if (params, fields, drop) == before:
         return None
     return _out(sent, replace(shape, fields=fields, drop=drop), params, f"{f} not sent (its provider's default)")
+
+
+def _clamp(sent: Sent, shape: Shape | None, r: Refusal) -> tuple[Sent, str] | None:
+    """A value past the provider's stated limit: the limit instead. A token limit is capped (answers
+    longer than it are cut: recorded, it may fall below the protocol's budget); a field the config or
+    the profile sets takes the bound; any other (the suite's sampling) is not sent."""
+    if r.bound is None:
+        return None
+    params = dict(sent.params)
+    bound: int | float = int(r.bound) if float(r.bound).is_integer() else r.bound
+    if r.field in params:
+        if params[r.field] == bound:
+            return None
+        params[r.field] = bound
+        return _out(sent, shape, params, f"{r.field} {bound} (the provider's limit) instead of {r.refused}") \
+            if shape is not None else (replace(sent, params=params), f"{r.field} {bound} instead of {r.refused}")
+    if shape is None:
+        return None
+    if r.field in LIMITS:
+        cap = int(r.bound)
+        if shape.cap is not None and shape.cap <= cap:
+            return None
+        return _out(sent, replace(shape, cap=cap), params,
+                    f"{r.field} at most {cap:,} (the provider's maximum; longer answers are cut)")
+    fields = dict(shape.fields)
+    top = r.field.split(".", 1)[0]
+    if top in fields:
+        cur = rf.value_of(fields, r.field)
+        if cur == bound:
+            return None
+        _set(fields, r.field, bound)
+        return _out(sent, replace(shape, fields=fields), params, f"{r.field} {bound} instead of {cur}")
+    return adapt(sent, Refusal(r.field, "drop", refused=r.refused, words=r.words))
 
 
 def _set(d: dict[str, Any], f: str, value: Any) -> None:

@@ -127,7 +127,9 @@ async def post_sse(
         async with session.post(url, data=data, headers=headers, timeout=timeout) as resp:
             limits = parse_limits(resp.headers)
             if resp.status != 200:
-                raise refusal(resp, await resp.read(), headers, limits)
+                err = refusal(resp, await resp.read(), headers, limits)
+                err.request = data if isinstance(data, bytes) else None
+                raise err
             if resp.content_type != "text/event-stream":
                 return await resp.read(), limits
             if (begun := BEGUN.get()) is not None:  # the answer began: the prompt cache it wrote is readable

@@ -147,7 +147,7 @@ def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> b
     nobody can read, or the same refusal after adapting)."""
     if m.profile is None:
         return False
-    refusals = read(err.status, err.body)
+    refusals = read(err.status, err.body, _sent(err))
     if not refusals:
         return False
     mem = _of(m)
@@ -181,6 +181,15 @@ def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> b
                     c["refusal"]["words"][:200], c["said"])
     _save(m, mem)
     return True
+
+
+def _sent(err: ProviderError) -> dict[str, Any] | None:
+    """The refused request's body (a dict), where the provider kept it."""
+    try:
+        doc = orjson.loads(err.request) if err.request else None
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def _save(m: ModelEntry, mem: Learned) -> None:
