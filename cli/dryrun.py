@@ -15,9 +15,13 @@ from typing import Any
 
 from cache.disk import probe
 from runner.config import Config
+from runner.forecast import Forecast, wall
 from runner.pool import build_models
 from runner.remaining import remaining
 from suites.base import get_suite
+
+FORECAST: list[Forecast] = []
+"""The last estimate's wall-time forecast (runner.forecast), for `dry_run` to print."""
 
 
 def estimate(
@@ -61,6 +65,10 @@ def estimate(
     preflight(models, keep_going)
     with probe(cache_dir) as in_cache:
         todo = remaining(plans, models, in_cache)
+    FORECAST.clear()
+    fc = wall(todo, models)
+    if fc is not None:
+        FORECAST.append(fc)
     rows = []
     for t in todo:
         m = models[t.model]
@@ -185,6 +193,10 @@ def dry_run(
     if any(d["mode"] == "batch" for d in rows):
         chosen = [d["batch_cost_usd_max"] if d["mode"] == "batch" else d["est_cost_usd_max"] for d in rows]
         print(total_line(f"total max with --batch {batch}", rows, chosen))
+    if FORECAST:
+        f = FORECAST[0]
+        rng = "" if f.most_s <= f.expected_s * 1.05 else f" to {fmt_duration(f.most_s)} if every call writes its limit"
+        print(f"forecast wall: ~{fmt_duration(f.expected_s)}{rng}; the slowest lane: {f.lane} (its {f.bound})")
     for c in ceilings:
         print(reach_line(c, rows))
     print(

@@ -46,6 +46,8 @@ class Plan:
     """A follow-up pass called on another model (a judge): priced at that model."""
     follow_seen: dict[str, list[int]] = field(default_factory=dict)
     """Per follow-up pass: [output tokens, successful rows] in the run directory."""
+    latency_seen: dict[str, list[float]] = field(default_factory=dict)
+    """Per pass: [seconds, successful rows] of this model's calls in the run directory (the wall forecast)."""
 
     def follow_expected_output_tokens(self, pass_: str) -> float:
         """A follow-up pass's expected output: its own mean so far, else half of its limit."""
@@ -66,9 +68,10 @@ class Plan:
 
 
 def _finished(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
-    """Identities with a successful row (where it is), and per model and pass [output tokens, rows]."""
+    """Identities with a successful row (where it is), and per model and pass [output tokens, rows]
+    (and under `latency:<pass>`, [seconds, rows] of the calls not served from the cache)."""
     done: dict[str, tuple[Path, int]] = {}
-    seen: dict[str, dict[str, list[int]]] = {}
+    seen: dict[str, dict[str, list[Any]]] = {}
     if run_dir is None:
         return done, seen
     for path in results_files(run_dir):  # `--join` workers' files too
@@ -80,6 +83,11 @@ def _finished(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], dict[s
             if out is not None:
                 s = seen.setdefault(r["model"], {}).setdefault(r["pass"], [0, 0])
                 s[0] += out
+                s[1] += 1
+            lat = r.get("latency_s")
+            if isinstance(lat, int | float) and lat > 0 and not r.get("cached"):
+                s = seen.setdefault(r["model"], {}).setdefault(f"latency:{r['pass']}", [0.0, 0])
+                s[0] += lat
                 s[1] += 1
     return done, seen
 
@@ -142,7 +150,9 @@ def remaining(
             m: Plan(name, m, out_tokens_seen=seen.get(m, {}).get("answer", [0, 0]),
                     answer_tokens=suite.answer_tokens,
                     reasoning_tokens=models[m].shape.extra if models[m].shape is not None else 0,
-                    follow_seen={k: v for k, v in seen.get(m, {}).items() if k != "answer"})
+                    follow_seen={k: v for k, v in seen.get(m, {}).items() if k != "answer" and ":" not in k},
+                    latency_seen={k.split(":", 1)[1]: v for k, v in seen.get(m, {}).items()
+                                  if k.startswith("latency:")})
             for m in dict.fromkeys(p.models)
         }
         count_follow = follow and known is None

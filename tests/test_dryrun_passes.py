@@ -63,3 +63,25 @@ def test_follow_ups_are_priced_at_the_model_they_call(tmp_path: Path):
     assert weak["follow_passes"]["judge"] == [0, 12] and "judge" not in weak0["follow_passes"]
     assert weak["est_cost_usd_max"] > weak0["est_cost_usd_max"]
     assert weak["follow_calls"] == weak0["follow_calls"] == 12
+
+
+def test_the_wall_forecast_uses_what_the_calls_took_so_far(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A key at 2 calls at once, calls of 0.3 s against the local mock: 10 done, 20 left -> the forecast
+    says ~3 s (20 x 0.3 / 2), bound by the lane's concurrency (the prior alone said ~10 s)."""
+    from cli.dryrun import FORECAST
+    from tests.helpers import run_args, write_config, write_dataset
+    from tests.mock_openai import MockServer
+
+    srv = MockServer(latency_s=0.3).start()
+    try:
+        data = write_dataset(tmp_path / "d.jsonl", 30)
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], extra_endpoint="max_concurrency = 2\n")
+        out = tmp_path / "run"
+        assert main(run_args(data, "ok-a", cfg, out, "--limit", "10", "--no-cache")) == 0
+        assert main([*run_args(data, "ok-a", cfg, out, "--no-cache"), "--dry-run"]) == 0
+        said = capsys.readouterr().out
+        f = FORECAST[0]
+        assert 2.0 <= f.expected_s <= 5.0 and f.bound == "concurrency", (f, said)
+        assert "forecast wall: ~" in said and "(its concurrency)" in said
+    finally:
+        srv.stop()
