@@ -53,7 +53,8 @@ def estimate(
     for p in plans:
         suite = get_suite(p.spec.suite)
         devs, per_model = protocol_deviations(suite, p.spec, models, list(p.models))
-        man = {"run_name": suite.run_name(p.spec), "protocol": {"deviations": devs + per_model},
+        man = {"run_name": suite.run_name(p.spec), "suite": p.spec.suite,
+               "protocol": {"deviations": devs + per_model},
                "model_deviations": per_model,
                "request_shaping": request_shaping(suite, p.spec, models, list(p.models))}
         said.append(of_manifest(man, p.out))

@@ -14,6 +14,7 @@ from core.term import plural
 from report.paper import paper_tables_html
 from report.rows import best_worst_rows, group_rows, leaderboard_rows, level_means, levels
 from report.tables import AXES, SuiteView, is_fraction
+from suites.base import has_paper
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}
@@ -357,8 +358,9 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
             img(images[f"factors_{v.slug}"], "factor correlation"),
             table([{"factor": a, **fc[a]} for a in fc], [("factor", "factor", None)] + [(b, b, num(2)) for b in fc]),
         ]
+    whose = "The paper's" if has_paper(v.suite) else "The suite's"  # (jsonl:, a user's suite: no paper)
     if v.figures:
-        out += ["<h3>The paper's figures, drawn for these runs</h3>", *(img(path, name) for name, path in v.figures)]
+        out += [f"<h3>{whose} figures, drawn for these runs</h3>", *(img(path, name) for name, path in v.figures)]
     if v.paper_tables:
-        out += ["<h3>The paper's tables</h3>", paper_tables_html(v.paper_tables)]
+        out += [f"<h3>{whose} tables</h3>", paper_tables_html(v.paper_tables)]
     return "\n".join(out)

@@ -14,6 +14,7 @@ from report.html import CSS, JS, esc, flag, img, pct, score_columns, suite_secti
 from report.rows import leaderboard_rows
 from report.samples import ViewData
 from report.tables import AXES, SuiteView, is_fraction
+from suites.base import protocol_of
 
 WHY_NO_COST = {
     "price_in": "no model has a known list price (set price_in in the config or pass --models-table)",
@@ -77,7 +78,7 @@ def headline(v: SuiteView) -> str:
         parts = [plural(len(own), "deviation") + " of the protocol"] if own else []
         parts += [f"request shaping for {plural(len(v.shaping), 'model')}"] if v.shaping else []
         out.append(
-            f"<p class='warn'>⚠ These numbers depart from the paper's protocol: {esc('; '.join(parts))} "
+            f"<p class='warn'>⚠ These numbers depart from {protocol_of(v.suite)}: {esc('; '.join(parts))} "
             f"(<a href='#dev-{esc(v.slug)}'>below the table</a>).</p>"
         )
     unit = " (%)" if scale == 100 else ""

@@ -73,7 +73,7 @@ def finish_manifest(
     if models is not None and record_learned(man, r.suite, r.spec, models, r.models):
         model_devs = man.get("model_deviations") or []  # changed by a refusal during the run: deviations too
         own = [d for d in man["protocol"]["deviations"] if d not in model_devs]
-        write_devs(r.run_dir, r.name, own, model_devs, man.get("request_shaping") or {})
+        write_devs(r.run_dir, r.name, own, model_devs, man.get("request_shaping") or {}, r.spec.suite)
     mine = {
         "status": status,
         "updated": now(),

@@ -125,7 +125,7 @@ def _prepare(
     deviations = own + manifest["model_deviations"]
     manifest["protocol"] = {"protocol": "custom" if deviations else "paper", "deviations": deviations}
     manifest["request_shaping"] = request_shaping(suite, plan.spec, models, all_models)
-    write_devs(out, run_name, own, manifest["model_deviations"], manifest["request_shaping"])
+    write_devs(out, run_name, own, manifest["model_deviations"], manifest["request_shaping"], plan.spec.suite)
     write_json(man_path, manifest)  # said before anything is sent (`execute`): no morning surprise
     results = out / (results_name() if plan.join else RESULTS)
     done = index(results)[0] if read else {}

@@ -225,6 +225,17 @@ def get_suite(name: str) -> Suite:
 SUITES = ("jeebench", "marvel", "m3gia", "vrb")
 
 
+def has_paper(suite: str) -> bool:
+    """A suite reproducing a paper's protocol (the built-ins); `jsonl:` and a user's suite have none,
+    and their departures are from their own protocol."""
+    return suite.split(":", 1)[0] in SUITES
+
+
+def protocol_of(suite: str) -> str:
+    """How the departures' heading names the protocol: the paper's, or the suite's own."""
+    return "the paper's protocol" if has_paper(suite) else "the suite's protocol"
+
+
 def judge_request(req: Request, row: Row, judge: str, instruction: str, sim: dict | None = None) -> Request:
     """An LLM-judge extraction pass over `row`'s answer: called on `judge`, recorded under `req.model`."""
     from core.types import user
