@@ -26,7 +26,8 @@ FIX_FIRST = {
     "reasoning_exhausted": "raise its reasoning budget (thinking_budget or reasoning_effort) in the config",
     "context_exceeded": "the prompt + answer budget exceed its context window: lower max_tokens or drop it",
     "fatal": "the provider refused the request as sent: see log.txt, fix the model's config",
-    "model_refused": "the provider refused the model (no such id, no access): fix its id or key",
+    "model_refused": "the provider refused the model (no such id, no access, or every request as sent: its "
+                     "words are in log.txt): fix its id, key or config",
     "key_refused": "the provider refused one of its keys: fix that key (see log.txt)",
 }
 """Error kinds a plain rerun repeats: the setting to change first."""

@@ -281,6 +281,14 @@ def resolve(cfg: Any, kind: str, base_url: str | None = None) -> Profile:
             "other": open_form}.get(fam)
     if not reasoning or (fam == "xai" and "grok-4" in b):  # grok-4 reasons but takes no effort
         form = None
+    if fam == "other" and open_reasons is None and cfg.reasoning is not False and (
+            cfg.reasoning_effort is not None or cfg.thinking_budget is not None):
+        # A model no map knows, given a reasoning setting: what the user asked for is sent, in the
+        # OpenAI convention (reasoning_effort; a budget as OpenRouter's reasoning.max_tokens) or as
+        # Anthropic's thinking; refused, it is learned and recorded like any other change (#36).
+        reasoning = True
+        src["reasoning"] = "config"
+        form = "thinking" if kind == "anthropic" else "effort" if cfg.reasoning_effort else "openrouter"
     effs = _efforts(fam, form, b, entry)
     if router and reasoning:
         form = "openrouter"

@@ -96,16 +96,17 @@ def test_calls_wait_for_the_first_answer_then_fan_out(tmp_path: Path, mock: Mock
 
 def test_a_probe_that_fails_for_its_own_reason_hands_on_its_turn(tmp_path: Path, mock: MockServer):
     """A 400 that does not refuse the model (an unrecognised field) is that call's error row; the next
-    call probes. Until one answers, the model's calls go one at a time."""
+    call probes. Until one answers, the model's calls go one at a time. The same unreadable words on a
+    second item stop the model (#36): its other calls are not sent."""
     mock.latency_s = 0.3  # answers take a while: calls that do not wait for one overlap
     cfg = write_config(tmp_path / "c.toml", mock.base_url, ["bad-400"], extra_endpoint=WIDE)
     data = write_dataset(tmp_path / "d.jsonl", 6)
     out = tmp_path / "run"
     assert main(run_args(data, "bad-400", cfg, out)) == 3
-    assert mock.per_model["bad-400"] == 6
-    assert [flying for _, flying in _arrivals(mock, "bad-400")] == [1] * 6
-    assert Counter(r["error_kind"] for r in rows(out)) == {"fatal": 6}
-    assert "refused_models" not in orjson.loads((out / "manifest.json").read_bytes())
+    assert mock.per_model["bad-400"] == 2
+    assert [flying for _, flying in _arrivals(mock, "bad-400")] == [1] * 2
+    assert Counter(r["error_kind"] for r in rows(out)) == {"fatal": 1, "model_refused": 5}
+    assert "bad-400" in orjson.loads((out / "manifest.json").read_bytes())["refused_models"]
 
 
 @pytest.mark.parametrize("before", ["cache", "resume"])

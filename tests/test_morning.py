@@ -38,10 +38,11 @@ def test_the_outcome_comes_last_and_says_what_to_do(tmp_path: Path, capsys: pyte
     assert last[0].startswith("evalsweep: complete_with_errors (exit 3)"), text
     assert len(last) <= 22 and all(len(ln) <= 80 for ln in last if not ln.startswith(("    evalsweep", "tables", "report"))), text
     rows = {ln.split()[0]: ln for ln in last if ln.split() and ln.split()[0] in ("ok-a", "always-500", "bad-400")}
-    assert "6 transient" in rows["always-500"] and "6 fatal" in rows["bad-400"], text
+    assert "6 transient" in rows["always-500"] and "5 model_refused, 1 fatal" in rows["bad-400"], text
     assert rows["ok-a"].split()[1] == "6", text
     # a refused request is fixed before a rerun, which would repeat it; the failed calls are retried by one
-    assert "6 fatal (bad-400): the provider refused the request as sent" in text and "a plain rerun repeats" in text
+    assert "1 fatal (bad-400): the provider refused the request as sent" in text and "a plain rerun repeats" in text
+    assert "5 model_refused (bad-400)" in text  # the same unreadable 400 on a second item stopped it (#36)
     i = last.index("next:")
     assert "rerun to retry the 6 failed calls" in text
     assert any(ln.strip().startswith("evalsweep run jsonl:") and str(tmp_path / "r") in ln for ln in last[i:]), text

@@ -50,9 +50,12 @@ def test_retry_and_no_retry_classes(tmp_path: Path, mock: MockServer):
     assert {r["attempts"] for r in by["timeout-once"]} == {2}
     assert {r["attempts"] for r in by["reset-once"]} == {2}
     assert {r["attempts"] for r in by["garbage-once"]} == {2}
-    for m in ("bad-400", "policy"):  # never retried: one request per item, an error row
-        assert mock.per_model[m] == 3
-        assert all(r["error"] and r["attempts"] == 1 and r["error_kind"] == "fatal" for r in by[m])
+    # never retried: one request per item, an error row; a content-policy refusal is the item's, so every
+    # item is sent; an unreadable 400 with the same words on a second item stops the model (#36)
+    assert mock.per_model["policy"] == 3
+    assert all(r["error"] and r["attempts"] == 1 and r["error_kind"] == "fatal" for r in by["policy"])
+    assert mock.per_model["bad-400"] == 2
+    assert sorted(r["error_kind"] for r in by["bad-400"]) == ["fatal", "model_refused", "model_refused"]
     # a 401 for the model refuses the model itself: its first call stops it (runner.calls.gate), the rest not sent
     assert mock.per_model["auth-401"] == 1
     assert sorted(r["attempts"] for r in by["auth-401"]) == [0, 0, 1]

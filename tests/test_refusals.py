@@ -359,12 +359,15 @@ def test_an_unrecognised_400_stays_an_error_row_and_the_same_refusal_after_adapt
     rows = _rows(out)
     assert len(rows) == 8 and all(r["error"] is not None for r in rows)
     odd = [r for r in rows if r["model"] == FUTURE_UNREADABLE]
-    assert all("The request could not be processed." in r["error"] and r["error_kind"] == "fatal" for r in odd)
+    # a 400 no rule reads, the same words on a second item: the model is stopped with the provider's words
+    # (#36: it used to be sent for every item until the circuit breaker opened)
+    assert all("The request could not be processed." in r["error"] for r in odd)
+    assert Counter(r["error_kind"] for r in odd) == {"fatal": 1, "model_refused": 3}
     # the same refusal after adapting: nothing can fix the model, which is stopped (runner.calls.gate), its
     # other calls error rows of that kind, never sent
     assert all(r["error_kind"] == "model_refused" for r in rows if r["model"] == FUTURE_STUBBORN)
     refused = Counter(m for m, _ in contract.refusals)
-    assert refused[FUTURE_UNREADABLE] == 4  # each call once: nothing was learned, nothing re-sent
+    assert refused[FUTURE_UNREADABLE] == 2  # two items with the same words: stopped, the rest never sent
     assert refused[FUTURE_STUBBORN] == 2  # top_p dropped once; refused again for it: stopped within 3 requests
     assert FUTURE_STUBBORN in orjson.loads((out / "manifest.json").read_bytes())["refused_models"]
     man = orjson.loads((out / "manifest.json").read_bytes())
@@ -381,3 +384,36 @@ def test_a_dropped_field_leaves_the_body_wherever_it_came_from() -> None:
     assert "reasoning_effort" not in got.params and "reasoning_effort" not in got.shape.fields
     assert said == "reasoning_effort not sent (its provider's default)"
     assert adapt(got, Refusal("reasoning_effort", "drop"), p) is None
+
+
+def test_a_refused_n_costs_at_most_two_requests_whatever_is_queued(
+    tmp_path: Path, contract: ContractServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#36: n refused on the first item; the other 29 items' calls, formed with n and queued behind the
+    first-call gate, are re-formed as single calls when they are sent, never sent as formed (30 refused
+    requests before)."""
+    for k in KEYS:
+        monkeypatch.setenv(k, "contract-test-key-0123456789")
+    out = tmp_path / "run"
+    code = main(run_args(_data(tmp_path / "a.jsonl", 0, 30), FUTURE_NO_N, _config(tmp_path, contract.port, 8), out,
+                         "--samples", "3", "--temperature", "0.7"))
+    assert code == 0
+    rows = _rows(out)
+    assert len(rows) == 90 and all(r["error"] is None for r in rows)
+    assert sum(1 for m, _ in contract.refusals if m == FUTURE_NO_N) <= 2, contract.refusals
+
+
+def test_a_configured_effort_on_a_model_no_map_knows_is_on_the_wire(
+    tmp_path: Path, contract: ContractServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#36: reasoning_effort set for a model no map knows used to be dropped in silence; now it is sent,
+    and recorded as the model's setting."""
+    for k in KEYS:
+        monkeypatch.setenv(k, "contract-test-key-0123456789")
+    cfg = _config(tmp_path, contract.port)
+    cfg.write_text(cfg.read_text() + '\n[[models]]\nname = "zeta-7"\nendpoint = "openai"\nreasoning_effort = "high"\n')
+    out = tmp_path / "run"
+    assert main(run_args(_data(tmp_path / "a.jsonl", 0, 2), "zeta-7", cfg, out)) == 0
+    assert contract.bodies["zeta-7"]["reasoning_effort"] == "high"
+    man = orjson.loads((out / "manifest.json").read_bytes())
+    assert any("zeta-7" in d and "high" in d for d in man["model_deviations"]), man["model_deviations"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from cache.store import AsyncCache
 from core.secrets import redact_url
@@ -41,6 +42,8 @@ class Breaker:
     threshold: int
     failures: int = 0
     last_error: str = ""
+    unread: dict[str, str] = field(default_factory=dict)
+    """400s no rule could read, by their normalised words: the item each first came from."""
 
     @property
     def open(self) -> bool:
@@ -55,6 +58,22 @@ class Breaker:
 
 class _BreakerOpen(ProviderError):
     """Raised inside a lane when the breaker opened while the call was queued: not a failure."""
+
+
+class _Regroup(Exception):
+    """Raised inside a lane by a call formed with `n` > 1 for a model learnt meanwhile to take one sample a
+    call: it is not sent as formed, but re-formed as single calls (a refused `n` costs one request, not
+    one per call already queued)."""
+
+
+ITEM_SPECIFIC = re.compile(r"context|too long|too many tokens|maximum .{0,20}length|content.policy|"
+                           r"content.filter|safety|flagged|image|file|size|pixel", re.I)
+"""A 400 about the item itself (its length, its content, its image): other items may pass."""
+
+
+def same_words(msg: str) -> str:
+    """A 400's words with what changes from request to request masked (numbers, ids, quoted values)."""
+    return re.sub(r"\d+", "#", re.sub(r"(['\"`])[^'\"`]{0,80}\1", "'_'", msg)).strip()[:200]
 
 
 async def send(
@@ -76,6 +95,9 @@ async def _send(
 ) -> list[Row]:
     if breaker.open:
         return [error_row(req, s, keys[s], breaker.reason(m.cfg.name), "skipped") for s in group]
+    if len(group) > 1 and not m.supports_n:  # formed before the model was learnt to take one sample a call
+        return [r for g in await asyncio.gather(*(send(req, m, [s], keys, breaker, cache) for s in group))
+                for r in g]
     lane = pick_lane(m)
     if lane is None:  # every key of this model is out of quota: error rows, and the breaker opens
         breaker.failures = max(breaker.failures, breaker.threshold)
@@ -100,6 +122,8 @@ async def _send(
     async def attempt() -> Completion:
         if breaker.open:  # opened while this call waited for the lane
             raise _BreakerOpen(breaker.reason(m.cfg.name))
+        if n > 1 and not m.supports_n:  # learnt while this call waited: not sent as formed
+            raise _Regroup()
         shaped[0] = learned.version(m)
         return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m), m.shape)
 
@@ -107,6 +131,9 @@ async def _send(
         comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n), charge)
     except (_BreakerOpen, Halted) as e:  # not sent: the breaker opened, or the run is stopping
         return [error_row(req, s, keys[s], str(e), "skipped") for s in group]
+    except _Regroup:
+        return [r for g in await asyncio.gather(*(send(req, m, [s], keys, breaker, cache) for s in group))
+                for r in g]
     except ProviderError as e:
         if e.quota:  # the lane stopped itself: the model's other keys take its calls
             return await send(req, m, group, keys, breaker, cache)
@@ -116,6 +143,13 @@ async def _send(
                     for r in g]
         breaker.failures += 1
         msg = refused_key(lane, e, lane.scrub(str(e)))
+        if e.status in (400, 422) and e.kind == "fatal" and not ITEM_SPECIFIC.search(msg):
+            words = same_words(msg)  # a refusal no rule read: the same on a second item stops the model
+            first = breaker.unread.setdefault(words, req.item)
+            if first != req.item:
+                e.refuses_model = True  # runner.calls.gate stops it: its calls not sent, rows model_refused
+                log.warning("%s: the provider refused two items with the same words no rule could read; "
+                            "stopping the model: %s", m.cfg.name, msg[:300])
         breaker.last_error = msg[:200]
         if breaker.failures == breaker.threshold:
             log.warning("circuit breaker opened for %s: %s", m.cfg.name, breaker.last_error)
