@@ -89,6 +89,10 @@ def cmd_cache(argv: list[str]) -> int:
         raise ConfigError("cache prune: say what to drop: --older-than DAYS, --model ID or --all")
     how = {"older_than_days": a.older_than, "model": a.model, "everything": a.all}
     print(f"removed {prune(d, **how)} entries from {d}")
+    if a.all:  # what providers' refusals taught lives beside the answers: cleared with them
+        from runner.calls.learned import forget
+
+        print(f"removed {forget(d)} learned request rules from {d}/learned")
     if url:
         n = _shared(url, "prune", lambda: _pg().prune(url, **how))
         if isinstance(n, int):

@@ -61,6 +61,12 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
         help="run even when the pre-flight cannot reach an endpoint (its calls end in error rows)",
     )
     p.add_argument(
+        "--relearn",
+        action="store_true",
+        help="re-check every rule learned from providers' refusals: each model's first call goes as "
+        "configured; accepted, the rule is forgotten (rules older than 14 days are re-checked anyway)",
+    )
+    p.add_argument(
         "--batch",
         choices=("off", "on", "auto"),
         default="off",
@@ -203,6 +209,7 @@ def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str)
         keep_going=a.keep_going,
         watch=watch,
         max_cost=a.max_cost,
+        relearn=a.relearn,
     )
 
 

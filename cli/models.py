@@ -10,7 +10,7 @@ from typing import Any
 
 from providers.capabilities import resolve, rule_docs
 from providers.pricing import Prices, resolve_prices
-from runner.config import Config
+from runner.config import Config, ConfigError
 
 
 def _num(x: float | None) -> str:
@@ -69,6 +69,23 @@ def learned_of(cfg: Config, name: str) -> list[tuple[str, str]]:
     return for_config(cfg, name, Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
 
 
+def _forget(cfg: Config, names: list[str]) -> int:
+    from pathlib import Path
+
+    from cache.store import default_cache_dir
+    from runner.calls.learned import config_path
+
+    cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
+    for name in names:
+        path = config_path(cfg, name, cache)
+        if path is not None and path.exists():
+            path.unlink()
+            print(f"{name}: forgot what it learned ({path})")
+        else:
+            print(f"{name}: nothing learned")
+    return 0
+
+
 def cmd_models(argv: list[str], load_config: Any) -> int:
     from core.term import print_table
     from providers.sim import PROFILES
@@ -80,9 +97,15 @@ def cmd_models(argv: list[str], load_config: Any) -> int:
         "each field of their profile came from.",
     )
     p.add_argument("names", nargs="*", help="models to show in full")
+    p.add_argument("--forget", action="store_true", help="forget what the named models learned from "
+                   "providers' refusals (their next run sends them as configured)")
     p.add_argument("--config", help="evalsweep.toml (default: $EVALSWEEP_CONFIG, else ./evalsweep.toml)")
     a = p.parse_args(argv)
     cfg = load_config(a.config)
+    if a.forget:
+        if not a.names:
+            raise ConfigError("models --forget: name the models whose learned rules to forget")
+        return _forget(cfg, a.names)
     if a.names:
         for name in a.names:
             d = describe(cfg, name)

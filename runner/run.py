@@ -8,6 +8,7 @@ completed call is paid twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import shutil
@@ -34,13 +35,13 @@ from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.ending import account, finish_manifest, not_running, warn_exhausted
 from runner.lanes import worst_state
-from runner.lock import unlock
+from runner.lock import LOCK, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
 from runner.protocol import judges_of
 from runner.results import read_manifest, write_error
 from runner.resume import check_settings
-from runner.rundir import RunPlan, lock_plan, prepare
+from runner.rundir import RunPlan, lock_plan, out_of, prepare
 from runner.scheduler import Scheduler
 from runner.settings import check_dir
 from runner.state import RunCtx, Stats
@@ -77,6 +78,7 @@ def execute(
     keep_going: bool = False,
     watch: Watch | None = None,
     max_cost: float | None = None,
+    relearn: bool = False,
 ) -> int:
     """Run every plan in one scheduler. Returns the exit code (0 ok, 1 errors in rows, 130 interrupted).
 
@@ -91,7 +93,7 @@ def execute(
         raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
-    learned.attach(models, None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir()))
+    learned.attach(models, None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir()), relearn)
     outs = [p.out or Path("runs") / get_suite(p.spec.suite).run_name(p.spec) for p in plans]
     ceilings = spend.attach(models, max_cost, outs)  # an unpriced model under a ceiling: refused here
     for p in plans:  # a directory the run would refuse is refused before the network is touched
@@ -99,6 +101,7 @@ def execute(
             check_settings(p.out, p.spec)
             check_dir(p.out, cfg, list(p.models))
     locks: list[int] = []  # taken before the pre-flight: a second launch on a running directory sends nothing
+    made = [d for d in dict.fromkeys(out_of(p) for p in plans) if not d.exists()]
     try:
         for p in plans:
             locks.append(lock_plan(p))
@@ -106,6 +109,10 @@ def execute(
     except BaseException:
         for fd in locks:
             unlock(fd)
+        for d in made:  # a directory made only to hold the lock: gone again, as if never touched
+            (d / LOCK).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                d.rmdir()
         raise
     runs: list[RunCtx] = []
     handlers: list[logging.Handler] = []

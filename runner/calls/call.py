@@ -165,6 +165,7 @@ async def _send(
         msg = lane.scrub(f"{type(e).__name__}: {e}")
         return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
     breaker.failures = 0
+    learned.accepted(m)  # (rules being re-checked that this call did without are forgotten)
     lane.reconcile(est, total_tokens(comp), charge)
     m.usage.observe(req.pass_, n, comp.output_tokens, latency)
     try:

@@ -31,6 +31,9 @@ log = logging.getLogger("evalsweep")
 MAX_CHANGES = 12
 """Changes one model may learn in a run: past them a refusal is final (no endless adapting)."""
 DIR = "learned"
+RECHECK_DAYS = 14
+"""A rule older than this is re-checked: the next run's first call goes in the configured shape once;
+accepted, the rule is forgotten (a transient 400 never removes a field for good); refused, relearned."""
 
 
 @dataclass
@@ -47,6 +50,8 @@ class Learned:
     endpoint: str = ""
     base: Any = None
     """The shape the model's profile gave, before any refusal (providers.shape.departures reads it)."""
+    rechecking: list[dict[str, Any]] = field(default_factory=list)
+    """Rules from earlier runs not applied this run (old, or --relearn): the first accepted call forgets them."""
 
 
 def endpoint_key(endpoints: list[Any]) -> str:
@@ -60,16 +65,59 @@ def path_for(cache_dir: Path, endpoint: str, model_id: str) -> Path:
     return cache_dir / DIR / f"{slug}.{h}.json"
 
 
+_WARNED: set[tuple[Path, str]] = set()
+
+
 def load(path: Path) -> dict[str, Any] | None:
+    """A model's learned rules; a file that is not what this module writes (corrupt, hand-edited) is
+    one warning naming it, then ignored: the model is sent as configured and learns again."""
     try:
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        raw = path.read_bytes()
+    except OSError:
         return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("changes"), list) else None
+    try:
+        doc = orjson.loads(raw)
+        bad = _problem(doc)
+    except orjson.JSONDecodeError as e:
+        bad = f"not JSON ({e})"
+    if bad is None:
+        return doc
+    if (path, bad) not in _WARNED:  # once per file and fault, however many runs a process makes
+        _WARNED.add((path, bad))
+        log.warning("%s: ignored (%s); the model is sent as configured and learns again (delete the file, "
+                    "or `evalsweep models NAME --forget`)", path, bad)
+    return None
 
 
-def attach(models: dict[str, ModelEntry], cache_dir: Path | None) -> None:
-    """Give every shaped model its memory, and replay what earlier runs learned onto its requests."""
+def _problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("changes"), list):
+        return 'no "changes" list'
+    for i, c in enumerate(doc["changes"]):
+        r = c.get("refusal") if isinstance(c, dict) else None
+        if not isinstance(r, dict):
+            return f"changes[{i}]: no refusal"
+        for k in ("field", "action", "words"):
+            if not isinstance(r.get(k), str):
+                return f"changes[{i}].refusal.{k}: missing or not a string"
+        if r["action"] not in ("drop", "rename", "value", "split", "clamp"):
+            return f"changes[{i}].refusal.action: {r['action']!r} is no action"
+    return None
+
+
+def _due(c: dict[str, Any], relearn: bool) -> bool:
+    """A rule to re-check this run: --relearn, or learned more than RECHECK_DAYS ago (or undated)."""
+    if relearn:
+        return True
+    try:
+        day = datetime.fromisoformat(str(c.get("date"))).replace(tzinfo=UTC)
+    except ValueError:
+        return True
+    return (datetime.now(UTC) - day).days > RECHECK_DAYS
+
+
+def attach(models: dict[str, ModelEntry], cache_dir: Path | None, relearn: bool = False) -> None:
+    """Give every shaped model its memory, and replay what earlier runs learned onto its requests: the
+    recent rules; old ones (or all, with `relearn`) are re-checked by sending the configured shape."""
     for m in models.values():
         if m.profile is None:
             continue
@@ -77,8 +125,35 @@ def attach(models: dict[str, ModelEntry], cache_dir: Path | None) -> None:
         path = None if cache_dir is None else path_for(cache_dir, ep, m.model_id)
         mem = Learned(Sent(m.shape, dict(m.cfg.params), not m.supports_n), path, endpoint=ep, base=m.shape)
         m.learned = mem
-        mem.sent, mem.changes = replay(load(path) if path is not None else None, mem.sent, m.profile)
+        doc = load(path) if path is not None else None
+        if doc is not None:
+            mem.rechecking = [c for c in doc["changes"] if _due(c, relearn)]
+            doc = {**doc, "changes": [c for c in doc["changes"] if not _due(c, relearn)]}
+        mem.sent, mem.changes = replay(doc, mem.sent, m.profile)
         _apply(m, mem)
+
+
+def accepted(m: ModelEntry) -> None:
+    """A call of the model was answered: rules being re-checked that it did not need are forgotten."""
+    mem = m.learned
+    if mem is None or not mem.rechecking:
+        return
+    gone = [c for c in mem.rechecking if (c["refusal"]["field"], c["refusal"]["action"])
+            not in {(x["refusal"]["field"], x["refusal"]["action"]) for x in mem.changes}]
+    mem.rechecking = []
+    for c in gone:
+        log.warning("%s (%s): re-checked: the provider now takes what it refused on %s (%s); rule forgotten",
+                    m.cfg.name, m.model_id, c.get("date", "?"), c["refusal"]["words"][:160])
+    _save(m, mem)
+
+
+def forget(cache_dir: Path) -> int:
+    """Every learned rule under the cache directory removed (`cache prune --all`); how many files."""
+    n = 0
+    for p in (cache_dir / DIR).glob("*.json"):
+        p.unlink(missing_ok=True)
+        n += 1
+    return n
 
 
 def replay(doc: dict[str, Any] | None, sent: Sent, profile: Any) -> tuple[Sent, list[dict[str, Any]]]:
@@ -96,8 +171,22 @@ def replay(doc: dict[str, Any] | None, sent: Sent, profile: Any) -> tuple[Sent, 
     return sent, changes
 
 
+def config_path(cfg: Any, name: str, cache_dir: Path) -> Path | None:
+    """Where a configured model's learned rules are kept (None: a provider that learns nothing)."""
+    from providers.capabilities import resolve  # noqa: F401 (the same imports as for_config)
+    from runner.config import Endpoint
+
+    m = cfg.resolve(name)
+    kind = cfg.provider_of(m)
+    if kind not in ("openai", "anthropic", "litellm"):
+        return None
+    eps = [cfg.endpoint(e) for e in m.endpoint_names] or [Endpoint(name=name, kind=kind)]
+    return path_for(cache_dir, endpoint_key(eps), m.model_id)
+
+
 def for_config(cfg: Any, name: str, cache_dir: Path) -> list[tuple[str, str]]:
-    """(the change, its source) for each thing a configured model learned (`evalsweep models NAME`)."""
+    """(the change, its source: the date and the refusal's words) for each thing a configured model
+    learned (`evalsweep models NAME`)."""
     from providers.capabilities import resolve
     from providers.shape import shape_for
     from runner.config import Endpoint
@@ -111,7 +200,8 @@ def for_config(cfg: Any, name: str, cache_dir: Path) -> list[tuple[str, str]]:
     shape = shape_for(profile)
     doc = load(path_for(cache_dir, endpoint_key(eps), m.model_id))
     _, changes = replay(doc, Sent(None if shape.trivial else shape, dict(m.params), False), profile)
-    return [(c["said"], source(c)) for c in changes]
+    return [(c["said"], f"{source(c)}: \"{c['refusal']['words'][:200]}\""
+             + (" (re-checked on the next run)" if _due(c, False) else "")) for c in changes]
 
 
 def _apply(m: ModelEntry, mem: Learned) -> None:
