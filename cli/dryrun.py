@@ -197,7 +197,7 @@ def dry_run(
     if FORECAST:
         f = FORECAST[0]
         rng = "" if f.most_s <= f.expected_s * 1.05 else f" to {fmt_duration(f.most_s)} if every call writes its limit"
-        print(f"forecast wall: ~{fmt_duration(f.expected_s)}{rng}; the slowest lane: {f.lane} (its {f.bound})")
+        print(f"forecast wall: ~{fmt_duration(f.expected_s)}{rng}; the lane that ends last: {f.lane} (bound by its {f.bound})")
     for c in ceilings:
         print(reach_line(c, rows))
     print(

@@ -61,7 +61,15 @@ class ModelEntry:
 
     @property
     def cache_id(self) -> str:
-        return self.cfg.model_id
+        """Who answers, for the cache: the model id, and the server where it is not a provider's public
+        API (`model@host/path`): two servers serving one model id never share answers, the keys of one
+        endpoint, or the endpoints a model is pooled over, do; a public API's key is the bare id, as before."""
+        cid = self.__dict__.get("_cache_id")
+        if cid is None:
+            servers = sorted({s for ln in self.lanes if (s := server_of(ln.endpoint)) is not None})
+            cid = self.cfg.model_id if not servers else f"{self.cfg.model_id}@{'+'.join(servers)}"
+            self.__dict__["_cache_id"] = cid
+        return cid
 
     def cost(
         self, input_tokens: int | None, output_tokens: int | None, cached: int | None = None, writes: int | None = None
@@ -70,6 +78,30 @@ class ModelEntry:
 
     def estimate_tokens(self, req: Request) -> int:
         return estimate_tokens(req)
+
+
+PUBLIC_HOSTS = frozenset({
+    "api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com", "api.x.ai", "api.deepseek.com",
+    "api.mistral.ai", "api.groq.com", "openrouter.ai", "api.together.xyz", "api.fireworks.ai",
+    "api.cohere.com", "api.cohere.ai", "api.perplexity.ai", "api.cerebras.ai", "api.moonshot.ai",
+})
+"""Providers' own APIs: one model id there is one model, whatever key calls it (the cache keys of answers
+made there stay the bare model id, as before)."""
+
+
+def server_of(ep: Any) -> str | None:
+    """The server an endpoint's answers come from, for the cache key; None for a provider's public API
+    (or no base URL: the provider's default), the simulated and the replayed models."""
+    if ep.kind in ("sim", "replay") or not ep.base_url:
+        return None
+    from urllib.parse import urlsplit
+
+    u = urlsplit(ep.base_url.strip())
+    host = (u.hostname or "").lower()
+    if host in PUBLIC_HOSTS:
+        return None
+    port = f":{u.port}" if u.port else ""
+    return f"{host}{port}{u.path.rstrip('/')}"
 
 
 def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> Any:

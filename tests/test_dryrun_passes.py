@@ -82,6 +82,6 @@ def test_the_wall_forecast_uses_what_the_calls_took_so_far(tmp_path: Path, capsy
         said = capsys.readouterr().out
         f = FORECAST[0]
         assert 2.0 <= f.expected_s <= 5.0 and f.bound == "concurrency", (f, said)
-        assert "forecast wall: ~" in said and "(its concurrency)" in said
+        assert "forecast wall: ~" in said and "(bound by its concurrency)" in said
     finally:
         srv.stop()
