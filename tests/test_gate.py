@@ -110,24 +110,25 @@ def test_a_probe_that_fails_for_its_own_reason_hands_on_its_turn(tmp_path: Path,
 
 
 @pytest.mark.parametrize("before", ["cache", "resume"])
-def test_an_answer_from_before_opens_the_gate(tmp_path: Path, mock: MockServer, before: str):
+def test_an_answer_from_before_opens_the_gate(tmp_path: Path, before: str):
     """A cached answer of the model, or a success row of the run being resumed, shows it answers: its
-    new calls go at once, at full width, without waiting for a first answer in this run."""
-    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint=WIDE)
-    data = write_dataset(tmp_path / "d.jsonl", 12)
-    if before == "cache":  # another run answered the first 4 prompts: their answers are in the cache
-        assert main(run_args(data, "ok-a", cfg, tmp_path / "r0", "--limit", "4")) == 0
-        out, second = tmp_path / "r1", []
-    else:  # this run answered its first 4 items before it stopped
-        out, second = tmp_path / "r0", ["--no-cache"]
-        assert main(run_args(data, "ok-a", cfg, out, "--no-cache", "--limit", "4")) == 0
-    fresh = MockServer(latency_s=0.3).start()  # counts only the second run's calls
+    new calls go at once, at full width, without waiting for a first answer in this run. (One server for
+    both runs: a cached answer is served only for the server that made it.)"""
+    srv = MockServer(latency_s=0.3).start()
     try:
-        cfg = write_config(tmp_path / "c.toml", fresh.base_url, ["ok-a"], extra_endpoint=WIDE)
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], extra_endpoint=WIDE)
+        data = write_dataset(tmp_path / "d.jsonl", 12)
+        if before == "cache":  # another run answered the first 4 prompts: their answers are in the cache
+            assert main(run_args(data, "ok-a", cfg, tmp_path / "r0", "--limit", "4")) == 0
+            out, second = tmp_path / "r1", []
+        else:  # this run answered its first 4 items before it stopped
+            out, second = tmp_path / "r0", ["--no-cache"]
+            assert main(run_args(data, "ok-a", cfg, out, "--no-cache", "--limit", "4")) == 0
+        first, answered = len(srv.seen_on_arrival), srv.finished["ok-a"]  # the second run's calls from here
         assert main(run_args(data, "ok-a", cfg, out, *second)) == 0
     finally:
-        fresh.stop()
-    seen = _arrivals(fresh, "ok-a")
+        srv.stop()
+    seen = [(done - answered, flying) for m, done, flying in srv.seen_on_arrival[first:] if m == "ok-a"]
     assert len(seen) == 8 and len(rows(out)) == 12
     assert sum(done == 0 for done, _ in seen) > 1  # more than one call went before any answer here
 
