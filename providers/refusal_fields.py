@@ -177,7 +177,7 @@ def suspects(msg: str, doc: Any, request: dict[str, Any]) -> list[Finding]:
 
 _NUM = r"(-?\d[\d,]*(?:\.\d+)?)"
 _UPPER = [
-    re.compile(rf"range of \S+ is \[\s*{_NUM}\s*,\s*{_NUM}\s*\]", re.I),  # [lo, hi]
+    re.compile(rf"range of \S+ (?:is|should be|must be)?\s*\[\s*{_NUM}\s*,\s*{_NUM}\s*\]", re.I),  # [lo, hi]
     re.compile(rf"between {_NUM} and {_NUM}", re.I),
     re.compile(rf"{_NUM}\s*>\s*{_NUM},? which is the maximum", re.I),  # "8192 > 4096, which is the max"
 ]

@@ -103,7 +103,7 @@ _USE = re.compile(rf"Use '{_N}' instead")
 _OAI_PARAM = re.compile(rf"Unsupported parameter: '{_N}'")
 _OAI_VALUE = re.compile(rf"Unsupported value: '{_N}' does not support '?([^' ]+)'?")
 _OAI_VALUE_ONLY = re.compile(r"Unsupported value: '([^']+)' is not supported with the")
-_DEFAULT_ONLY = re.compile(r"Only the default \(([^)]*)\) value is supported")
+_DEFAULT_ONLY = re.compile(r"Only the default \(([^)]*)\)")
 _UNRECOGNIZED = re.compile(rf"Unrecognized request argument supplied: {_N}")
 _XAI = re.compile(rf"Argument not supported on this model: {_N}")
 _NO_PARAM = re.compile(rf"does not support (?:the )?parameter `?{_N}`?")
@@ -139,8 +139,9 @@ def read(status: int | None, body: str | None, request: dict[str, Any] | None = 
         return []
     msg, param, code = _parts(body)
     out = _usable(_read(msg, param, code))
-    if request and (not out or all(r.field not in set(rf.fields_of(request)) | {"n"} for r in out)):
-        out = _usable(against(msg, _doc(body), request)) or out
+    if request:  # read against the request: a field it did not carry is no refusal of ours to adapt to
+        sent = set(rf.fields_of(request)) | {"n"}
+        out = [r for r in out if r.field in sent] or _usable(against(msg, _doc(body), request))
     return out
 
 

@@ -237,8 +237,13 @@ def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> b
     nobody can read, or the same refusal after adapting)."""
     if m.profile is None:
         return False
-    refusals = read(err.status, err.body, _sent(err))
+    sent = _sent(err)
+    refusals = read(err.status, err.body, sent)
     if not refusals:
+        if sent is not None and m.learned is not None and any(  # a field already adapted away, refused again
+                (r.field, r.action) in {(c["refusal"]["field"], c["refusal"]["action"]) for c in m.learned.changes}
+                for r in read(err.status, err.body)):
+            err.refuses_model = True  # the same refusal after adapting to it: runner.calls.gate stops the model
         return False
     mem = _of(m)
     if mem.version != sent_version or (n > 1 and mem.sent.split_n and any(r.action == "split" for r in refusals)):
