@@ -268,7 +268,10 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
     (a field we never send, a value already the nearest): the refusal stays an error."""
     shape, params = base_shape(sent.shape, profile), dict(sent.params)
     if r.action == "split":
-        return None if sent.split_n else (replace(sent, split_n=True), "n > 1 sent as separate calls")
+        params = {k: v for k, v in sent.params.items() if k != "n"}  # (a configured n goes too)
+        if sent.split_n and params == sent.params:
+            return None
+        return replace(sent, split_n=True, params=params), "n > 1 sent as separate calls"
     if r.action == "clamp":
         return _clamp(sent, base_shape(sent.shape, profile), r)
     if shape is None:  # sim, replay: no request shape
@@ -277,12 +280,16 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
     f = r.field
     top = f.split(".", 1)[0]
     if r.action == "rename":
-        if f in LIMITS and shape.limit_field == f and r.to:
-            return _out(sent, replace(shape, limit_field=r.to), params, f"{f} sent as {r.to}")
-        if f in params and r.to:
+        if not r.to:
+            return None
+        renamed = False
+        if f in params:  # (the config's own field, and the suite's limit below, both move)
             params[r.to] = params.pop(f)
-            return _out(sent, shape, params, f"{f} sent as {r.to}")
-        return None
+            renamed = True
+        if f in LIMITS and shape.limit_field == f:
+            shape = replace(shape, limit_field=r.to)
+            renamed = True
+        return _out(sent, shape, params, f"{f} sent as {r.to}") if renamed else None
     if r.action == "value":
         cur = params.get(f, fields.get(f))
         if "." in f and isinstance(fields.get(top), dict):
@@ -295,8 +302,8 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
             return None
     # drop (or a value refused with none named: the provider's default), wherever the body gets it from:
     # the config's params, the profile's fields, the suite's sampling
-    before = (params.copy(), dict(fields), shape.drop)
-    params.pop(f, None)
+    before = (orjson.loads(orjson.dumps(params)), dict(fields), shape.drop)
+    _pop(params, f)
     if top in fields:
         sub = fields[top]
         if "." in f and isinstance(sub, dict) and len(sub) > 1:
@@ -340,6 +347,20 @@ def _clamp(sent: Sent, shape: Shape | None, r: Refusal) -> tuple[Sent, str] | No
         _set(fields, r.field, bound)
         return _out(sent, replace(shape, fields=fields), params, f"{r.field} {bound} instead of {cur}")
     return adapt(sent, Refusal(r.field, "drop", refused=r.refused, words=r.words))
+
+
+def _pop(d: dict[str, Any], path: str) -> None:
+    """Remove a field, nested or not, and any object it leaves empty (a copy of each level it changes)."""
+    top, _, rest = path.partition(".")
+    if not rest:
+        d.pop(top, None)
+    elif isinstance(d.get(top), dict):
+        sub = dict(d[top])
+        _pop(sub, rest)
+        if sub:
+            d[top] = sub
+        else:
+            del d[top]
 
 
 def _set(d: dict[str, Any], f: str, value: Any) -> None:
