@@ -6,6 +6,8 @@ Two OpenAI-compatible servers (`bench/reasoning_server.py`, each its own process
   rpm      RPM-bound, 8 chat models
   no-n     concurrency-bound, 8 reasoning models without `n` (mixture: quick answers and long thinkers),
            self-consistency = 8 calls per item
+  shared   TPM + concurrency, 3 heavy-tailed reasoning models without `n` sharing the key (issue 40)
+  rpm-f    RPM-bound at a rate that is not whole requests a second (100 RPM = 1.67/s), 2 chat models
   conc     concurrency-bound, 8 reasoning models with `n` (lognormal, wide)
 Three runs in one `evalsweep sweep`: every model one sample per item, 8 samples for a subset, and
 answer->critique chains (JEEBench `cot-critique` on its bundled questions: each answer is followed by a
@@ -50,11 +52,14 @@ KEYS: dict[str, tuple[int, float | None, float | None, int, float]] = {
     "rpm": (1, 400, None, 64, 1.0),
     "no-n": (1, 20000, None, 24, 1.0),
     "conc": (1, 20000, None, 16, 1.0),
+    "shared": (0, 20000, 600_000, 12, 2.0),
+    "rpm-f": (1, 100, None, 64, 1.0),
 }
+NO_N = {"no-n", "shared"}  # keys whose models have no `n` (`supports_n = false`)
 
 
 def lineup() -> dict[str, dict[str, Any]]:
-    """45 models: name -> law, median, shape, tok_s, answer, n, key, sc (in the 8-sample run), chain (in
+    """50 models: name -> law, median, shape, tok_s, answer, n, key, sc (in the 8-sample run), chain (in
     the answer->critique run)."""
     ms: dict[str, dict[str, Any]] = {}
 
@@ -90,6 +95,8 @@ def lineup() -> dict[str, dict[str, Any]]:
     add("cb", 2, "tpm-b", "lognormal", (0.6, 1.0), 0.4, 0, 250)
     add("cr", 8, "rpm", "lognormal", (0.4, 1.2), 0.5, 0, 200)
     add("nn", 8, "no-n", "mixture", (1.5, 2.5), 0.5, 250, 150, n=False, sc=8, chain=range(4, 8))
+    add("ns", 3, "shared", "lognormal", (2.0, 3.0), 1.0, 400, 200, n=False, sc=3)
+    add("cf", 2, "rpm-f", "lognormal", (0.4, 0.8), 0.5, 0, 200)
     add("cc", 8, "conc", "lognormal", (2.0, 3.0), 0.8, 250, 150, sc=8, chain=range(0, 4))
     return ms
 
@@ -132,7 +139,7 @@ def write_inputs(
         )
         cfg += f"rpm = {rpm}\n" if rpm else ""
         cfg += f"tpm = {tpm}\n" if tpm else ""
-        cfg += "supports_n = false\n\n" if key == "no-n" else "\n"
+        cfg += "supports_n = false\n\n" if key in NO_N else "\n"
     for name, m in ms.items():
         cfg += f'[[models]]\nname = "{name}"\nendpoint = "{m["key"]}"\nprice_in = 1.0\nprice_out = 4.0\n\n'
     (tmp / "evalsweep.toml").write_text(cfg)
@@ -282,7 +289,7 @@ def main() -> None:
     n_calls = sum(r["calls"] for r in rows)
     n429 = sum(r["429"] for r in rows)
     print(
-        f"reasoning sweep: 45 models, {items} items (+{sc_items} x 8 samples for {sum(m['sc'] for m in ms.values())} "
+        f"reasoning sweep: {len(ms)} models, {items} items (+{sc_items} x 8 samples for {sum(m['sc'] for m in ms.values())} "
         f"models, +{chain_items} answer->critique chains for {sum(m['chain'] for m in ms.values())} models), "
         f"latency scale {scale}, seed {a.seed}; exit {os.waitstatus_to_exitcode(status)}"
     )

@@ -290,6 +290,7 @@ class Scheduler:
                 rows[row["sample"] - req.sample] = row
         if not run.has_follow_up:
             return
+        nexts: list[Request] = []
         for i, s in enumerate(samples):
             row = rows[i]
             if row is None or self.stopping:
@@ -303,14 +304,24 @@ class Scheduler:
                 )
             )
             try:
-                nexts = run.suite.follow_up(sreq, row, run.spec)
+                got_next = run.suite.follow_up(sreq, row, run.spec)
             except Exception:
                 log.exception("follow-up of %s %s failed", req.model, req.item)
                 continue
-            for nxt in nexts:
-                if not nxt.model:
-                    nxt = nxt.model_copy(update={"model": req.model})
-                await self._process(run, nxt)
+            nexts += [nxt if nxt.model else nxt.model_copy(update={"model": req.model}) for nxt in got_next]
+        if len(nexts) == 1:
+            await self._process(run, nexts[0])
+        elif nexts:
+            # The follow-ups of an n call's samples (and a row's several ones) are independent: they run
+            # at once, each on its own lane's pacing, not one call's whole latency after another's
+            # (#40: an n=5 critique chain took 6 latencies, now 2).
+            # One failing does not cancel the others (their rows are planned too); a cancellation does.
+            done = await asyncio.gather(*(self._process(run, nxt) for nxt in nexts), return_exceptions=True)
+            for nxt, err in zip(nexts, done, strict=True):
+                if isinstance(err, BaseException) and not isinstance(err, Exception):
+                    raise err  # (a cancellation)
+                if isinstance(err, Exception):
+                    log.error("internal error on %s %s %s", nxt.model, nxt.item, nxt.pass_, exc_info=err)
 
     async def _call(
         self, run: RunCtx, req: Request, samples: list[int], stats: Stats, pre: Looked | None = None
