@@ -65,6 +65,9 @@ from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
 SYSTEM = Message(role="system", content="")
 """inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 MAX_TOKENS = 2048
+CRITIQUE_MAX_TOKENS = 512
+"""The authors' 200 released critiques (cs678-jeebench GPT4_CoT_self_refine_responses/responses_old.json,
+gpt-4-0314): completion_tokens never above 512, 25 stopped with finish_reason "length" at exactly 512."""
 SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
 CRITIQUE_JUDGE = "critique-judge"
 
@@ -175,7 +178,7 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
                 sample=row["sample"],
                 pass_="critique",
                 messages=[SYSTEM, user(critique_prompt(it, row.get("text") or ""))],
-                decoding={"temperature": 0.0, "max_tokens": MAX_TOKENS},
+                decoding={"temperature": 0.0, "max_tokens": CRITIQUE_MAX_TOKENS},
                 sim=critique_sim(it),
                 meta=req.meta,
             )
@@ -398,9 +401,10 @@ def deviations(
         out.append(
             "the critique prompt is the authors' released one (200 prompts of 2016-2019: the problem, the CoT "
             "answer, a '-----------' line, 'Find any problems(if any) with the given solution...'), whose "
-            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); their "
-            "critique decoding and the prompts of the other 315 questions are not released (T=0, 2048 tokens and "
-            "the same framing assumed)"
+            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); the critique "
+            f"is capped at {CRITIQUE_MAX_TOKENS} tokens as those released critiques were (none longer, 25 of 200 "
+            "stopped for length at 512); their temperature and the prompts of the other 315 questions are not "
+            "released (T=0 and the same framing assumed)"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
