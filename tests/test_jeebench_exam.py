@@ -106,11 +106,20 @@ def test_sc_run_prints_section_4_6(tmp_path: Path) -> None:
     assert any("§4.6" in t for t in titles) and any("Table 6" in t for t in titles)
     assert rep.extra["fig8_png"] == "jeebench_fig8.png" and (tmp_path / "jeebench_fig8.png").is_file()
     assert (tmp_path / rep.extra["fig7_png"]).read_bytes()[:4] == b"\x89PNG"
-    # the paper's tuned thresholds are its own (no deviation), and Table 2 says they are not its SC@8 row's
+    assert "scores_thresholded" not in rep.extra and "thresholded" not in rep.tables[0].title
+    assert not any("thresholded" in d for d in rep.extra["protocol"]["deviations"])
+    # the paper's tuned thresholds are its own (not a --tau deviation), but the scores they give are §4.5.3's,
+    # not Table 2's SC@8 row's: said in Table 2's title and note, in scores.json and in protocol.deviations
+    # (which the report's leaderboard warns of and lists under it)
     spec = RunSpec("jeebench", {"variant": "cot-sc", "tau_single": 0.125, "tau_multiple": 0.75}, samples=2)
     rep = score(rows, spec, tmp_path, Sink())
-    assert not any("--tau" in d for d in rep.extra["protocol"]["deviations"])
+    devs = rep.extra["protocol"]["deviations"]
+    assert not any("--tau" in d for d in devs)
     assert "SC answers thresholded at tau 0.125/0.75 (Table 2's SC@8 row: 0/0.5)" in rep.tables[0].note
+    assert rep.tables[0].title.endswith("thresholded scores, tau 0.125/0.75")
+    said = [d for d in devs if d.startswith("thresholded scores: SC answers at tau 0.125/0.75")]
+    assert len(said) == 1 and "Table 2, `overall` and the leaderboard" in said[0]
+    assert rep.extra["scores_thresholded"] == said[0]
 
 
 def test_released_cot_extracts_give_tables_5_and_6() -> None:

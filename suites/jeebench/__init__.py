@@ -313,8 +313,10 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
-    if (ts, tm) != (0.0, 0.5):  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers, not Table 2's SC@8
+    if (th := thresholded(spec)) is not None:  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers
         report.tables[0].note += f"; SC answers thresholded at tau {ts:g}/{tm:g} (Table 2's SC@8 row: 0/0.5)"
+        report.tables[0].title += f" — thresholded scores, tau {ts:g}/{tm:g}"
+        extra["scores_thresholded"] = th
     lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
     return with_protocol(report, deviations(spec, unread(models), lost), trunc)
 
@@ -358,6 +360,18 @@ def _model_scores(
     return s
 
 
+def thresholded(spec: RunSpec) -> str | None:
+    """Said wherever a score appears (Table 2's title, scores.json, protocol.deviations and so the report's
+    leaderboard) when SC answers are thresholded: they are §4.5.3's answers, not Table 2's SC@8 row's."""
+    ts, tm = _taus(spec)
+    sc = _variant(spec) == "cot-sc" or (spec.samples or 1) > 1
+    if not sc or (ts, tm) == (0.0, 0.5):
+        return None
+    return (f"thresholded scores: SC answers at tau {ts:g}/{tm:g} (an MCQ vote winner below {ts:g} of the votes "
+            f"and MCQ(multiple) letters below {tm:g} are skipped, §4.5.3), so Table 2, `overall` and the "
+            f"leaderboard are not Table 2's SC@8 row (majority, 0/0.5)")  # fmt: skip
+
+
 def unread(models: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """Each model's (unread answers, answers read): samples included, failed calls not."""
     return {m: (s.get("unread", 0), sum((s.get("stages") or {}).values())) for m, s in models.items()}
@@ -391,6 +405,8 @@ def deviations(
     changed = Marks.parse(spec.opt("marks")).changed()
     if changed:
         out.append("exam marks " + ", ".join(changed))
+    if (th := thresholded(spec)) is not None:
+        out.append(th)
     if _extractor(spec) == "rules":
         out.append(
             "--extractor rules: numbers within 0.01 + 1e-12 (the authors compare abs(g - r) <= 0.01 strictly "
