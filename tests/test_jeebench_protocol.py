@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from suites.base import RunSpec, Sink
-from suites.jeebench import SUITE, deviations, score
+from suites.jeebench import CRITIQUE_MAX_TOKENS, SUITE, build, deviations, follow_up, score
 from suites.jeebench.data import Item, load_items
 from suites.jeebench.metrics import Marks, marks_for, reference_aggregate, score_answer, self_consistency
 from suites.jeebench.prompts import critique_prompt
@@ -138,6 +138,21 @@ def test_critique_prompts_replay_the_authors_release() -> None:
         ours += it.id != "x"
         assert critique_prompt(it, cot) == r["prompt"]
     assert ours == 191
+    # their critique decoding, read off the data: never more than 512 completion tokens, 25 cut at exactly 512
+    resp = [r["GPT4_CoT_self_refine_response"] for r in released]
+    assert max(x["usage"]["completion_tokens"] for x in resp) == CRITIQUE_MAX_TOKENS
+    cut = [x for x in resp if x["choices"][0]["finish_reason"] == "length"]
+    assert len(cut) == 25 and {x["usage"]["completion_tokens"] for x in cut} == {CRITIQUE_MAX_TOKENS}
+
+
+def test_critique_is_sent_with_the_released_token_cap() -> None:
+    """The critique pass carries the 512-token cap of the authors' released critiques; the answer pass 2048."""
+    spec = RunSpec("jeebench", {"variant": "cot-critique"})
+    req = next(iter(build(spec))).model_copy(update={"model": "m"})
+    row = {"model": "m", "item": req.item, "sample": 0, "pass": "answer", "text": "The answer is (B)."}
+    (crit,) = follow_up(req, row, spec)
+    assert (req.decoding.max_tokens, crit.decoding.max_tokens, crit.decoding.temperature) == (2048, 512, 0.0)
+    assert any("capped at 512 tokens as those released critiques were" in d for d in deviations(spec))
 
 
 def test_unread_count_recorded_at_scoring(tmp_path: Path) -> None:

@@ -65,6 +65,9 @@ from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
 SYSTEM = Message(role="system", content="")
 """inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 MAX_TOKENS = 2048
+CRITIQUE_MAX_TOKENS = 512
+"""The authors' 200 released critiques (cs678-jeebench GPT4_CoT_self_refine_responses/responses_old.json,
+gpt-4-0314): completion_tokens never above 512, 25 stopped with finish_reason "length" at exactly 512."""
 SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
 CRITIQUE_JUDGE = "critique-judge"
 
@@ -175,7 +178,7 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
                 sample=row["sample"],
                 pass_="critique",
                 messages=[SYSTEM, user(critique_prompt(it, row.get("text") or ""))],
-                decoding={"temperature": 0.0, "max_tokens": MAX_TOKENS},
+                decoding={"temperature": 0.0, "max_tokens": CRITIQUE_MAX_TOKENS},
                 sim=critique_sim(it),
                 meta=req.meta,
             )
@@ -310,8 +313,10 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     report = ScoreReport(
         models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
     )
-    if (ts, tm) != (0.0, 0.5):  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers, not Table 2's SC@8
+    if (th := thresholded(spec)) is not None:  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers
         report.tables[0].note += f"; SC answers thresholded at tau {ts:g}/{tm:g} (Table 2's SC@8 row: 0/0.5)"
+        report.tables[0].title += f" — thresholded scores, tau {ts:g}/{tm:g}"
+        extra["scores_thresholded"] = th
     lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
     return with_protocol(report, deviations(spec, unread(models), lost), trunc)
 
@@ -355,6 +360,18 @@ def _model_scores(
     return s
 
 
+def thresholded(spec: RunSpec) -> str | None:
+    """Said wherever a score appears (Table 2's title, scores.json, protocol.deviations and so the report's
+    leaderboard) when SC answers are thresholded: they are §4.5.3's answers, not Table 2's SC@8 row's."""
+    ts, tm = _taus(spec)
+    sc = _variant(spec) == "cot-sc" or (spec.samples or 1) > 1
+    if not sc or (ts, tm) == (0.0, 0.5):
+        return None
+    return (f"thresholded scores: SC answers at tau {ts:g}/{tm:g} (an MCQ vote winner below {ts:g} of the votes "
+            f"and MCQ(multiple) letters below {tm:g} are skipped, §4.5.3), so Table 2, `overall` and the "
+            f"leaderboard are not Table 2's SC@8 row (majority, 0/0.5)")  # fmt: skip
+
+
 def unread(models: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """Each model's (unread answers, answers read): samples included, failed calls not."""
     return {m: (s.get("unread", 0), sum((s.get("stages") or {}).values())) for m, s in models.items()}
@@ -388,6 +405,8 @@ def deviations(
     changed = Marks.parse(spec.opt("marks")).changed()
     if changed:
         out.append("exam marks " + ", ".join(changed))
+    if (th := thresholded(spec)) is not None:
+        out.append(th)
     if _extractor(spec) == "rules":
         out.append(
             "--extractor rules: numbers within 0.01 + 1e-12 (the authors compare abs(g - r) <= 0.01 strictly "
@@ -398,9 +417,10 @@ def deviations(
         out.append(
             "the critique prompt is the authors' released one (200 prompts of 2016-2019: the problem, the CoT "
             "answer, a '-----------' line, 'Find any problems(if any) with the given solution...'), whose "
-            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); their "
-            "critique decoding and the prompts of the other 315 questions are not released (T=0, 2048 tokens and "
-            "the same framing assumed)"
+            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); the critique "
+            f"is capped at {CRITIQUE_MAX_TOKENS} tokens as those released critiques were (none longer, 25 of 200 "
+            "stopped for length at 512); their temperature and the prompts of the other 315 questions are not "
+            "released (T=0 and the same framing assumed)"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
