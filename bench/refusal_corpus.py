@@ -26,25 +26,17 @@ sys.path.insert(0, str(REPO))
 
 from aiohttp import web  # noqa: E402
 
+from providers.refusal_fields import value_of  # noqa: E402
 from tests.mock_contract import ContractServer  # noqa: E402
 
 CORPUS = [orjson.loads(x) for x in (REPO / "tests/data/refusals/corpus.jsonl").read_bytes().splitlines()]
-
-
-def _get(body: dict[str, Any], path: str) -> Any:
-    cur: Any = body
-    for p in path.split("."):
-        if not isinstance(cur, dict) or p not in cur:
-            return None
-        cur = cur[p]
-    return cur
 
 
 def still_refused(e: dict[str, Any], body: dict[str, Any]) -> bool:
     want = e["expect"]
     if want is None:
         return True
-    v = _get(body, want["field"])
+    v = value_of(body, want["field"])
     if want["action"] == "split":
         return int(body.get("n", 1)) > 1
     if want["action"] == "clamp":
