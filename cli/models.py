@@ -73,16 +73,14 @@ def _forget(cfg: Config, names: list[str]) -> int:
     from pathlib import Path
 
     from cache.store import default_cache_dir
-    from runner.calls.learned import config_path
+    from runner.calls.learned import config_paths
 
     cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
     for name in names:
-        path = config_path(cfg, name, cache)
-        if path is not None and path.exists():
-            path.unlink()
-            print(f"{name}: forgot what it learned ({path})")
-        else:
-            print(f"{name}: nothing learned")
+        gone = [p for p in config_paths(cfg, name, cache) if p.exists()]
+        for p in gone:
+            p.unlink()
+        print(f"{name}: forgot what it learned ({', '.join(map(str, gone))})" if gone else f"{name}: nothing learned")
     return 0
 
 

@@ -50,6 +50,8 @@ class ModelEntry:
     """`cfg.params` plus the shape, for cache keys (the request on the wire depends on both)."""
     learned: Any = None
     """runner.calls.learned.Learned: what the provider's refusals taught (this run and earlier ones)."""
+    learned_by: dict[str, Any] = field(default_factory=dict)
+    """A model pooled over several endpoints: each endpoint's own Learned (their rules may differ)."""
     usage: Spend = field(default_factory=Spend)
     """What its calls really use (output tokens, latency) per pass: TPM charges and queue order
     (runner.calls.estimates)."""

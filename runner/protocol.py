@@ -60,8 +60,10 @@ def request_shaping(
             continue
         m = models[n]
         row = cells(learned.profile_shape(m))
-        if m.learned is not None and m.learned.changes:
-            row["learned"] = "; ".join(str(c["said"]) for c in m.learned.changes)
+        said = [str(c["said"]) for mem in (m.learned_by.values() if m.learned_by else [m.learned] if m.learned else [])
+                for c in mem.changes]
+        if said:
+            row["learned"] = "; ".join(said)
         if (suite.open_max_tokens and m.provider_kind == "anthropic" and m.profile is not None
                 and m.profile.max_output_tokens is None):
             row["max_tokens"] = f"{FALLBACK_MAX_TOKENS:,} (maximum unknown)"

@@ -105,3 +105,68 @@ def test_forget_and_prune_all_clear_the_rules(
     _learn(tmp_path, contract, monkeypatch, "r2")
     assert main(["cache", "prune", "--all"]) == 0
     assert _learned_files() == [] and "removed 1 learned request rules" in capsys.readouterr().out
+
+
+class _RefusesTopP(ContractServer):
+    """An endpoint whose deployment refuses top_p (its provider's words: OpenAI's unsupported_parameter)."""
+
+    async def chat(self, request):  # type: ignore[override]
+        from aiohttp import web
+
+        body = orjson.loads(await request.read())
+        self.bodies[body.get("model", "")] = body
+        if "top_p" in body:
+            err = {"error": {"message": "Unsupported parameter: 'top_p' is not supported with this model.",
+                             "type": "invalid_request_error", "param": "top_p", "code": "unsupported_parameter"}}
+            return self._answer(web.json_response(err, status=400), body.get("model", ""), "top_p")
+        return await super().chat(_Body(body))
+
+
+class _Body:
+    def __init__(self, body: dict) -> None:
+        self._raw = orjson.dumps(body)
+
+    async def read(self) -> bytes:
+        return self._raw
+
+
+def test_a_pooled_model_learns_per_endpoint(tmp_path: Path, contract: ContractServer):
+    """#36: a model pooled over two endpoints shared one learned shape: one endpoint's rule (no top_p)
+    was applied to the other, or two endpoints with different rules stopped the model. Each endpoint now
+    keeps its own."""
+    strict = _RefusesTopP().start()
+    try:
+        cfg = tmp_path / "pool.toml"
+        cfg.write_text(f"""
+[[endpoints]]
+name = "strict"
+kind = "openai"
+base_url = "http://127.0.0.1:{strict.port}/v1"
+max_concurrency = 2
+
+[[endpoints]]
+name = "lenient"
+kind = "openai"
+base_url = "http://127.0.0.1:{contract.port}/v1"
+max_concurrency = 2
+
+[[models]]
+name = "zeta-9"
+endpoints = ["strict", "lenient"]
+model = "zeta-9"
+params = {{ top_p = 0.9 }}
+""")
+        out = tmp_path / "run"
+        assert main(run_args(_data(tmp_path / "a.jsonl", 0, 12), "zeta-9", cfg, out)) == 0
+        rows = _rows(out)
+        assert len(rows) == 12 and all(r["error"] is None for r in rows)
+        assert len(strict.refusals) <= 2  # learned once on the strict endpoint
+        assert contract.bodies["zeta-9"]["top_p"] == 0.9  # the lenient one still gets what was configured
+        assert "top_p" not in strict.bodies["zeta-9"]
+        kept = {orjson.loads(p.read_bytes())["endpoint"]: orjson.loads(p.read_bytes())["changes"]
+                for p in _learned_files()}
+        assert [c["refusal"]["field"] for c in kept[f"openai:http://127.0.0.1:{strict.port}/v1"]] == ["top_p"]
+        man = orjson.loads((out / "manifest.json").read_bytes())
+        assert any("top_p not sent" in d and f"127.0.0.1:{strict.port}" in d for d in man["model_deviations"])
+    finally:
+        strict.stop()

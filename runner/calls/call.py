@@ -124,8 +124,9 @@ async def _send(
             raise _BreakerOpen(breaker.reason(m.cfg.name))
         if n > 1 and not m.supports_n:  # learnt while this call waited: not sent as formed
             raise _Regroup()
-        shaped[0] = learned.version(m)
-        return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m), m.shape)
+        shaped[0] = learned.version(m, lane)
+        return await provider.complete(req, m.model_id, n, start, lane.api_key, learned.params(m, lane),
+                                       learned.shape(m, lane))
 
     try:
         comp, attempts, latency = await lane.call(attempt, est, m.usage.work(req.pass_, n), charge)
@@ -137,7 +138,7 @@ async def _send(
     except ProviderError as e:
         if e.quota:  # the lane stopped itself: the model's other keys take its calls
             return await send(req, m, group, keys, breaker, cache)
-        if learned.retry(m, e, shaped[0], n):  # the provider named what the model refuses: sent again as it says
+        if learned.retry(m, e, shaped[0], n, lane):  # the provider named what the model refuses: sent again as it says
             groups = [group] if m.supports_n or n == 1 else [[s] for s in group]
             return [r for g in await asyncio.gather(*(send(req, m, g, keys, breaker, cache) for g in groups))
                     for r in g]
@@ -165,7 +166,7 @@ async def _send(
         msg = lane.scrub(f"{type(e).__name__}: {e}")
         return [error_row(req, s, keys[s], msg, "fatal", 1, lane.name) for s in group]
     breaker.failures = 0
-    learned.accepted(m)  # (rules being re-checked that this call did without are forgotten)
+    learned.accepted(m, lane)  # (rules being re-checked that this call did without are forgotten)
     lane.reconcile(est, total_tokens(comp), charge)
     m.usage.observe(req.pass_, n, comp.output_tokens, latency)
     try:

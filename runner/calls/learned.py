@@ -121,21 +121,43 @@ def attach(models: dict[str, ModelEntry], cache_dir: Path | None, relearn: bool 
     for m in models.values():
         if m.profile is None:
             continue
-        ep = endpoint_key([ln.endpoint for ln in m.lanes])
-        path = None if cache_dir is None else path_for(cache_dir, ep, m.model_id)
-        mem = Learned(Sent(m.shape, dict(m.cfg.params), not m.supports_n), path, endpoint=ep, base=m.shape)
-        m.learned = mem
-        doc = load(path) if path is not None else None
-        if doc is not None:
-            mem.rechecking = [c for c in doc["changes"] if _due(c, relearn)]
-            doc = {**doc, "changes": [c for c in doc["changes"] if not _due(c, relearn)]}
-        mem.sent, mem.changes = replay(doc, mem.sent, m.profile)
-        _apply(m, mem)
+        eps = list(dict.fromkeys(endpoint_key([ln.endpoint]) for ln in m.lanes))
+        m.learned_by = {}
+        for ep in eps:  # one store per endpoint: a pooled model's endpoints may refuse different things
+            path = None if cache_dir is None else path_for(cache_dir, ep, m.model_id)
+            mem = Learned(Sent(m.shape, dict(m.cfg.params), not m.supports_n), path, endpoint=ep, base=m.shape)
+            doc = load(path) if path is not None else None
+            if doc is not None:
+                mem.rechecking = [c for c in doc["changes"] if _due(c, relearn)]
+                doc = {**doc, "changes": [c for c in doc["changes"] if not _due(c, relearn)]}
+            mem.sent, mem.changes = replay(doc, mem.sent, m.profile)
+            m.learned_by[ep] = mem
+        m.learned = m.learned_by[eps[0]] if eps else None
+        for mem in m.learned_by.values():
+            _apply(m, mem)
 
 
-def accepted(m: ModelEntry) -> None:
+def _mem(m: ModelEntry, lane: Any = None) -> Learned:
+    """The memory of the endpoint a call goes to (a pooled model's), else the model's."""
+    if lane is not None and len(m.learned_by) > 1:
+        mem = m.learned_by.get(endpoint_key([lane.endpoint]))
+        if mem is not None:
+            return mem
+    return _of(m)
+
+
+def _mems(m: ModelEntry) -> list[Learned]:
+    return list(m.learned_by.values()) if m.learned_by else [m.learned] if m.learned is not None else []
+
+
+def shape(m: ModelEntry, lane: Any = None) -> Any:
+    """The request shape a call to `lane` goes in: its endpoint's, for a pooled model."""
+    return m.shape if m.learned is None or len(m.learned_by) <= 1 else _mem(m, lane).sent.shape
+
+
+def accepted(m: ModelEntry, lane: Any = None) -> None:
     """A call of the model was answered: rules being re-checked that it did not need are forgotten."""
-    mem = m.learned
+    mem = _mem(m, lane) if m.learned is not None else None
     if mem is None or not mem.rechecking:
         return
     gone = [c for c in mem.rechecking if (c["refusal"]["field"], c["refusal"]["action"])
@@ -171,24 +193,9 @@ def replay(doc: dict[str, Any] | None, sent: Sent, profile: Any) -> tuple[Sent, 
     return sent, changes
 
 
-def config_path(cfg: Any, name: str, cache_dir: Path) -> Path | None:
-    """Where a configured model's learned rules are kept (None: a provider that learns nothing)."""
-    from providers.capabilities import resolve  # noqa: F401 (the same imports as for_config)
-    from runner.config import Endpoint
-
-    m = cfg.resolve(name)
-    kind = cfg.provider_of(m)
-    if kind not in ("openai", "anthropic", "litellm"):
-        return None
-    eps = [cfg.endpoint(e) for e in m.endpoint_names] or [Endpoint(name=name, kind=kind)]
-    return path_for(cache_dir, endpoint_key(eps), m.model_id)
-
-
-def for_config(cfg: Any, name: str, cache_dir: Path) -> list[tuple[str, str]]:
-    """(the change, its source: the date and the refusal's words) for each thing a configured model
-    learned (`evalsweep models NAME`)."""
-    from providers.capabilities import resolve
-    from providers.shape import shape_for
+def config_paths(cfg: Any, name: str, cache_dir: Path) -> list[Path]:
+    """Where a configured model's learned rules are kept, one file per endpoint it is served by ([]: a
+    provider that learns nothing)."""
     from runner.config import Endpoint
 
     m = cfg.resolve(name)
@@ -196,18 +203,37 @@ def for_config(cfg: Any, name: str, cache_dir: Path) -> list[tuple[str, str]]:
     if kind not in ("openai", "anthropic", "litellm"):
         return []
     eps = [cfg.endpoint(e) for e in m.endpoint_names] or [Endpoint(name=name, kind=kind)]
-    profile = resolve(m, kind)
+    keys = dict.fromkeys(endpoint_key([e]) for e in eps)
+    return [path_for(cache_dir, k, m.model_id) for k in keys]
+
+
+def for_config(cfg: Any, name: str, cache_dir: Path) -> list[tuple[str, str]]:
+    """(the change, its source: the date and the refusal's words) for each thing a configured model
+    learned (`evalsweep models NAME`), on each endpoint it is served by."""
+    from providers.capabilities import resolve
+    from providers.shape import shape_for
+
+    m = cfg.resolve(name)
+    paths = config_paths(cfg, name, cache_dir)
+    if not paths:
+        return []
+    profile = resolve(m, cfg.provider_of(m))
     shape = shape_for(profile)
-    doc = load(path_for(cache_dir, endpoint_key(eps), m.model_id))
-    _, changes = replay(doc, Sent(None if shape.trivial else shape, dict(m.params), False), profile)
-    return [(c["said"], f"{source(c)}: \"{c['refusal']['words'][:200]}\""
-             + (" (re-checked on the next run)" if _due(c, False) else "")) for c in changes]
+    out = []
+    for path in paths:
+        doc = load(path)
+        _, changes = replay(doc, Sent(None if shape.trivial else shape, dict(m.params), False), profile)
+        where = f" (on {doc.get('endpoint')})" if len(paths) > 1 and doc else ""
+        out += [(c["said"] + where, f"{source(c)}: \"{c['refusal']['words'][:200]}\""
+                 + (" (re-checked on the next run)" if _due(c, False) else "")) for c in changes]
+    return out
 
 
 def _apply(m: ModelEntry, mem: Learned) -> None:
-    m.shape = mem.sent.shape
+    if len(m.learned_by) <= 1:  # (a pooled model's shape is its endpoints' own: `shape(m, lane)`)
+        m.shape = mem.sent.shape
     if mem.sent.split_n:
-        m.supports_n = False
+        m.supports_n = False  # (any of its endpoints refusing n: one sample a call everywhere)
 
 
 def _of(m: ModelEntry) -> Learned:
@@ -221,16 +247,16 @@ def profile_shape(m: ModelEntry) -> Any:
     return m.shape if m.learned is None else m.learned.base
 
 
-def version(m: ModelEntry) -> int:
-    return 0 if m.learned is None else m.learned.version
+def version(m: ModelEntry, lane: Any = None) -> int:
+    return 0 if m.learned is None else _mem(m, lane).version
 
 
-def params(m: ModelEntry) -> dict[str, Any]:
+def params(m: ModelEntry, lane: Any = None) -> dict[str, Any]:
     """The body fields the model's requests carry beyond the suite's: the config's, as learned."""
-    return m.cfg.params if m.learned is None else m.learned.sent.params
+    return m.cfg.params if m.learned is None else _mem(m, lane).sent.params
 
 
-def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> bool:
+def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1, lane: Any = None) -> bool:
     """True when the refused call (of `n` samples) is to be sent again: its model's requests changed
     since it went out, or change now because the provider named what it refuses (the caller sends
     `n` > 1 as single calls once the model takes one sample a call). False: a final error row (a refusal
@@ -241,11 +267,12 @@ def retry(m: ModelEntry, err: ProviderError, sent_version: int, n: int = 1) -> b
     refusals = read(err.status, err.body, sent)
     if not refusals:
         if sent is not None and m.learned is not None and any(  # a field already adapted away, refused again
-                (r.field, r.action) in {(c["refusal"]["field"], c["refusal"]["action"]) for c in m.learned.changes}
+                (r.field, r.action) in {(c["refusal"]["field"], c["refusal"]["action"])
+                                        for c in _mem(m, lane).changes}
                 for r in read(err.status, err.body)):
             err.refuses_model = True  # the same refusal after adapting to it: runner.calls.gate stops the model
         return False
-    mem = _of(m)
+    mem = _mem(m, lane)
     if mem.version != sent_version or (n > 1 and mem.sent.split_n and any(r.action == "split" for r in refusals)):
         mem.refused += 1  # (a group of samples made before the model was known to take one a call)
         return True
@@ -304,17 +331,20 @@ def source(c: dict[str, Any]) -> str:
 
 
 def deviations(name: str, m: ModelEntry) -> list[str]:
-    """One sentence per learned change: recorded beside the model's other departures."""
-    if m.learned is None:
-        return []
-    return [f"{name}: {c['said']} ({source(c)}: \"{c['refusal']['words'][:160]}\")" for c in m.learned.changes]
+    """One sentence per learned change: recorded beside the model's other departures (a pooled model's
+    naming the endpoint it was learned on)."""
+    pooled = len(m.learned_by) > 1
+    return [f"{name}: {c['said']}{f' (on {mem.endpoint})' if pooled else ''} ({source(c)}: "
+            f"\"{c['refusal']['words'][:160]}\")" for mem in _mems(m) for c in mem.changes]
 
 
 def summary(models: dict[str, ModelEntry], names: list[str]) -> dict[str, Any]:
     """manifest.json `learned`: per model that learned anything, its changes and the requests they cost."""
     out = {}
     for n in names:
-        mem = models[n].learned if n in models else None
-        if mem is not None and (mem.changes or mem.refused):
-            out[n] = {"changes": [c["said"] for c in mem.changes], "requests_refused": mem.refused}
+        mems = _mems(models[n]) if n in models else []
+        changes = [c["said"] for mem in mems for c in mem.changes]
+        refused = sum(mem.refused for mem in mems)
+        if changes or refused:
+            out[n] = {"changes": changes, "requests_refused": refused}
     return out
