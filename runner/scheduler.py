@@ -17,6 +17,7 @@ from typing import Any
 from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
+from runner.calls import learned
 from runner.calls.call import Breaker, send
 from runner.calls.fanout import WINDOW, Fanout
 from runner.calls.gate import REFUSED, Gate, label
@@ -243,6 +244,8 @@ class Scheduler:
         if resumed and req.pass_ == "answer":
             stats.resumed += resumed
             run.answered[req.model] = run.answered.get(req.model, 0) + resumed
+        for _, v in pre.values():  # type: ignore[union-attr]
+            learned.inherit(self.models.get(req.target), v)
         self._emit(run, stats, [hit_row(req, s, k, v) for s, (k, v) in pre.items()])  # type: ignore[arg-type]
         return True
 
@@ -350,6 +353,7 @@ class Scheduler:
             if v is None:
                 miss.append(s)
             else:
+                learned.inherit(m, v)
                 out.append(hit_row(req, s, keys[s], v))
         if out:
             self._answered(target)
@@ -397,6 +401,7 @@ class Scheduler:
             if v is None:
                 left.append(s)
             else:
+                learned.inherit(m, v)
                 out.append(hit_row(req, s, keys[s], v))
         return left
 

@@ -170,3 +170,20 @@ params = {{ top_p = 0.9 }}
         assert any("top_p not sent" in d and f"127.0.0.1:{strict.port}" in d for d in man["model_deviations"])
     finally:
         strict.stop()
+
+
+def test_answers_reused_from_the_cache_carry_the_changes_they_were_made_with(
+    tmp_path: Path, contract: ContractServer, monkeypatch: pytest.MonkeyPatch
+):
+    """#36: an answer made under a learned shape, reused by a run that does not make that change (the rule
+    forgotten since), carries the change as that run's deviation."""
+    cfg = _learn(tmp_path, contract, monkeypatch)  # n refused: answers made one sample a call
+    data = next(p for p in tmp_path.glob("r1.jsonl"))
+    assert main(["models", FUTURE_NO_N, "--forget", "--config", str(cfg)]) == 0
+    sent = contract.status[200]
+    out = tmp_path / "again"
+    assert main(run_args(data, FUTURE_NO_N, cfg, out, "--samples", "2", "--temperature", "0.7")) == 0
+    assert contract.status[200] == sent  # every answer from the cache
+    man = orjson.loads((out / "manifest.json").read_bytes())
+    assert any("answers reused from the cache were made with: n > 1 sent as separate calls" in d
+               for d in man["model_deviations"]), man["model_deviations"]

@@ -272,6 +272,7 @@ def rows_from(
                     "finish_reason": finish,
                     "model": m.model_id,
                     "t": row["t"],
+                    **({"learned": made} if (made := learned.made_with(m)) else {}),
                 },
             )
     return rows

@@ -50,6 +50,8 @@ class Learned:
     endpoint: str = ""
     base: Any = None
     """The shape the model's profile gave, before any refusal (providers.shape.departures reads it)."""
+    inherited: dict[str, str] = field(default_factory=dict)
+    """Changes answers reused from the cache were made with, this run's requests not (said -> date)."""
     rechecking: list[dict[str, Any]] = field(default_factory=list)
     """Rules from earlier runs not applied this run (old, or --relearn): the first accepted call forgets them."""
 
@@ -326,6 +328,24 @@ def _save(m: ModelEntry, mem: Learned) -> None:
         log.warning("cannot keep what %s learned in %s: %s", m.cfg.name, mem.path, e.strerror)
 
 
+def made_with(m: ModelEntry) -> list[dict[str, str]]:
+    """What an answer made now is stored with in the cache: the changes its request went out with."""
+    return [{"said": c["said"], "date": c.get("date", "?")} for mem in _mems(m) for c in mem.changes]
+
+
+def inherit(m: ModelEntry | None, v: dict[str, Any]) -> None:
+    """An answer from the cache made under learned changes this run does not make: its deviation is the
+    run's too (it reuses the answer, so it reuses how it was asked)."""
+    made = v.get("learned")
+    if m is None or not made or not isinstance(made, list):
+        return
+    mem = _of(m)
+    now = {c["said"] for x in _mems(m) for c in x.changes}
+    for c in made:
+        if isinstance(c, dict) and isinstance(c.get("said"), str) and c["said"] not in now:
+            mem.inherited.setdefault(c["said"], str(c.get("date", "?")))
+
+
 def source(c: dict[str, Any]) -> str:
     return f"learned from the provider's refusal on {c.get('date', '?')}"
 
@@ -334,8 +354,10 @@ def deviations(name: str, m: ModelEntry) -> list[str]:
     """One sentence per learned change: recorded beside the model's other departures (a pooled model's
     naming the endpoint it was learned on)."""
     pooled = len(m.learned_by) > 1
-    return [f"{name}: {c['said']}{f' (on {mem.endpoint})' if pooled else ''} ({source(c)}: "
-            f"\"{c['refusal']['words'][:160]}\")" for mem in _mems(m) for c in mem.changes]
+    out = [f"{name}: {c['said']}{f' (on {mem.endpoint})' if pooled else ''} ({source(c)}: "
+           f"\"{c['refusal']['words'][:160]}\")" for mem in _mems(m) for c in mem.changes]
+    return out + [f"{name}: answers reused from the cache were made with: {said} (learned from the provider's "
+                  f"refusal on {day})" for mem in _mems(m) for said, day in mem.inherited.items()]
 
 
 def summary(models: dict[str, ModelEntry], names: list[str]) -> dict[str, Any]:
