@@ -162,6 +162,8 @@ class AnthropicProvider:
         """Breakpoints on re-sent prefixes (providers.cache_marks); the runner's fan-out waits for them."""
         self.stream_above = stream_above_tokens
         self.idle_s = idle_timeout_s or timeout_s
+        self.deadline_s: float | None = None
+        """A streamed call's total deadline (`stream_deadline_s`; None: from its token limit)."""
         self.timeout_s = timeout_s
         self.partials: Counter[str] = Counter()
         """Answers cut mid-stream, per model id (providers.stream)."""
@@ -198,7 +200,7 @@ class AnthropicProvider:
         if model_id in self.long or isinstance(mt, int) and stream.anthropic_streams(mt, model_id, self.stream_above):
             return await stream.call(
                 self._session, self.url, {**body, "stream": True}, headers, stream.MessageStream(), self.idle_s,
-                self.partials, lambda raw: _parsed(raw, None),
+                self.partials, lambda raw: _parsed(raw, None), self.deadline_s,
             )  # https://docs.anthropic.com/en/docs/build-with-claude/streaming
         try:  # a frozen process reads what arrived before its deadline fires (providers.patience)
             raw, limits = await patience.exchange(self._session, self.url, orjson.dumps(body), headers, self.timeout_s)

@@ -58,6 +58,8 @@ class OpenAIProvider:
         self._auth: dict[str | None, dict[str, str]] = {}
         self.stream_above = stream.LONG_OUTPUT_TOKENS if stream_above_tokens is None else stream_above_tokens
         self.idle_s = idle_timeout_s or timeout_s
+        self.deadline_s: float | None = None
+        """A streamed call's total deadline (`stream_deadline_s`; None: from its token limit)."""
         self.timeout_s = timeout_s
         self.partials: Counter[str] = Counter()
         """Answers cut mid-stream, per model id (providers.stream)."""
@@ -135,7 +137,7 @@ class OpenAIProvider:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         return await stream.call(
             self._get_session(), self.url, body, self._headers_for(api_key), stream.ChatStream(n), self.idle_s,
-            self.partials, lambda raw: parse_chat(raw, n),
+            self.partials, lambda raw: parse_chat(raw, n), self.deadline_s,
         )
 
     async def _responses(
@@ -149,7 +151,7 @@ class OpenAIProvider:
         if self._long(model_id, body.get("max_output_tokens")):
             return await stream.call(
                 self._get_session(), self.responses_url, {**body, "stream": True}, headers,
-                stream.ResponsesStream(), self.idle_s, self.partials, parse_responses,
+                stream.ResponsesStream(), self.idle_s, self.partials, parse_responses, self.deadline_s,
             )
         try:
             raw, limits = await patience.exchange(

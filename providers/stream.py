@@ -27,10 +27,17 @@ ends as one error row with finish_reason "partial" and the usage the stream repo
 as it does every row without an answer. A choice that finished before the cut (n > 1) keeps its answer.
 A failure before any output (an `overloaded_error` event first, a drop before any text) is retried
 like any transient error.
+
+Streams end: the idle timeout counts content (events), not SSE comments (`: keep-alive`), so a stream
+that keeps the connection warm with comments alone is cut after `idle_s` of no content; and every
+streamed call has a total deadline (`stream_deadline_s`, by default the idle timeout plus its token
+limit at 10 tokens a second). A malformed event (undecodable, not an object) is skipped and counted:
+a stream that goes on to deliver is kept, never re-sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -76,6 +83,22 @@ def anthropic_streams(max_tokens: int, model_id: str, above: int | None = None) 
     return max_tokens > limit
 
 
+DEADLINE_TOKENS_PER_S = 10.0
+"""The slowest generation a default total deadline allows for: a token limit's worth at this rate."""
+
+
+class Malformed(Exception):
+    """An event that is not a JSON object: skipped (and counted), the stream read on."""
+
+
+def deadline_for(body: dict[str, Any], idle_s: float) -> float:
+    """A streamed call's default total deadline: its idle timeout plus its token limit at the slowest
+    rate (no limit: 32,768 tokens' worth)."""
+    limit = next((body[k] for k in ("max_completion_tokens", "max_tokens", "max_output_tokens")
+                  if isinstance(body.get(k), int)), 32_768)
+    return idle_s + limit / DEADLINE_TOKENS_PER_S
+
+
 class StreamCut(ProviderError):
     """A stream that ended before its final event. `idle`: no byte for the idle timeout."""
 
@@ -118,10 +141,12 @@ async def post_sse(
     headers: dict[str, str],
     feed: Callable[[str, bytes], None],
     idle_s: float,
+    deadline_s: float | None = None,
 ) -> tuple[bytes | None, dict[str, float] | None]:
-    """POST a streamed request; each event goes to `feed`. Timeouts: connect and idle, never total.
-    Returns (None, limits), or the body when the server answered JSON (a gateway ignoring `stream`).
-    Errors before the answer starts are those of providers.http; a cut afterwards is a StreamCut."""
+    """POST a streamed request; each event goes to `feed`. Timeouts: connect; idle, counted on content
+    (events), not on bytes (keep-alive comments); and the total `deadline_s`. Returns (None, limits), or
+    the body when the server answered JSON (a gateway ignoring `stream`). Errors before the answer
+    starts are those of providers.http; a cut afterwards is a StreamCut."""
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, idle_s), sock_read=idle_s)
     try:
         async with session.post(url, data=data, headers=headers, timeout=timeout) as resp:
@@ -134,14 +159,30 @@ async def post_sse(
                 return await resp.read(), limits
             if (begun := BEGUN.get()) is not None:  # the answer began: the prompt cache it wrote is readable
                 begun()
+            loop = asyncio.get_running_loop()
+            end = loop.time() + (deadline_s if deadline_s is not None else float("inf"))
+            malformed = 0
             try:
-                async for event, payload in sse_events(resp.content.iter_any()):
-                    feed(event, payload)
+                async with asyncio.timeout_at(min(loop.time() + idle_s, end)) as clock:
+                    async for event, payload in sse_events(resp.content.iter_any()):
+                        clock.reschedule(min(loop.time() + idle_s, end))  # content came: idle counts anew
+                        try:
+                            feed(event, payload)
+                        except Malformed as e:
+                            malformed += 1
+                            if malformed == 1:
+                                log.warning("%s: a malformed event skipped (%s); reading on", host_port(url), e)
             except StreamCut as e:
                 e.limits = limits
+                if malformed:
+                    e.args = (f"{e} ({malformed} malformed events skipped)",)
                 raise
             except TimeoutError:
-                raise _cut(f"no byte for {idle_s:g} s (idle timeout)", limits, idle=True) from None
+                if loop.time() >= end - 1e-3:
+                    raise _cut(f"no end after {deadline_s:g} s (the streamed call's total deadline)", limits,
+                               idle=True) from None
+                raise _cut(f"no content for {idle_s:g} s (idle timeout; keep-alive comments do not count)",
+                           limits, idle=True) from None
             except (aiohttp.ClientError, ConnectionResetError) as e:
                 raise _cut(f"connection dropped mid-stream ({type(e).__name__})", limits) from None
             return None, limits
@@ -170,9 +211,9 @@ def _json(data: bytes) -> dict[str, Any]:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
-        raise StreamCut(f"undecodable event ({len(data)} bytes): {data[:80]!r}") from None
+        raise Malformed(f"undecodable event ({len(data)} bytes): {data[:80]!r}") from None
     if not isinstance(obj, dict):
-        raise StreamCut(f"event is {type(obj).__name__}, not an object")
+        raise Malformed(f"event is {type(obj).__name__}, not an object")
     return obj
 
 
@@ -360,11 +401,14 @@ async def call(
     idle_s: float,
     counter: Counter[str],
     whole: Callable[[bytes], Completion],
+    deadline_s: float | None = None,
 ) -> Completion:
-    """One streamed call, assembled (`whole` parses a JSON answer to it), its limits attached."""
+    """One streamed call, assembled (`whole` parses a JSON answer to it), its limits attached.
+    `deadline_s`: its total deadline (None: `deadline_for` its token limit)."""
     cut = None
+    deadline = deadline_s if deadline_s is not None else deadline_for(body, idle_s)
     try:
-        raw, limits = await post_sse(session, url, orjson.dumps(body), headers, asm.feed, idle_s)
+        raw, limits = await post_sse(session, url, orjson.dumps(body), headers, asm.feed, idle_s, deadline)
     except StreamCut as e:
         raw, limits, cut = None, e.limits, e
     comp = whole(raw) if raw is not None else finished(asm, cut, str(body.get("model")), counter, headers)

@@ -37,7 +37,10 @@ class Endpoint(BaseModel):
     """Calls whose maximum output is above this stream (default 21,333, the largest max_tokens Anthropic's
     SDK sends unstreamed; Anthropic calls the SDK would refuse unstreamed always stream)."""
     idle_timeout_s: float | None = Field(None, gt=0)
-    """A streamed call fails after this long without a byte (default: timeout_s); it has no total timeout."""
+    """A streamed call is cut after this long without content (default: timeout_s); keep-alive comments
+    do not count."""
+    stream_deadline_s: float | None = Field(None, gt=0)
+    """A streamed call's total deadline (default: its idle timeout plus its token limit at 10 tokens/s)."""
     max_attempts: int = Field(6, ge=1)
     retry_initial_s: float = Field(1.0, ge=0)
     retry_max_s: float = Field(60.0, ge=0)

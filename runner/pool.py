@@ -114,7 +114,7 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             raise ConfigError(
                 f"endpoint {ep.name!r}: kind 'openai' needs base_url (e.g. https://api.openai.com/v1)"
             )
-        return OpenAIProvider(
+        p = OpenAIProvider(
             ep.base_url,
             timeout_s=ep.timeout_s,
             headers=ep.headers,
@@ -125,10 +125,12 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             prompt_caching=ep.prompt_caching,
             prompt_cache_key=urlsplit(ep.base_url).hostname == "api.openai.com",
         )
+        p.deadline_s = ep.stream_deadline_s
+        return p
     if ep.kind == "anthropic":
         from providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(
+        p = AnthropicProvider(
             ep.base_url,
             timeout_s=ep.timeout_s,
             headers=ep.headers,
@@ -137,6 +139,8 @@ def _make_provider(ep: Endpoint, n_keys: int, model: ModelCfg | None = None) -> 
             idle_timeout_s=ep.idle_timeout_s,
             prompt_caching=ep.prompt_caching,
         )
+        p.deadline_s = ep.stream_deadline_s
+        return p
     if ep.kind == "litellm":
         from providers.litellm import LiteLLMProvider
 

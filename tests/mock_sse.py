@@ -18,6 +18,10 @@ Stream faults, by a marker in the prompt (on every attempt unless `*1`: the firs
   [[stream:eof]]    half the events, then a clean end of the body (no final event)
   [[stream:error_first*1]]  the error event before any output, on the first attempt only
   [[stream:hang*1]]  no answer at all (not even headers) for `stall_s`, on the first attempt only
+  [[stream:keepalive]]  half the events, then only `: keep-alive` comments every `gap_s` for `stall_s`,
+                    then the rest (a provider holding the connection warm while it stalls)
+  [[stream:keepalive_only]]  `: keep-alive` comments every `gap_s` for `stall_s`, then the answer
+  [[stream:malformed]]  a malformed event first (not JSON), then the whole answer
 `enabled = False` answers JSON to streamed requests, as a gateway ignoring `stream` does. It counts streamed requests per model and the bodies' `stream_options`.
 """
 
@@ -141,6 +145,15 @@ class StreamFaults:
             await asyncio.sleep(self.stall_s)
         return await self._send(request, frames, fault, chat)
 
+    async def _keep_alive(self, out: web.StreamResponse) -> None:
+        """SSE comments only (https://html.spec.whatwg.org/multipage/server-sent-events.html: a line
+        starting with ':' is ignored; providers send them to keep proxies from closing an idle stream)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.stall_s
+        while loop.time() < end:
+            await out.write(b": keep-alive\n\n")
+            await asyncio.sleep(self.gap_s)
+
     def _fault(self, raw: bytes) -> str | None:
         m = _MARK.search(raw)
         if m is None:
@@ -155,11 +168,20 @@ class StreamFaults:
         error = (b"data: " if chat else b"event: error\ndata: ") + orjson.dumps(OVERLOADED) + b"\n\n"
         try:
             await out.prepare(request)
+            if fault == "malformed":
+                self.cut[fault] += 1
+                await out.write(b"data: {\"id\": \"chatcmpl-x\", \"choices\": [\n\n")
+            if fault == "keepalive_only":
+                self.cut[fault] += 1
+                await self._keep_alive(out)
             for i, frame in enumerate(frames):
                 if fault == "error_first" and i == 1:
                     self.cut[fault] += 1
                     await out.write(error)
                     return out
+                if i == half and fault == "keepalive":
+                    self.cut[fault] += 1
+                    await self._keep_alive(out)
                 if i == half and fault in ("stall", "cut", "error", "eof"):
                     self.cut[fault] += 1
                     if fault in ("error", "eof"):
