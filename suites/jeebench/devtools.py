@@ -21,12 +21,13 @@ import csv
 import hashlib
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from suites.base import SuiteError
-from suites.jeebench.data import item_id
+from suites.jeebench.data import SUBJECTS, TYPES, item_id
 from suites.jeebench.extract import Answer, extract, parse_answer
 
 
@@ -103,6 +104,18 @@ def replay_lines(rows: list[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps({"item": r["id"], "sample": 0, "pass": "answer", "text": r["text"]})
 
 
+def replay_scores(path: Path, variant: str) -> dict[str, Any]:
+    """Our protocol (rule extraction, then our scorer) on one released response set: the replay row that
+    isolates the protocol's gap from the model's (the same responses, read by the paper's hand)."""
+    from suites.base import RunSpec, Sink
+    from suites.jeebench import score
+
+    rows = [{"model": "replay", "item": r["id"], "sample": 0, "pass": "answer", "text": r["text"]}
+            for r in load_dev(path)]  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        return score(rows, RunSpec("jeebench", {"variant": variant}), Path(d), Sink()).models["replay"]
+
+
 def _load(f: Path) -> list[dict[str, Any]]:
     return load_csv(f) if f.suffix == ".csv" else load_dev(f)
 
@@ -121,10 +134,19 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--show", action="store_true", help="print the disagreements")
     a.add_argument("--exclude", nargs="*", type=Path, default=[], help="sets (JSON or CSV) whose responses to leave out")
     a.add_argument("--part", choices=("all", "dev", "heldout"), default="all", help="half by SHA-256 (default: all)")
+    t = sub.add_parser("table2", help="Table 2's row of a released set read by our rules (the replay row)")
+    t.add_argument("file", type=Path)
+    t.add_argument("--variant", default="cot")
     r = sub.add_parser("replay", help="write a replay JSONL")
     r.add_argument("file", type=Path)
     r.add_argument("out", type=Path)
     args = p.parse_args(argv)
+    if args.cmd == "table2":
+        s = replay_scores(args.file, args.variant)
+        vals = [s["by_subject"].get(c) for c in SUBJECTS] + [s["by_type"].get(c) for c in TYPES] + [s["overall"]]
+        print(" ".join(f"{c}={v:.3f}" for c, v in zip([*SUBJECTS, *TYPES, "overall"], vals, strict=True)))
+        print(f"unread {s['unread']}/{s['n']}")
+        return
     if args.cmd == "replay":
         args.out.write_text("".join(line + "\n" for line in replay_lines(load_dev(args.file))))
         return
