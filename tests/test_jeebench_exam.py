@@ -76,8 +76,9 @@ def test_table6_and_fig7_tables_carry_the_papers_numbers() -> None:
     th = thresholding(_qs(), Marks(), 0.0, 0.5)
     models = {"m": {"overall": 0.5, "thresholding": th}}
     t6 = table6(models, ["m"])
-    assert t6 is not None and t6.columns[-3:] == ["paper +", "paper −", "paper total"]
-    assert [r[-3:] for r in t6.rows] == [list(TABLE6[k]) for k in ("single_sample", "cot_sc", "cot_sc_thresholding")]
+    assert t6 is not None and t6.columns[-4:] == ["paper +", "paper −", "paper total", "gap"]
+    assert [r[-4:-1] for r in t6.rows] == [list(TABLE6[k]) for k in ("single_sample", "cot_sc", "cot_sc_thresholding")]
+    assert [r[-1] for r in t6.rows] == [r[4] - r[-2] for r in t6.rows]  # ours − the paper's total
     assert TABLE6["single_sample"] == (109, -43, 66)
     f7 = fig7_table(models, ["m"])
     assert f7 is not None and len(f7.rows) == 18
@@ -160,9 +161,13 @@ def test_table1_year_random_and_table5_rows_beside_the_papers() -> None:
     assert latest_vs_rest(rows) == {"2023": 0.5, "other years": 0.5}
     t = year_table({"m": {"by_year": {2016: 1.0, 2017: 0.0, 2023: 0.5}, "latest_vs_rest": latest_vs_rest(rows)}},
                    "cot-sc")  # fmt: skip
-    assert t is not None and t.rows == [["m", 1.0, 0.0, 0.5, 0.5, 0.5], ["paper: GPT-4+CoT+SC@8", None, None, None,
-                                                                        0.338, 0.396]]  # fmt: skip
+    assert t is not None and t.rows == [["m", 1.0, 0.0, 0.5, 0.5, 0.5, 0.162, 0.104],
+                                        ["paper: GPT-4+CoT+SC@8", None, None, None, 0.338, 0.396, None, None]]  # fmt: skip
+    assert t.columns[-2:] == ["gap: 2023", "gap: other years"]
     m = {"m": {"overall": 0.3, "marks_mcq": {"positive": 9.0, "negative": -2.0, "total": 7.0, "questions": 5}}}
     t5 = mcq_marks_table(m, "cot-exam")
-    assert t5 is not None and t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", "cot-exam", 404, -206, 198, 296]
+    assert t5 is not None and t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", "cot-exam", 404, -206, 198, 296, None]
+    assert t5.rows[0][-1] is None  # 5 of the 296 MCQs: no gap against a total over all of them
+    m["m"]["marks_mcq"]["questions"] = 296
+    assert mcq_marks_table(m, "cot-exam").rows[0][-1] == 7.0 - 198  # type: ignore[union-attr]
     assert len(mcq_marks_table(m, "normal").rows) == 1  # type: ignore[union-attr]  (Table 5 has no normal row)

@@ -44,12 +44,20 @@ def test_tables_from_the_runs(sweep: Path, capsys: pytest.CaptureFixture[str]) -
         {"label": "b", "variant": "cot-exam", "models": exam["models"], "deviations": []},
     ]
     t2, t5, human = sweep_tables(runs)
-    assert [(r[0], r[1], r[-2]) for r in t2.rows if not r[0].startswith("paper")] == [
+    ours = [r for r in t2.rows if not r[0].startswith(("paper", "replay"))]
+    assert [(r[0], r[1], r[-3]) for r in ours] == [
         (m, v, round(s["models"][m]["overall"], 3)) for m in sorted(cot["models"]) for v, s in
         (("cot", cot), ("cot-exam", exam))
     ]  # fmt: skip
-    # the paper's numbers beside ours: Table 2's GPT-4+CoT row, Table 5's GPT-4 row (negatives signed)
-    assert t2.rows[-1] == ["paper: GPT-4+CoT", "cot", 0.468, 0.280, 0.335, 0.256, 0.473, 0.448, 0.175, 0.350, 515]
+    # the gap: ours − the paper's GPT-4 row of the method (Table 2 prints none for cot-exam)
+    assert [r[-2] for r in ours] == [round(r[-3] - 0.350, 3) if r[1] == "cot" else None for r in ours]
+    # the paper's numbers beside ours: Table 2's GPT-4+CoT row, then the replay of its released responses
+    # (our rules on the authors' GPT-4 CoT text: the protocol's gap alone), Table 5's GPT-4 row (negatives signed)
+    assert t2.rows[-2] == ["paper: GPT-4+CoT", "cot", 0.468, 0.280, 0.335, 0.256, 0.473, 0.448, 0.175, 0.350, None,
+                           515]  # fmt: skip
+    assert t2.rows[-1] == ["replay: GPT-4+CoT (released, 41 unread)", "cot", 0.455, 0.280, 0.329, 0.232, 0.473,
+                           0.449, 0.168, 0.345, -0.005, 515]  # fmt: skip
+    assert "gap" in t2.columns and "replay: ..." in t2.note
     assert t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", 489, -181, 308, 404, -206, 198, -110]
     for r in t5.rows[:-1]:
         a, b = cot["models"][r[0]]["marks_mcq"], exam["models"][r[0]]["marks_mcq"]

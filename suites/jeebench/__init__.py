@@ -39,7 +39,7 @@ from suites.jeebench.baselines import (
 )
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.exam import exam_table, fig7_png, fig8_png
-from suites.jeebench.extract import Answer, answer_str, extract, parse_judge
+from suites.jeebench.extract import CUT, Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
     EXTRACTORS,
     Marks,
@@ -184,7 +184,8 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
             )
         )
     judge = spec.opt("judge")
-    if judge and extract(row.get("text"), it.type, it.question) is None:
+    cut = row["pass"] == "critique" and row.get("finish_reason") in CUT  # no new answer to read
+    if judge and not cut and extract(row.get("text"), it.type, it.question) is None:
         j = judge_request(req, row, judge, JUDGE[it.type], sim=judge_sim(it, row.get("text")))
         out.append(j if row["pass"] == "answer" else j.model_copy(update={"pass_": CRITIQUE_JUDGE}))
     return out
@@ -195,8 +196,11 @@ JUDGE_ERROR = "judge-error"
 
 def _read(row: Row | None, judge_row: Row | None, it: Item) -> tuple[Answer, str | None]:
     """(answer, stage) of one response: the rules, else the judge's extraction. Stage `judge-error`: the
-    rules could not read it and the judge call failed, so it was never read (not a wrong answer)."""
+    rules could not read it and the judge call failed, so it was never read (not a wrong answer). A critique
+    cut at its token limit states no new answer (extract_critique): no judge is asked."""
     if row is None or row.get("error"):
+        return None, None
+    if row.get("pass") == "critique" and row.get("finish_reason") in CUT:
         return None, None
     ans = extract(row.get("text"), it.type, it.question)
     if ans is not None:
@@ -420,7 +424,8 @@ def deviations(
             "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); the critique "
             f"is capped at {CRITIQUE_MAX_TOKENS} tokens as those released critiques were (none longer, 25 of 200 "
             "stopped for length at 512); their temperature and the prompts of the other 315 questions are not "
-            "released (T=0 and the same framing assumed)"
+            "released (T=0 and the same framing assumed); a critique stopped at that cap states no new answer (read "
+            "as none, scored 0)"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")

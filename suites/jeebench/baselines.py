@@ -70,14 +70,21 @@ def year_table(models: dict[str, dict[str, Any]], variant: str) -> Table | None:
     if not years:
         return None
     rest = any(s.get("latest_vs_rest") for s in models.values())  # §4.7's two columns
+    sc = rest and variant == "cot-sc"  # §4.7's numbers are GPT-4+CoT+SC@8's: a gap only beside them
+
+    def _gaps(lv: dict[str, float] | None) -> list[float | None]:
+        return [None if (lv or {}).get(k) is None else round(lv[k] - SEC47[k], 3) for k in SEC47] if sc else []  # type: ignore[index]
+
     rows = [[m, *(models[m].get("by_year", {}).get(y) for y in years),
-             *((models[m].get("latest_vs_rest") or {}).get(k) for k in SEC47 if rest)]
+             *((models[m].get("latest_vs_rest") or {}).get(k) for k in SEC47 if rest),
+             *_gaps(models[m].get("latest_vs_rest"))]
             for m in ranked(models, "overall")]  # fmt: skip
-    if rest and variant == "cot-sc":
-        rows.append(["paper: GPT-4+CoT+SC@8", *(None for _ in years), *SEC47.values()])
+    if sc:
+        rows.append(["paper: GPT-4+CoT+SC@8", *(None for _ in years), *SEC47.values(), None, None])
     return Table(
         title=f"jeebench ({variant}): score by exam year (§4.7)",
-        columns=["model", *map(str, years), *(["§4.7: 2023", "§4.7: other years"] if rest else [])],
+        columns=["model", *map(str, years), *(["§4.7: 2023", "§4.7: other years"] if rest else []),
+                 *(["gap: 2023", "gap: other years"] if sc else [])],
         rows=rows,
         note="A model much better on the years before its training cutoff may have seen those papers. §4.7 "
         "compares 2023 (released after GPT-4's training) with the rest: GPT-4+CoT+SC 0.338 against 0.396.",
@@ -114,16 +121,20 @@ def random_table(row: dict[str, Any], variant: str) -> Table:
 
 
 def mcq_marks_table(models: dict[str, dict[str, Any]], variant: str) -> Table | None:
-    rows = [[m, variant, *(s["marks_mcq"][k] for k in ("positive", "negative", "total", "questions"))]
+    paper = TABLE5.get(variant)
+    rows = [[m, variant, *(s["marks_mcq"][k] for k in ("positive", "negative", "total", "questions")),
+             s["marks_mcq"]["total"] - paper[2] if paper and s["marks_mcq"]["questions"] == 296 else None]
             for m, s in ((m, models[m]) for m in ranked(models, "overall")) if s.get("marks_mcq")]  # fmt: skip
     if not rows:
         return None
-    if variant in TABLE5:
-        rows.append(["paper: GPT-4 (gpt-4-0314)", variant, *TABLE5[variant], 296])
+    if paper:
+        rows.append(["paper: GPT-4 (gpt-4-0314)", variant, *paper, 296, None])
     return Table(
         title=f"jeebench ({variant}): exam marks on the MCQ types (Table 5: compare cot with cot-exam)",
-        columns=["model", "variant", "positive", "negative", "total", "MCQ questions"],
+        columns=["model", "variant", "positive", "negative", "total", "MCQ questions", "gap"],
         rows=rows,
         note=f"Table 5 scores single- and multi-correct MCQs only (the exam prompt applies to them); the paper's "
-        f"row is out of {TABLE5_MAX}, its negative marks printed unsigned.",
+        f"row is out of {TABLE5_MAX}, its negative marks printed unsigned. gap = total − the paper's GPT-4 total, "
+        f"on all 296 MCQs only (the released greedy CoT read by our rules gives 490/-183/307, gap -1).",
+        key=("total", "gap"),
     )

@@ -3,6 +3,8 @@
     python -m suites.jeebench.devtools agreement FILE [--years 2020-2023] [--show]
     python -m suites.jeebench.devtools agreement extractor_dataset_val.csv --exclude DEV.json... [--part heldout]
     python -m suites.jeebench.devtools replay FILE OUT.jsonl
+    python -m suites.jeebench.devtools critiques responses_old.json tests/data/extraction/jeebench/critiques.json --part dev
+    python -m suites.jeebench.devtools table2 FILE --variant cot
 
 `agreement` measures the rule extractor against the authors' hand extracts (both normalised to the
 question type); `replay` writes the responses as a replay-provider JSONL for an end-to-end run.
@@ -21,13 +23,14 @@ import csv
 import hashlib
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from suites.base import SuiteError
-from suites.jeebench.data import item_id
-from suites.jeebench.extract import Answer, extract, parse_answer
+from suites.jeebench.data import SUBJECTS, TYPES, item_id, items_by_id
+from suites.jeebench.extract import Answer, extract, extract_critique, parse_answer
 
 
 def load_dev(path: Path) -> list[dict[str, Any]]:
@@ -103,6 +106,41 @@ def replay_lines(rows: list[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps({"item": r["id"], "sample": 0, "pass": "answer", "text": r["text"]})
 
 
+def replay_scores(path: Path, variant: str) -> dict[str, Any]:
+    """Our protocol (rule extraction, then our scorer) on one released response set: the replay row that
+    isolates the protocol's gap from the model's (the same responses, read by the paper's hand)."""
+    from suites.base import RunSpec, Sink
+    from suites.jeebench import score
+
+    rows = [{"model": "replay", "item": r["id"], "sample": 0, "pass": "answer", "text": r["text"]}
+            for r in load_dev(path)]  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        return score(rows, RunSpec("jeebench", {"variant": variant}), Path(d), Sink()).models["replay"]
+
+
+def critique_agreement(path: Path, labels: Path, part: str = "all") -> tuple[int, int, list[dict[str, Any]]]:
+    """(agreeing, total, disagreements) of extract_critique on the authors' released self-critiques (the 191
+    of the 515 in responses_old.json) against the hand-read answers in `labels` (tests/data/extraction/
+    jeebench/critiques.json), over the `dev` or `heldout` half by SHA-256 of the critique."""
+    items = items_by_id()
+    want = json.loads(Path(labels).read_text(encoding="utf-8"))["labels"]
+    bad, n = [], 0
+    for r in json.loads(Path(path).read_text(encoding="utf-8")):
+        it = items.get(item_id(r["description"], int(r["index"])))
+        if it is None or it.id not in want:
+            continue  # 9 critiques of an older dataset version, not among the 515
+        choice = r["GPT4_CoT_self_refine_response"]["choices"][0]
+        text = choice["message"]["content"]
+        if part != "all" and part_of(text) != part:
+            continue
+        n += 1
+        mine = extract_critique(text, it.type, it.question, choice.get("finish_reason"))
+        theirs = parse_answer(want[it.id]["answer"], it.type)
+        if not same(mine, theirs):
+            bad.append({"id": it.id, "type": it.type, "mine": mine, "theirs": theirs, "tail": text[-300:]})
+    return n - len(bad), n, bad
+
+
 def _load(f: Path) -> list[dict[str, Any]]:
     return load_csv(f) if f.suffix == ".csv" else load_dev(f)
 
@@ -121,10 +159,30 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--show", action="store_true", help="print the disagreements")
     a.add_argument("--exclude", nargs="*", type=Path, default=[], help="sets (JSON or CSV) whose responses to leave out")
     a.add_argument("--part", choices=("all", "dev", "heldout"), default="all", help="half by SHA-256 (default: all)")
+    c = sub.add_parser("critiques", help="extract_critique vs hand-read answers of the authors' critiques")
+    c.add_argument("file", type=Path, help="GPT4_CoT_self_refine_responses/responses_old.json")
+    c.add_argument("labels", type=Path, help="tests/data/extraction/jeebench/critiques.json")
+    c.add_argument("--part", choices=("all", "dev", "heldout"), default="all")
+    c.add_argument("--show", action="store_true", help="print the disagreements")
+    t = sub.add_parser("table2", help="Table 2's row of a released set read by our rules (the replay row)")
+    t.add_argument("file", type=Path)
+    t.add_argument("--variant", default="cot")
     r = sub.add_parser("replay", help="write a replay JSONL")
     r.add_argument("file", type=Path)
     r.add_argument("out", type=Path)
     args = p.parse_args(argv)
+    if args.cmd == "critiques":
+        ok, n, bad = critique_agreement(args.file, args.labels, args.part)
+        for b in bad if args.show else []:
+            print(f"--- {b['id']} {b['type']} mine={b['mine']} theirs={b['theirs']}\n{b['tail']}")
+        print(f"critiques ({args.part}): {ok}/{n} = {ok / max(n, 1):.3f}")
+        return
+    if args.cmd == "table2":
+        s = replay_scores(args.file, args.variant)
+        vals = [s["by_subject"].get(c) for c in SUBJECTS] + [s["by_type"].get(c) for c in TYPES] + [s["overall"]]
+        print(" ".join(f"{c}={v:.3f}" for c, v in zip([*SUBJECTS, *TYPES, "overall"], vals, strict=True)))
+        print(f"unread {s['unread']}/{s['n']}")
+        return
     if args.cmd == "replay":
         args.out.write_text("".join(line + "\n" for line in replay_lines(load_dev(args.file))))
         return

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
+from suites.base import TRUNCATED
 from suites.jeebench.fallbacks import (
+    affirmed_answer,
     bare_answer,
     boxed_option,
     cut_mid_formula,
@@ -48,6 +50,7 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
             or option_of_value(text, question)
             or option_of_text(text, question, qtype)
             or boxed_option(text, question)
+            or affirmed_answer(text, qtype, question)
         )
     elif cut_mid_formula(text):  # the authors' extracts: None for a number cut off mid-formula (not MCQs)
         return None
@@ -56,6 +59,17 @@ def extract(text: str | None, qtype: str, question: str | None = None) -> Answer
     if ans is None:
         ans = bare_answer(text, qtype)
     return ans if ans is not None else final_line_answer(text, qtype)
+
+
+CUT = TRUNCATED
+"""finish_reason of a response stopped at its token limit."""
+
+
+def extract_critique(text: str | None, qtype: str, question: str | None, finish_reason: str | None) -> Answer:
+    """The new answer of a self-critique (§4.4). One stopped at its token limit (25 of the authors' 200 released
+    critiques stop at 512) is cut mid-working and states no new answer: None, as a person reading it would,
+    where the rules would read the letters or numbers of the working (chosen on the critiques' dev half)."""
+    return None if finish_reason in CUT else extract(text, qtype, question)
 
 
 def parse_answer(s: str | None, qtype: str) -> Answer:

@@ -176,3 +176,31 @@ def final_line_answer(text: str, qtype: str) -> str | None:
     elif n := _OPTION_NAMED.search(last):
         letters = n.group(1)
     return letters if letters and (qtype == "MCQ(multiple)" or len(letters) == 1) else None
+
+
+_AFFIRM = re.compile(r"\A\s*(?:the\s+)?(?:given\s+)?solution\s+is\s+(?:indeed\s+)?correct\b", re.I)
+_NAMED = re.compile(r"\boption\s+([A-D])\b|[(\[]\s*([A-D])\s*[)\]]")
+_BRACKET_OPTION = re.compile(r"(?m)^\s*[(\[]\s*([A-D])\s*[)\]]\s*(.*?)\s*$")
+
+
+def affirmed_answer(text: str, qtype: str, question: str | None) -> str | None:
+    """A short critique that affirms the solution and restates its answer in passing, a form the other rules
+    miss ("The given solution is correct, and ... is indeed 1.56 mm (option C)"; "both options [A] and [C] are
+    indeed the correct answers"; "... the final answer is 125" for the option "[C] 125"): the options it
+    names, when it calls none wrong; else the one option equal to the value it states."""
+    if not _AFFIRM.match(text) or len(text) > 600 or _NOT.search(text):
+        return None
+    letters = sorted({a or b for a, b in _NAMED.findall(text)})
+    if letters:
+        return None if qtype == "MCQ" and len(letters) != 1 else "".join(letters)
+    v = extract_number(text, "Numeric", None)
+    if v is None:
+        return None
+    vals: dict[str, float] = {}
+    for c, body in _BRACKET_OPTION.findall(question or ""):
+        try:
+            vals[c] = float(body.strip("$ ."))
+        except ValueError:
+            continue
+    hits = [c for c, x in vals.items() if abs(x - v) <= 1e-6 * max(1.0, abs(x))]
+    return hits[0] if len(hits) == 1 else None

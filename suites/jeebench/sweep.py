@@ -12,7 +12,7 @@ from suites.base import Table
 from suites.jeebench.data import SUBJECTS, TYPES
 from suites.jeebench.exam import exam_rows, exam_view
 from suites.jeebench.paper import SEC46, TABLE5, TABLE5_MAX
-from suites.jeebench.report import table2_paper_rows
+from suites.jeebench.report import GAP_NOTE, gap, table2_paper_rows
 
 ORDER = ("normal", "cot", "cot-1shot", "cot-critique", "cot-sc", "cot-exam")
 MAX_2023, EXAM_TOTAL = SEC46["of"], SEC46["exam_total"]
@@ -46,18 +46,19 @@ def table2(runs: Sequence[Mapping[str, Any]]) -> Table | None:
                 continue
             vals = [(s.get("by_subject") or {}).get(c) for c in SUBJECTS]
             vals += [(s.get("by_type") or {}).get(c) for c in TYPES]
-            rows.append([m, r["variant"], *map(_r3, vals), _r3(s["overall"]), s.get("n")])
+            rows.append([m, r["variant"], *map(_r3, vals), _r3(s["overall"]), gap(s["overall"], r["variant"]),
+                         s.get("n")])  # fmt: skip
     if len({r["variant"] for r in runs}) < 2 or not rows:
         return None
     for v in dict.fromkeys(r["variant"] for r in runs):
         rows += [[*p[:-2], p[-1]] for p in table2_paper_rows(v)]  # no CI column here
     return Table(
         title="jeebench: Table 2 across variants (one row per model and prompting method)",
-        columns=["model", "variant", *SUBJECTS, *TYPES, "overall", "questions"],
+        columns=["model", "variant", *SUBJECTS, *TYPES, "overall", "gap", "questions"],
         rows=rows,
         note=_note(runs, "Each run scored over its answered questions (see each run's own table for CIs); rows "
-                   "`paper: ...` are the paper's Table 2."),
-        key=("overall",),
+                   "`paper: ...` are the paper's Table 2; " + GAP_NOTE + "."),
+        key=("overall", "gap"),
     )
 
 
