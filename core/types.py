@@ -41,6 +41,10 @@ class Completion:
     """Of output_tokens, spent thinking (billed as output, never shown)."""
     reported_cost: float | None = None
     """USD the provider says the call cost (OpenRouter's usage.cost): wins over our pricing."""
+    cut: str | None = None
+    """A stream cut mid-answer: how (the provider's mid-stream error words, the timeout), for its row."""
+    received_chars: int = 0
+    """A cut stream's output received before the cut (characters): what it consumed, without usage."""
 
 
 class TextPart(BaseModel):

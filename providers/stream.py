@@ -444,6 +444,7 @@ def finished(asm: Assembler, cut: StreamCut | None, model: str, counter: Counter
         raise cut
     counter[model] += 1
     comp = asm.completion(cut=True)
+    comp.cut, comp.received_chars = str(cut), asm.chars
     log.warning(
         "%s: answer cut mid-stream (%s) after %d characters of output; kept as an error row "
         "(finish_reason %r) with the usage reported before the cut, not re-sent (rerunning the command sends it again)",

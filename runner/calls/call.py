@@ -252,9 +252,13 @@ def rows_from(
             rows.append(exhausted_row(req, s, keys[s], usage, cost, attempts, lane, finish))
             continue
         if text is None:
-            msg = f"no text in the response (finish_reason={finish})"
+            msg = (f"stream cut before its end: {comp.cut} (finish_reason={finish})" if comp.cut else
+                   f"no text in the response (finish_reason={finish})")
             kind = "fatal" if finish in ("content_filter", "refusal") else "transient"
-            row = error_row(req, s, keys[s], msg, kind, attempts, lane)
+            row = error_row(req, s, keys[s], msg, kind, attempts, lane, latency)
+            if comp.cut and cost is None:  # what it consumed: its prompt, and what was received of its answer
+                cost = m.cost(m.estimate_tokens(req) - (req.decoding.max_tokens or 0),
+                              comp.received_chars // max(1, n * 4))
             row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, finish
             rows.append(row)
             continue

@@ -155,10 +155,12 @@ class Spend:
 
 
 def _real(rows: list[Row], worst: float) -> float:
-    """What a call's rows were billed; an answer without usage (no cost) counts at its worst case."""
+    """What a call's rows were billed: their cost; an answer without usage (no cost), or a stream cut
+    mid-answer whose consumption is unknown, at its worst case (the provider billed what it generated)."""
     each = worst / max(1, len(rows))
     return sum(
-        r["cost_usd"] if r["cost_usd"] is not None else each if r["error"] is None else 0.0
+        r["cost_usd"] if r["cost_usd"] is not None
+        else each if r["error"] is None or r.get("finish_reason") == "partial" else 0.0
         for r in rows
         if not r["cached"]
     )
