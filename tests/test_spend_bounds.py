@@ -4,9 +4,12 @@ while the run said $0.00); its row says how it was cut and how long it took."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import orjson
 import pytest
+from aiohttp import web
 
 from cli.main import main
 from tests.helpers import rows, run_args, write_config, write_dataset
@@ -36,3 +39,36 @@ def test_cut_streams_are_charged_and_the_ceiling_stops_them(tmp_path: Path, mock
     assert sum(r["cost_usd"] for r in cut) <= ceiling
     assert skipped and all("--max-cost" in r["error"] for r in skipped) and code != 0
     assert mock.total == len(cut) < 40  # nothing sent beyond the ceiling; before: all 40
+
+
+class _Inflated(MockServer):
+    """A provider billing 3,000 output tokens for a 50-token limit, and once 10^9 prompt tokens."""
+
+    async def _handle(self, request):  # type: ignore[override]
+        resp = await super()._handle(request)
+        body = orjson.loads(resp.body)
+        if "usage" in body:
+            body["usage"]["completion_tokens"] = 3000
+            if self.total == 3:  # one absurd bill, among sane ones
+                body["usage"]["prompt_tokens"] = 10**9
+            body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"] + 3000
+        return web.json_response(body, status=resp.status)
+
+
+def test_inflated_usage_is_billed_flagged_once_and_sets_no_absurd_ceiling(tmp_path: Path, caplog, capsys):
+    srv = _Inflated().start()
+    try:
+        data = write_dataset(tmp_path / "d.jsonl", 30)
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], extra_endpoint="max_concurrency = 1\n")
+        out = tmp_path / "run"
+        code = main(run_args(data, "ok-a", cfg, out, "--max-tokens", "50", "--max-cost", "0.05"))
+        got = rows(out)
+        flagged = [r for r in got if r.get("usage_flag")]
+        assert flagged and all(r["cost_usd"] for r in flagged)  # billed as reported
+        assert caplog.text.count("reports usage the request cannot explain") == 1  # said once for the model
+        said = capsys.readouterr().err
+        assert code == 5, said[-2000:]
+        m = re.search(r"--max-cost (\S+)", said.split("Go on with a higher ceiling")[-1])
+        assert m and float(m.group(1)) < 10, said[-800:]  # from the run's rate, not the $1,000 row
+    finally:
+        srv.stop()

@@ -189,6 +189,28 @@ async def _send(
         msg = lane.scrub(f"malformed completion: {type(e).__name__}: {e}")
         return [error_row(req, s, keys[s], msg, "transient", attempts, lane.name) for s in group]
 
+_FLAGGED: set[str] = set()
+
+
+def implausible(req: Request, m: ModelEntry, comp: Completion, n: int) -> str | None:
+    """Usage the request cannot explain: output past its token limit (thinking budget included), or a
+    prompt far beyond what its bytes hold. Billed as reported (it is what the invoice will say), but
+    flagged on the row and said once per model."""
+    mx = req.decoding.max_tokens
+    limit = (m.shape.limit(mx) if m.shape is not None else mx) if mx else None
+    why = None
+    if limit and comp.output_tokens is not None and comp.output_tokens > n * limit * 1.1 + 32:
+        why = f"output {comp.output_tokens:,} tokens reported for a limit of {limit:,} a sample"
+    room = 4 * (m.estimate_tokens(req) - (mx or 0)) + 2_000
+    if comp.input_tokens is not None and comp.input_tokens > room:
+        why = f"prompt {comp.input_tokens:,} tokens reported for a request of ~{room // 4 - 500:,}"
+    if why and m.cfg.name not in _FLAGGED:
+        _FLAGGED.add(m.cfg.name)
+        log.warning("%s: the provider reports usage the request cannot explain (%s); billed as reported, "
+                    "flagged on its rows (usage_flag)", m.cfg.name, why)
+    return why
+
+
 async def _refill(
     req: Request,
     m: ModelEntry,
@@ -236,6 +258,7 @@ def rows_from(
     n = len(group)
     texts = (comp.texts + [None] * n)[:n]
     usages = billed(comp, texts)
+    flag = implausible(req, m, comp, n)
     reasons = m.profile is not None and m.profile.thinks  # Claude reasons only with thinking on
     rows = []
     for i, s in enumerate(group):
@@ -265,6 +288,8 @@ def rows_from(
         row = answer_row(
             req, s, keys[s], text, usage, cost, latency, attempts, cached=False, finish=finish, lane=lane
         )
+        if flag:
+            row["usage_flag"] = flag
         rows.append(row)
         if cache is not None and m.provider_cacheable:
             cache.put(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import statistics
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ class Ceiling:
     """Samples not sent under it."""
     wanted: float = 0.0
     """The worst cases of the calls not sent: what a ceiling that lets them all through adds."""
+    reals: list[float] = field(default_factory=list)
+    """What each call of this command was billed: the rate a suggested ceiling is made from."""
     _freed: asyncio.Event | None = field(default=None, repr=False)
 
     def reach(self, usd: float) -> None:
@@ -77,6 +80,7 @@ class Ceiling:
         self.held -= held
         self.in_flight -= 1
         self.spent += real
+        self.reals.append(real)
         if self._freed is not None:
             self._freed.set()
 
@@ -263,13 +267,24 @@ def stop_message(ceilings: list[Ceiling], command: str) -> str:
     own = [c.what.removeprefix("max_cost of ") for c in reached(ceilings) if c is not top]
     raise_own = f"raise max_cost of {', '.join(own)} in the config" if own else ""
     if top is not None:
-        higher = round_up(max(top.spent + top.wanted, top.usd * 1.01))
+        higher = round_up(max(suggested(top), top.usd * 1.01))
         also = f" ({raise_own} too)" if own else ""
         lines.append(f"Go on with a higher ceiling{also} (no finished call is sent again):\n  "
                      f"{with_max_cost(command, higher)}")
     else:
         lines.append(f"To go on, {raise_own}, then rerun (no finished call is sent again):\n  {command}")
     return "\n".join(lines)
+
+
+def suggested(c: Ceiling) -> float:
+    """A ceiling that lets the skipped calls go, from the run's real rate: what was spent, each call
+    counted at most 10x the median call (one absurd bill, 10^9 prompt tokens, does not set it), plus the
+    skipped calls at the median (within their worst case)."""
+    if not c.reals:
+        return c.spent + c.wanted
+    typical = statistics.median(c.reals)
+    sane = c.spent - sum(max(0.0, r - 10 * typical) for r in c.reals)
+    return sane + min(c.wanted, 1.2 * typical * c.skipped) if typical > 0 else c.spent + c.wanted
 
 
 def live_text(ceilings: list[Ceiling]) -> str:
