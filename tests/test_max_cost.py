@@ -70,7 +70,8 @@ def test_a_run_stopped_by_its_ceiling_goes_on_with_a_higher_one_paying_nothing_t
 
     again = _go_on(err)
     higher = float(again[again.index("--max-cost") + 1])
-    assert higher > ceiling and higher >= spent + len(skipped) * WORST * 0.99
+    # from the run's real rate (#39), with room for one call's worst case at a time: enough to go on
+    assert higher > ceiling and higher >= spent + WORST
     before = Counter(mock.prompts)
     assert main(again) == 0
     second = [r for r in rows(out)[20:]]

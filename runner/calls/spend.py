@@ -279,12 +279,13 @@ def stop_message(ceilings: list[Ceiling], command: str) -> str:
 def suggested(c: Ceiling) -> float:
     """A ceiling that lets the skipped calls go, from the run's real rate: what was spent, each call
     counted at most 10x the median call (one absurd bill, 10^9 prompt tokens, does not set it), plus the
-    skipped calls at the median (within their worst case)."""
-    if not c.reals:
+    skipped calls at the median and room for one call's worst case (a call is sent only when its worst
+    case fits: with that room they go one after another, at least), within their worst cases."""
+    if not c.reals or not c.skipped:
         return c.spent + c.wanted
     typical = statistics.median(c.reals)
     sane = c.spent - sum(max(0.0, r - 10 * typical) for r in c.reals)
-    return sane + min(c.wanted, 1.2 * typical * c.skipped) if typical > 0 else c.spent + c.wanted
+    return sane + min(c.wanted, 1.2 * typical * c.skipped + c.wanted / c.skipped)
 
 
 def live_text(ceilings: list[Ceiling]) -> str:
