@@ -155,10 +155,10 @@ def dry_run(
     from suites.base import Table
 
     rows, said_lines, ceilings = estimate(plans, cfg, batch, deadline_s, prefer, cache_dir, keep_going, max_cost)
-    cols = ["model", "to do", "+ passes", "done", "cached", "tokens in", "out (max)", "cost", "max", "live",
-            "batch max"]
-    cols.append("mode")
     for run in dict.fromkeys(d["run"] for d in rows):  # one table per run: fitted to the terminal
+        follow = any(d["follow_passes"] for d in rows if d["run"] == run)  # (a column only where there are any)
+        cols = ["model", "to do", *(["+ passes"] if follow else []), "done", "cached", "tokens in", "out (max)",
+                "cost", "max", "live", "batch max", "mode"]
         t = Table(
             title=f"dry run {run}: remaining calls of every pass ('to do': first pass; '+ passes': the "
                   "follow-ups (critique, judge), expected-most; cost and max: all passes)",
@@ -167,7 +167,7 @@ def dry_run(
                 [
                     d["model"],
                     f"{d['calls']:,}",
-                    _passes_cell(d),
+                    *([_passes_cell(d)] if follow else []),
                     f"{d['finished']:,}",
                     f"{d['cached']:,}",
                     f"{d['input_tokens']:,}",
