@@ -144,9 +144,13 @@ _UNEVEN: set[Any] = set()
 
 
 def server_error(body: dict[str, Any]) -> str | None:
-    """The message of an error object a server put in a 200 (`{"error": {"message": ...}}`, or a
-    bare string), cut to a snippet; None when the body holds none."""
+    """The message of an error object a server put in a 200 (`{"error": {"message": ...}}`, a bare
+    string, or vLLM's own `{"object": "error", "message", "type", "code"}`), cut to a snippet; None when
+    the body holds none."""
     err = body.get("error")
+    if err is None and body.get("object") == "error" and body.get("message"):  # vLLM's ErrorResponse
+        code = body.get("code") or body.get("type")
+        return f"{body['message']}{f' ({code})' if code else ''}"[:300]
     if isinstance(err, dict):
         msg, code = err.get("message"), err.get("code") or err.get("type")
         said = " ".join(str(x) for x in (msg, f"({code})" if code else None) if x)

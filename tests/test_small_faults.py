@@ -67,3 +67,18 @@ def test_a_gold_answer_that_is_none_of_the_choices_is_refused(tmp_path: Path, go
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"{data}:2: item 'q9'" in r.stderr and "none of its 4 choices" in r.stderr
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_a_200_carrying_vllms_error_object_says_what_the_server_sent():
+    """#39: vLLM's ErrorResponse (`{"object": "error", "message", "type", "code"}`, vllm/entrypoints/openai
+    protocol.py) in a 200 read as "no choices"; its words are what the row must carry."""
+    from providers.base import ProviderError
+    from providers.parse import openai_chat
+
+    body = {"object": "error", "message": "The model `gpt-x` does not exist.", "type": "NotFoundError", "code": 404}
+    try:
+        openai_chat(body, 1)
+    except ProviderError as e:
+        assert "does not exist" in str(e) and "(404)" in str(e) and "no choices" not in str(e)
+    else:
+        raise AssertionError("a 200 carrying an error parsed as an answer")
