@@ -139,14 +139,16 @@ def _run_parser(suite_name: str | None) -> tuple[argparse.ArgumentParser, list[s
 
 def _suite_flags_help() -> str:
     """Each paper suite's own flags, as `run SUITE --help` lists them (they exist only with that suite)."""
-    from suites.base import SUITES
+    from suites.base import SUITES, installed
 
     out = []
-    for name in SUITES:
+    for name in [*SUITES, *installed()]:
         p = argparse.ArgumentParser(prog=f"evalsweep run {name}", add_help=False, usage=argparse.SUPPRESS)
         get_suite(name).add_arguments(p)
         text = p.format_help().replace("options:", f"{name} options (evalsweep run {name} ...):", 1)
         out.append(text.strip())
+    out.append("your own suite: evalsweep run path/to/my_suite.py ... (a file defining SUITE) or "
+               "package.module:SUITE; `evalsweep suites` lists what is found")
     return "\n\n" + "\n\n".join(out) + "\n"
 
 
@@ -367,6 +369,27 @@ def cmd_cache(argv: list[str]) -> int:
     return run(argv)
 
 
+def cmd_suites(argv: list[str]) -> int:
+    """The suites `run` finds: the built-ins, `jsonl:PATH`, installed packages' entry points, and the two
+    ways to name one's own (a file, a module)."""
+    import importlib
+
+    from suites.base import ENTRY_POINTS, SUITES, installed
+
+    argparse.ArgumentParser(prog="evalsweep suites", description=cmd_suites.__doc__).parse_args(argv)
+    print("built in:")
+    for name in SUITES:
+        doc = (importlib.import_module(f"suites.{name}").__doc__ or "").strip().split("\n")[0]
+        print(f"  {name:<12} {doc[:100]}")
+    print("  jsonl:PATH   your data, one JSON object a line (id, prompt, choices, answer); flags shape the protocol")
+    found = installed()
+    print(f"installed (entry points, group {ENTRY_POINTS!r}):" + ("" if found else " none"))
+    for name, ep in found.items():
+        print(f"  {name:<12} {ep.value}")
+    print("your own: evalsweep run path/to/my_suite.py ... (a file defining SUITE), or package.module:SUITE")
+    return EXIT_OK
+
+
 def cmd_demo(argv: list[str]) -> int:
     from cli.demo import demo
 
@@ -393,6 +416,7 @@ COMMANDS = {
     "models": cmd_models,
     "cache": cmd_cache,
     "demo": cmd_demo,
+    "suites": cmd_suites,
 }
 
 
@@ -408,9 +432,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(
-            "usage: evalsweep {demo,run,sweep,score,report,view,export,models,cache} ... | --version\n"
+            "usage: evalsweep {demo,run,sweep,score,report,view,export,models,cache,suites} ... | --version\n"
             "  demo                     offline demo: sim/ models on bundled JEEBench, scored, reported\n"
-            "  run SUITE --models a,b   run a suite (jeebench, marvel, m3gia, vrb, jsonl:PATH)\n"
+            "  run SUITE --models a,b   run a suite (jeebench, marvel, m3gia, vrb, jsonl:PATH, my_suite.py, "
+            "package.module:SUITE)\n"
+            "  suites                   the suites run finds (built-in, installed, your own)\n"
             "  sweep SWEEP.toml         many runs in one scheduler\n"
             "  score RUN_DIR            score a run: scored.jsonl, scores.json, tables\n"
             "  report RUN_DIR... --out  leaderboards, cost/accuracy frontier, HTML, sample viewer\n"

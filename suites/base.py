@@ -206,20 +206,101 @@ def with_protocol(
     return report
 
 
+ENTRY_POINTS = "evalsweep.suites"
+"""The entry-point group an installed package names its suites in (`name = "package.module:SUITE"`)."""
+_LOADED: dict[str, Suite] = {}
+
+
 def get_suite(name: str) -> Suite:
-    """Resolve `jeebench`, `marvel`, `m3gia`, `vrb` or `jsonl:PATH` to its Suite."""
+    """Resolve `jeebench`, `marvel`, `m3gia`, `vrb`, `jsonl:PATH`, a suite file (`path/to/my_suite.py`, its
+    `SUITE`), a module (`package.module:SUITE`) or an installed package's entry point to its Suite. A
+    user's suite needs nothing of our source tree."""
     import importlib
 
+    if name in _LOADED:
+        return _LOADED[name]
     key = name.split(":", 1)[0]
+    if not key.isidentifier() and (name.endswith(".py") or "/" in key):  # (jsonl:/a/b is a built-in's)
+        return _remember(name, _from_file(name))
+    if "." in key and all(p.isidentifier() for p in key.split(".")):
+        return _remember(name, _from_module(key, name.split(":", 1)[1] if ":" in name else "SUITE", name))
     if not key.isidentifier():
         raise SuiteError(f"unknown suite {name!r}")
     try:
         mod = importlib.import_module(f"suites.{key}")
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith(f"suites.{key}"):
-            raise SuiteError(f"unknown suite {name!r}; known: {', '.join(SUITES)}, jsonl:PATH") from None
+            found = installed()
+            if key in found:
+                return _remember(name, _checked(found[key].load(), name))
+            raise SuiteError(f"unknown suite {name!r}; known: {', '.join(SUITES)}, jsonl:PATH"
+                             + "".join(f", {k}" for k in found) + ", a suite file (path/to/suite.py) or "
+                             "package.module:SUITE (`evalsweep suites` lists them)") from None
         raise
     return mod.SUITE
+
+
+def installed() -> dict[str, Any]:
+    """Suites installed packages declare (entry points of the `evalsweep.suites` group), by name."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINTS)}
+
+
+def _remember(name: str, suite: Suite) -> Suite:
+    _LOADED[name] = suite
+    return suite
+
+
+def _checked(obj: Any, where: str) -> Suite:
+    if not isinstance(obj, Suite):
+        raise SuiteError(f"{where}: SUITE is a {type(obj).__name__}, not a suites.base.Suite")
+    if obj.run_name is _default_run_name and obj.name != where.split(":", 1)[0]:
+        from dataclasses import replace  # runs/<the suite's own name>[-variant], not runs/<its path>
+
+        obj = replace(obj, run_name=lambda spec, n=obj.name: _default_run_name(spec).replace(spec.suite, n, 1))
+    return obj
+
+
+def _from_file(path: str) -> Suite:
+    """A suite file outside our tree: imported under a name of its own, its `SUITE` returned."""
+    import hashlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise SuiteError(f"{path}: no such suite file (a Python file defining SUITE = Suite(...))")
+    mod_name = f"evalsweep_suite_{p.stem}_{hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:
+        raise SuiteError(f"{path}: cannot be imported as a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # the user's file: its error, named with the file
+        import traceback
+
+        where = next((f"{f.filename}:{f.lineno}" for f in reversed(traceback.extract_tb(e.__traceback__))
+                      if Path(f.filename).resolve() == p.resolve()), str(p))
+        raise SuiteError(f"{where}: the suite file failed to import: {type(e).__name__}: {e}") from None
+    if not hasattr(mod, "SUITE"):
+        raise SuiteError(f"{path}: defines no SUITE (SUITE = Suite(name=..., build=..., score=...))")
+    return _checked(mod.SUITE, path)
+
+
+def _from_module(module: str, attr: str, name: str) -> Suite:
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        raise SuiteError(f"{name}: cannot import {module} ({e})") from None
+    if not hasattr(mod, attr):
+        raise SuiteError(f"{name}: {module} has no {attr}")
+    return _checked(getattr(mod, attr), name)
 
 
 SUITES = ("jeebench", "marvel", "m3gia", "vrb")

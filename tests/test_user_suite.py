@@ -1,0 +1,100 @@
+"""A user's suite needs nothing of our source tree (#37): `evalsweep run path/to/my_suite.py` (its
+SUITE), `package.module:SUITE`, and entry points; `evalsweep suites` and `run --help` say how; a suite
+file that fails names itself. The suite here is written in a folder outside the package."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from tests.helpers import REPO
+
+MY_SUITE = '''
+"""Arithmetic, my own: three questions, the answer a number."""
+import re
+
+from core.types import Request, user
+from suites.base import ScoreReport, Sink, Suite, Table, scored_row
+
+ITEMS = {"a": ("What is 2 + 2?", "4"), "b": ("What is 3 * 3?", "9"), "c": ("What is 10 - 7?", "3")}
+
+
+def build(spec):
+    for item, (q, _) in ITEMS.items():
+        yield Request(suite=spec.suite, item=item, messages=[user(q)], decoding={"max_tokens": 16},
+                      sim={"correct": ITEMS[item][1], "wrong": ["0"]})
+
+
+def score(rows, spec, run_dir, sink=None):
+    sink = sink or Sink()
+    per = {}
+    for r in rows:
+        got = re.findall(r"-?\\d+", r.get("text") or "")
+        ok = float(bool(got) and got[-1] == ITEMS[r["item"]][1])
+        per.setdefault(r["model"], []).append(ok)
+        sink(scored_row(r, extracted=got[-1] if got else None, gold=ITEMS[r["item"]][1], score=ok))
+    models = {m: {"accuracy": sum(v) / len(v), "n": len(v)} for m, v in per.items()}
+    return ScoreReport(models=models, tables=[Table("arith", ["model", "accuracy"],
+                                                   [[m, s["accuracy"]] for m, s in models.items()])])
+
+
+SUITE = Suite(name="arith", build=build, score=score)
+'''
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Path:
+    d = tmp_path / "my_evals"
+    d.mkdir()
+    (d / "arith.py").write_text(MY_SUITE)
+    return d
+
+
+def test_a_suite_file_outside_the_package_runs_like_a_built_in(elsewhere: Path, tmp_path: Path):
+    out = tmp_path / "run"
+    code = main(["run", str(elsewhere / "arith.py"), "--models", "sim/strong", "--out", str(out), "--no-live"])
+    assert code == 0
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["item"] for r in rows} == {"a", "b", "c"}
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["models"]["sim/strong"]["n"] == 3 and scores["models"]["sim/strong"]["accuracy"] > 0
+    assert (out / "report" / "index.html").exists()
+    # the default run directory is named by the suite, not its path
+    code = main(["run", str(elsewhere / "arith.py"), "--models", "sim/weak", "--no-live", "--no-score",
+                 "--dry-run"])
+    assert code == 0
+
+
+def test_a_module_named_suite_and_the_listing(elsewhere: Path, tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(elsewhere.parent))
+    (elsewhere / "__init__.py").write_text("")
+    out = tmp_path / "run2"
+    assert main(["run", "my_evals.arith:SUITE", "--models", "sim/strong", "--out", str(out), "--no-live",
+                 "--no-score"]) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    capsys.readouterr()
+    assert main(["suites"]) == 0
+    said = capsys.readouterr().out
+    assert "jeebench" in said and "jsonl:PATH" in said and "path/to/my_suite.py" in said
+    p = subprocess.run([sys.executable, "-m", "cli", "run", "--help"], capture_output=True, text=True,
+                       cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "your own suite: evalsweep run path/to/my_suite.py" in p.stdout
+
+
+def test_a_broken_suite_file_is_named(tmp_path: Path, capsys):
+    bad = tmp_path / "broken.py"
+    bad.write_text("import math\n\nx = 1 / 0\n")
+    assert main(["run", str(bad), "--models", "sim/strong", "--no-live"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3: the suite file failed to import: ZeroDivisionError" in err and "Traceback" not in err
+    (tmp_path / "nosuite.py").write_text("X = 1\n")
+    assert main(["run", str(tmp_path / "nosuite.py"), "--models", "sim/strong", "--no-live"]) == 2
+    assert "defines no SUITE" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.py"), "--models", "sim/strong", "--no-live"]) == 2
+    assert "no such suite file" in capsys.readouterr().err
