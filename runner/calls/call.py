@@ -201,7 +201,7 @@ def implausible(req: Request, m: ModelEntry, comp: Completion, n: int) -> str | 
     why = None
     if limit and comp.output_tokens is not None and comp.output_tokens > n * limit * 1.1 + 32:
         why = f"output {comp.output_tokens:,} tokens reported for a limit of {limit:,} a sample"
-    room = 4 * (m.estimate_tokens(req) - (mx or 0)) + 2_000
+    room = n * (4 * (m.estimate_tokens(req) - (mx or 0)) + 2_000)  # (some bill the prompt once a sample)
     if comp.input_tokens is not None and comp.input_tokens > room:
         why = f"prompt {comp.input_tokens:,} tokens reported for a request of ~{room // 4 - 500:,}"
     if why and m.cfg.name not in _FLAGGED:
