@@ -138,6 +138,9 @@ class Suite:
     """The max_tokens the paper's code sends when the suite leaves it to each model's maximum (VRB: 33,000);
     a model whose maximum is unknown gets its provider's fallback, recorded as a deviation."""
     deviations: Callable[[RunSpec], list[str]] | None = None
+    passes: tuple[str, ...] = ("answer",)
+    """The passes the suite makes (a user's suite declares its follow-ups: ("answer", "critique")): a
+    declared pass that no `follow_up` makes is an error before the first call, never 0 calls and exit 0."""
     """How this run departs from the paper's protocol (empty: the paper's protocol). Said before the run
     starts, recorded in the manifest, in scores.json (`protocol.deviations`) and under every table."""
     paper_judge: tuple[Callable[[str], bool], str] | None = None
@@ -255,6 +258,10 @@ def _remember(name: str, suite: Suite) -> Suite:
 def _checked(obj: Any, where: str) -> Suite:
     if not isinstance(obj, Suite):
         raise SuiteError(f"{where}: SUITE is a {type(obj).__name__}, not a suites.base.Suite")
+    later = [p for p in obj.passes if p != "answer"]
+    if later and obj.follow_up is _no_follow_up:
+        raise SuiteError(f"{where}: SUITE declares the pass{'es' if len(later) > 1 else ''} "
+                         f"{', '.join(later)} but wires no follow_up= to make them (Suite(..., follow_up=...))")
     if obj.run_name is _default_run_name and obj.name != where.split(":", 1)[0]:
         from dataclasses import replace  # runs/<the suite's own name>[-variant], not runs/<its path>
 

@@ -98,3 +98,15 @@ def test_a_broken_suite_file_is_named(tmp_path: Path, capsys):
     assert "defines no SUITE" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.py"), "--models", "sim/strong", "--no-live"]) == 2
     assert "no such suite file" in capsys.readouterr().err
+
+
+def test_a_declared_pass_never_wired_is_an_error_before_any_call(tmp_path: Path, capsys):
+    """#37: a suite that declared a critique pass but did not wire follow_up= made 0 critique calls and
+    exited 0."""
+    f = tmp_path / "half.py"
+    f.write_text(MY_SUITE.replace('SUITE = Suite(name="arith", build=build, score=score)',
+                                  'SUITE = Suite(name="arith", build=build, score=score, passes=("answer", "critique"))'))
+    out = tmp_path / "run"
+    assert main(["run", str(f), "--models", "sim/strong", "--out", str(out), "--no-live"]) == 2
+    assert "declares the pass critique but wires no follow_up=" in capsys.readouterr().err
+    assert not (out / "results.jsonl").exists()  # nothing sent

@@ -59,4 +59,4 @@ def score(rows, spec, run_dir, sink=None):
                        category={d["id"]: d["category"] for d in DATA}, sink=sink, title="GPQA-style accuracy")
 
 
-SUITE = Suite(name="gpqa", build=build, score=score, follow_up=follow_up)
+SUITE = Suite(name="gpqa", build=build, score=score, follow_up=follow_up, passes=("answer", "critique"))
