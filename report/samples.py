@@ -2,8 +2,11 @@
 view, written beside index.html and loaded by the page only when asked for (a `<script>` tag, so it
 works from file:// with no server).
 
-Prompts are not in results.jsonl (the hot path writes no prompt text); they are rebuilt here from the
-suite and the run's spec, exactly as the runner built them, once per item. Images are written once
+First-pass prompts are not in results.jsonl (the hot path writes no prompt text; the data they are
+built from is fingerprinted by content, so an edited file is another run); they are rebuilt here from
+the suite and the run's spec, exactly as the runner built them, once per item. A follow-up's prompt
+(critique, judge: it quotes an answer and the suite's template) is stored with its row and shown as
+sent, never rebuilt from today's code. Images are written once
 each, named by their SHA-256, under samples/img/. When the suite's data is not reachable here (a
 `--data-dir` on another machine) the viewer still shows every response, with a note instead of the
 prompt.
@@ -68,6 +71,7 @@ def _compact_call(r: dict[str, Any]) -> dict[str, Any]:
         "f": r.get("finish_reason"),
         "ch": bool(r.get("cached")),
         "v": r.get("via"),
+        **({"q": r["prompt"]} if r.get("prompt") else {}),
     }
 
 
@@ -296,6 +300,10 @@ class Prompts:
         return [{"r": m.role, "p": _parts(m.content, self.out, self.images)} for m in req.messages]
 
     def follow_ups(self, model: str, recs: list[dict[str, Any]]) -> None:
+        for rec in recs:  # a follow-up's prompt its row stored (as sent): shown as is, never rebuilt
+            for c in rec["k"]:
+                if c.get("q"):
+                    c["pm"] = [{"r": m["role"], "p": [["t", m["text"]]]} for m in c.pop("q")]
         if self.error is not None:
             return
         for rec in recs:
@@ -327,7 +335,8 @@ class Prompts:
                         for f in follow:
                             fc = calls.get((n, f.pass_))
                             if fc is not None:
-                                fc["pm"] = self._msgs(f)
+                                if "pm" not in fc:  # (a prompt the row stored is the one sent)
+                                    fc["pm"] = self._msgs(f)
                                 nxt.append((f, fc))
                     todo = nxt
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.types import Completion, Request, Row
+from core.types import Completion, Request, Row, text_of
 
 
 def answer_row(
@@ -23,7 +23,7 @@ def answer_row(
     finish: str | None,
     lane: str | None,
 ) -> Row:
-    return {
+    row = {
         "model": req.model,
         "suite": req.suite,
         "item": req.item,
@@ -42,6 +42,9 @@ def answer_row(
         "finish_reason": finish,
         "t": time.time(),
     }
+    if req.pass_ != "answer":  # a follow-up's prompt quotes an answer and the suite's template as sent
+        row["prompt"] = [{"role": m.role, "text": text_of(m.content)} for m in req.messages]
+    return row
 
 
 def hit_row(req: Request, s: int, key: str, v: dict[str, Any]) -> Row:

@@ -110,3 +110,28 @@ def test_a_declared_pass_never_wired_is_an_error_before_any_call(tmp_path: Path,
     assert main(["run", str(f), "--models", "sim/strong", "--out", str(out), "--no-live"]) == 2
     assert "declares the pass critique but wires no follow_up=" in capsys.readouterr().err
     assert not (out / "results.jsonl").exists()  # nothing sent
+
+
+def test_a_follow_ups_prompt_is_stored_with_its_row_and_shown_as_sent(tmp_path: Path):
+    """#37: the critique prompt was rebuilt by the report from today's code, so an edited prompt showed
+    beside old answers. It is stored with its row; editing the suite afterwards changes nothing shown."""
+    from tests.helpers import REPO as repo
+
+    example = repo / "examples" / "gpqa"
+    mine = tmp_path / "gpqa"
+    mine.mkdir()
+    for f in example.iterdir():
+        (mine / f.name).write_bytes(f.read_bytes())
+    out = tmp_path / "run"
+    assert main(["run", str(mine / "gpqa.py"), "--models", "sim/strong", "--out", str(out), "--no-live",
+                 "--limit", "2", "--no-score"]) == 0
+    crit = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if '"critique"' in x]
+    assert crit and all("Check the answer step by step" in r["prompt"][0]["text"] for r in crit)
+    src = (mine / "gpqa.py").read_text().replace("Check the answer step by step", "EDITED LATER")
+    (mine / "gpqa.py").write_text(src)
+    from suites import base
+
+    base._LOADED.clear()
+    assert main(["score", str(out)]) == 0 and main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
+    shown = "".join(p.read_text() for p in (tmp_path / "rep" / "samples").rglob("*.js"))
+    assert "Check the answer step by step" in shown and "EDITED LATER" not in shown
