@@ -161,9 +161,18 @@ def _doc(body: str) -> Any:
         return None
 
 
+NOT_A_FIELD = re.compile(
+    r"valid (?:integer|number|string|boolean)|int_parsing|float_parsing|string_type|bool_parsing|type_error|"
+    r"context.?length|context window|context size|maximum context|too many tokens|prompt is too long", re.I)
+"""Refusals no change of fields answers: a value of the wrong type (it would be renamed or dropped in
+vain), a prompt beyond the context (the item's)."""
+
+
 def against(msg: str, doc: Any, request: dict[str, Any]) -> list[Refusal]:
     """The refusals the words make of the fields the request carried (providers.refusal_fields): the
     surest suspects, each with what the words say of its value."""
+    if NOT_A_FIELD.search(msg):  # a value of the wrong type (our bug, or the config's), a prompt too long
+        return []
     found = rf.suspects(msg, doc, request)
     if not found:
         return []

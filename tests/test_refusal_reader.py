@@ -116,3 +116,13 @@ def test_any_field_the_request_carries_in_any_shape_is_named(name: str, other: s
     want = f"group.{name}" if nested else name
     assert got and got[0].field == want, (body, request, got)
     assert all(r.field.split(".", 1)[0] not in FIXED for r in got)
+
+
+def test_a_wrong_type_or_a_long_prompt_is_no_field_to_change():
+    """llama-cpp-python's validation of a value of the wrong type (HTTP 500) and a prompt beyond the
+    context: renaming or dropping a field answers neither (the real-server tests see both)."""
+    typed = {"detail": [{"type": "int_parsing", "loc": ["body", "max_tokens"],
+                         "msg": "Input should be a valid integer, unable to parse string as an integer", "input": "six"}]}
+    assert read(500, orjson.dumps(typed).decode(), {**PLAIN, "max_tokens": "six"}) == []
+    long = _err("the request exceeds the available context size, try increasing it (context_length_exceeded)")
+    assert _read(long, max_tokens=16) == []

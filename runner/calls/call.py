@@ -67,8 +67,10 @@ class _Regroup(Exception):
 
 
 ITEM_SPECIFIC = re.compile(r"context|too long|too many tokens|maximum .{0,20}length|content.policy|"
-                           r"content.filter|safety|flagged|image|file|size|pixel", re.I)
-"""A 400 about the item itself (its length, its content, its image): other items may pass."""
+                           r"content.filter|safety|flagged|image|file|size|pixel|auth|api.?key|credential|"
+                           r"permission|db.?connection", re.I)
+"""A 400 about the item itself (its length, its content, its image), or about the key rather than the
+model (a proxy's authentication): not the model refusing every request."""
 
 
 def same_words(msg: str) -> str:
