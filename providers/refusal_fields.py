@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-CONTENT = frozenset({"model", "messages", "input", "contents", "system", "stream", "prompt", "tools",
-                     "tool_choice", "stream_options"})
+CONTENT = frozenset({"model", "messages", "input", "contents", "system", "system_instruction",
+                     "systemInstruction", "stream", "prompt", "tools", "tool_choice", "stream_options"})
 """Fields a request cannot go without (or that carry the suite's content): never suspects."""
 LIMIT_NAMES = ("max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens",
                "maxOutputTokens", "num_predict")
@@ -35,7 +35,7 @@ EQUIVALENT = {  # a provider's own name (normalised) -> the OpenAI-format field 
     "topk": "top_k", "responselogprobs": "logprobs", "numpredict": "max_tokens", "maxnewtokens": "max_tokens",
 }
 PHRASES = [  # the words people use for a field -> the fields it may be (the first the request carried)
-    (re.compile(r"multiple candidates|candidate count|more than one (?:choice|completion|candidate)|"
+    (re.compile(r"multiple candidates|candidate ?count|only one candidate|more than one (?:choice|completion|candidate)|"
                 r"multiple (?:choices|completions)|\bn\s*(?:>|>=|greater than)\s*1\b|number of completions|"
                 r"(?:^|[\s(])n\s*(?::|must\b|is\b|should\b|=)|parameter n\b", re.I),
      ("n",)),
@@ -47,7 +47,7 @@ PHRASES = [  # the words people use for a field -> the fields it may be (the fir
      ("thinking.budget_tokens", "extra_body.google.thinking_config.thinking_budget", "reasoning.max_tokens")),
     (re.compile(r"\beffort\b", re.I), ("reasoning_effort", "reasoning.effort", "output_config.effort")),
     (re.compile(r"\bthinking\b|\breasoning\b", re.I),
-     ("thinking", "reasoning_effort", "reasoning", "chat_template_kwargs", "extra_body")),
+     ("thinking", "think", "reasoning_effort", "reasoning", "chat_template_kwargs", "extra_body")),
     (re.compile(r"\bseed\b", re.I), ("seed",)),
     (re.compile(r"penalt", re.I), ("presence_penalty", "frequency_penalty", "repetition_penalty")),
     (re.compile(r"\bstore\b|storing", re.I), ("store",)),
@@ -57,6 +57,10 @@ REFUSING = re.compile(
     r"unknown|unrecogni[sz]ed|not recogni[sz]ed|not (?:allowed|permitted|enabled|available|valid|a valid)|"
     r"extra (?:inputs|fields)|forbidden|invalid|cannot|can't|must|should|exceed|greater than|less than|"
     r"maximum|at most|range|deprecated|\bonly\b|no longer|not compatible|incompatible|expected", re.I)
+
+CONDITION = re.compile(r"\b(?:when|while|if|whenever|unless)\s+(?:the\s+)?[`'\"]?$", re.I)
+"""Words before a field that make it the refusal's condition, not its subject ("Json mode response is not
+supported when enable_thinking is true": the json mode is what to give up, the thinking is what we asked for)."""
 
 
 @dataclass(frozen=True)
@@ -166,12 +170,12 @@ def suspects(msg: str, doc: Any, request: dict[str, Any]) -> list[Finding]:
                     continue
                 for m in re.finditer(rf"(?<![\w.]){re.escape(s)}(?![\w])", msg, re.I if len(s) > 3 else 0):
                     if any(abs(m.start() - a) < 80 or abs(m.end() - b) < 80 for a, b in refusing):
-                        add(f, "named")
+                        add(f, "condition" if CONDITION.search(msg[:m.start()]) else "named")
                         break
     for pat, cands in PHRASES:
         if pat.search(msg):
             add(next((c for c in cands if c in sent or any(f.startswith(c + ".") for f in sent)), None), "phrase")
-    order = {"structured": 0, "quoted": 1, "named": 2, "phrase": 3}
+    order = {"structured": 0, "quoted": 1, "named": 2, "phrase": 3, "condition": 4}
     return sorted(found.values(), key=lambda x: order[x.how])
 
 

@@ -27,7 +27,7 @@ from providers.shape import Shape, shape_for
 
 EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """reasoning effort levels, least to most (openai-openapi `ReasoningEffort`)."""
-FIXED = frozenset({"model", "messages", "input", "system", "stream"})
+FIXED = frozenset({"model", "messages", "input", "system", "system_instruction", "systemInstruction", "stream"})
 """Fields a request cannot go without: a refusal naming one is not ours to adapt to."""
 LIMITS = frozenset(rf.LIMIT_NAMES)
 """A suite's answer budget: renamed or clamped where the provider says so, never dropped."""
@@ -223,8 +223,8 @@ def _read(msg: str, param: str | None, code: str | None) -> list[Refusal]:
         refused = m.group(2) if m else (v.group(1) if (v := _OAI_VALUE_ONLY.search(msg)) else None)
         return [_value_refusal(field, msg, refused, words)]
     for pat in (_UNRECOGNIZED, _XAI, _NO_PARAM, _EXTRA, _GEMINI_UNKNOWN):  # OpenAI/Azure, xAI, DeepSeek,
-        if m := pat.search(msg):  # Anthropic's unknown fields, Gemini's OpenAI-compatible endpoint
-            return [Refusal(_snake(m.group(1)), "drop", words=words)]
+        if names := pat.findall(msg):  # Anthropic's unknown fields, Gemini's OpenAI-compatible endpoint
+            return [Refusal(f, "drop", words=words) for f in dict.fromkeys(map(_snake, names))]  # (each one named)
     if m := _LITELLM.search(msg):  # litellm.UnsupportedParamsError
         return [Refusal(f, "drop", words=words) for f in _values(m.group(1))]
     if m := _BOTH.search(msg):  # Anthropic: "`temperature` and `top_p` cannot both be specified"
@@ -300,12 +300,11 @@ def adapt(sent: Sent, r: Refusal, profile: Profile | None = None) -> tuple[Sent,
             renamed = True
         return _out(sent, shape, params, f"{f} sent as {r.to}") if renamed else None
     if r.action == "value":
-        cur = params.get(f, fields.get(f))
-        if "." in f and isinstance(fields.get(top), dict):
-            cur = fields[top].get(f.split(".", 1)[1])
+        home = params if rf.value_of(params, f) is not None else fields  # (nested in either: reasoning.effort)
+        cur = rf.value_of(home, f)
         to = nearest(r.refused if cur is None else cur, r.values)
         if to is not None and to != cur and cur is not None:
-            _set(params if f in params else fields, f, to)
+            _set(home, f, to)
             return _out(sent, replace(shape, fields=fields), params, f"{f} {to!r} instead of {cur!r}")
         if to is not None:
             return None

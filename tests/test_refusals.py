@@ -186,6 +186,19 @@ def test_adapting_changes_only_what_the_refusal_names_and_never_twice() -> None:
     assert got.shape.fields["reasoning"] == {"effort": "high"} and said == "reasoning.effort 'high' instead of 'medium'"
 
 
+
+def test_a_value_nested_in_the_configs_params_is_moved_to_the_nearest_listed() -> None:
+    """params = {reasoning = {effort = "minimal"}} refused with gpt-5.1's words (opencode#4451): the nested
+    value becomes the nearest listed one (it was looked for in the profile's fields only: the model stopped)."""
+    sent, p = _sent("new-model", params={"reasoning": {"effort": "minimal"}, "top_k": 3})
+    body = ('{"error": {"message": "Unsupported value: \'minimal\' is not supported with the \'gpt-5.1\' model. '
+            'Supported values are: \'none\', \'low\', \'medium\', and \'high\'.", "param": "***.effort", '
+            '"code": "unsupported_value"}}')
+    (r,) = read(400, body, {"model": "m", "reasoning": {"effort": "minimal"}, "top_k": 3})
+    got, said = adapt(sent, r, p)  # type: ignore[misc]
+    assert got.params == {"reasoning": {"effort": "low"}, "top_k": 3} and said == "reasoning.effort 'low' instead of 'minimal'"
+
+
 # --- end to end: models no map knows, against the contract mock ------------------------------------------
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
