@@ -37,6 +37,7 @@ def estimate(
     """One dict per (run, model), each run's deviations from its paper as the run will say them, and the
     spend ceilings as the run would start them (runner.calls.spend: an unpriced model under one is refused);
     `cache_dir` None: no cache is read (`--no-cache`, `--refresh`)."""
+    from runner import history
     from runner.batch.plan import batch_discount, decide, live_seconds
     from runner.calls import learned
     from runner.calls.spend import attach
@@ -65,7 +66,8 @@ def estimate(
             check_dir(p.out, cfg, list(p.models))
     preflight(models, keep_going)
     with probe(cache_dir) as in_cache:
-        todo = remaining(plans, models, in_cache)
+        todo = remaining(plans, models, in_cache,
+                         prior=lambda m, out: history.prior(cache_dir, models[m].cache_id, out))
     FORECAST.clear()
     fc = wall(todo, models)
     if fc is not None:
@@ -201,7 +203,8 @@ def dry_run(
     for c in ceilings:
         print(reach_line(c, rows))
     print(
-        "cost: expected uses each model's mean output so far in this run, else the suite's typical answer "
+        "cost: expected uses each model's mean output so far in this run, else in its earlier runs (the cache "
+        "folder's history), else the suite's typical answer "
         "plus half of a reasoning model's budget, else half of the token limit; max assumes every call "
         "writes its whole limit (reasoning budget included). live time: rough, from RPM/TPM/concurrency and "
         f"~1 s + output at 50 tok/s per call; batches: {BATCH_WALL}"

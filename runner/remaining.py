@@ -67,7 +67,7 @@ class Plan:
         return 0.5 * self.max_output_tokens
 
 
-def _finished(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
+def finished_rows(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
     """Identities with a successful row (where it is), and per model and pass [output tokens, rows]
     (and under `latency:<pass>`, [seconds, rows] of the calls not served from the cache)."""
     done: dict[str, tuple[Path, int]] = {}
@@ -130,10 +130,12 @@ def remaining(
     in_cache: Callable[[str], bool],
     known: Container[str] | None = None,
     follow: bool = True,
+    prior: Callable[[str, Path | None], dict[str, list[Any]]] | None = None,
 ) -> list[Plan]:
     """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits.
     `known`: the one plan's finished identities, already read (runner.resume): its files are not read
-    again (and its output tokens so far are not counted)."""
+    again (and its output tokens so far are not counted). `prior(model, run_dir)`: what the model spent
+    per pass in earlier runs (runner.history), for each pass this run has no rows of yet."""
     assert known is None or len(plans) == 1
     out: list[Plan] = []
     names = [get_suite(p.spec.suite).run_name(p.spec) for p in plans]
@@ -143,7 +145,13 @@ def remaining(
             suite.check(p.spec)
         done: Container[str]
         seen: dict[str, dict[str, list[int]]]
-        done, seen = (known, {}) if known is not None else _finished(p.out)
+        done, seen = (known, {}) if known is not None else finished_rows(p.out)
+        if prior is not None:
+            for m in dict.fromkeys(p.models):
+                own = seen.setdefault(m, {})
+                for k, v in prior(m, p.out).items():
+                    if not own.get(k, [0, 0])[1]:
+                        own[k] = v
         if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
             name = f"{name} ({p.out.name})"
         todo = {

@@ -23,7 +23,7 @@ from typing import Any
 from cache.store import AsyncCache, default_cache_dir
 from core.term import plural
 from core.types import Row
-from runner import join_view, resume
+from runner import history, join_view, resume
 from runner.batch.batcher import Batcher
 from runner.batch.journal import pending_models
 from runner.batch.plan import choose
@@ -39,6 +39,7 @@ from runner.lock import LOCK, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
 from runner.protocol import judges_of
+from runner.remaining import finished_rows
 from runner.results import read_manifest, write_error
 from runner.resume import check_settings
 from runner.rundir import RunPlan, lock_plan, out_of, prepare
@@ -332,6 +333,9 @@ async def _main(
             refused = {m: why for m, why in sched.refused.items() if m in r.models or m in judges_of(r.spec)}
             finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models,
                             spend.summary(ceilings) if ceilings else None, refused)
+        if cache is not None and not sched.fault:  # tomorrow's dry run prices and forecasts from it
+            _, seen = finished_rows(r.run_dir)
+            history.record(cache.directory, r.run_dir, seen, {m: models[m].cache_id for m in seen if m in models})
     if sched.fault:
         kept = (
             ""

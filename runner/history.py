@@ -1,0 +1,81 @@
+"""What each model spent in earlier runs, per pass: the prior the dry run prices and forecasts with for
+a run that has no rows of its own yet (a new benchmark, tomorrow's sweep), instead of a guess.
+
+One small JSON per model in the cache folder (beside runner.calls.learned's), keyed by where the model
+is served (its cache id). Each run directory's contribution is stored under its own path and replaced
+when that run ends again, so a resumed run is never counted twice; the last `KEEP_RUNS` runs are kept.
+Writing it is best effort: a run never fails for its history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from runner.atomic import write_atomic
+
+DIR = "history"
+KEEP_RUNS = 20
+
+log = logging.getLogger(__name__)
+
+Seen = dict[str, list[float]]
+"""Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
+(runner.remaining.finished_rows)."""
+
+
+def path_for(cache_dir: Path, cache_id: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", cache_id)[:80]
+    return cache_dir / DIR / f"{slug}.{hashlib.sha256(cache_id.encode()).hexdigest()[:12]}.json"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) and isinstance(doc.get("runs"), dict) else {}
+
+
+def record(cache_dir: Path, run_dir: Path, seen: dict[str, Seen], cache_ids: dict[str, str]) -> None:
+    """Store this run directory's per-pass totals for each of its models (`seen`: by model name)."""
+    key = str(run_dir.resolve())
+    for name, passes in seen.items():
+        cid = cache_ids.get(name)
+        if cid is None or not passes:
+            continue
+        path = path_for(cache_dir, cid)
+        try:
+            doc = _load(path) or {"model": cid, "runs": {}}
+            doc["runs"][key] = {"at": time.time(), "seen": passes}
+            keep = sorted(doc["runs"].items(), key=lambda kv: kv[1].get("at", 0))[-KEEP_RUNS:]
+            doc["runs"] = dict(keep)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, orjson.dumps(doc))
+        except OSError as e:  # (a full disk, a read-only cache): the prior is only a prior
+            log.debug("history of %s not written: %s", cid, e)
+
+
+def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Seen:
+    """This model's per-pass totals over its earlier runs (`skip`: the run being planned, whose own rows
+    are counted from its directory)."""
+    if cache_dir is None:
+        return {}
+    doc = _load(path_for(cache_dir, cache_id))
+    out: Seen = {}
+    not_this = None if skip is None else str(skip.resolve())
+    for run, entry in doc.get("runs", {}).items():
+        if run == not_this or not isinstance(entry, dict):
+            continue
+        for k, v in (entry.get("seen") or {}).items():
+            if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
+                s = out.setdefault(k, [0, 0])
+                s[0] += v[0]
+                s[1] += v[1]
+    return out
