@@ -93,6 +93,7 @@ class Server:
         self.models: dict[str, dict[str, Any]] = spec["models"]
         self.scale = float(spec.get("scale", 1.0))
         self.seed = int(spec.get("seed", 0))
+        self.port = int(spec.get("port", 0))  # 0: any free one
         self.keys: dict[str, tuple[Bucket | None, Bucket | None, dict[str, Any]]] = {}
         for k, lim in spec["keys"].items():
             w = lim.get("window_s", 1.0)
@@ -234,7 +235,7 @@ def main() -> None:
     async def run() -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", srv.port)  # (a second night: the same port)
         await site.start()
         print(site._server.sockets[0].getsockname()[1], flush=True)  # type: ignore[union-attr]
         await asyncio.Event().wait()

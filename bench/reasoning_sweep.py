@@ -23,7 +23,11 @@ from its first to its last request) and the share of its concurrency slots idle 
 on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
 memory (rusage of the `evalsweep sweep` process).
 
-    python bench/reasoning_sweep.py [--quick] [--seed 0]
+With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
+forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
+(runner.history); forecast vs actual printed for both.
+
+    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -114,8 +119,11 @@ def start_server(spec: dict[str, Any], tmp: Path, i: int) -> tuple[subprocess.Po
 
 
 def write_inputs(
-    tmp: Path, ms: dict[str, dict[str, Any]], ports: list[int], items: int, sc_items: int, chain_items: int
+    tmp: Path, ms: dict[str, dict[str, Any]], ports: list[int], items: int, sc_items: int, chain_items: int,
+    tag: str = "",
 ) -> Path:
+    """The sweep's data, config and sweep file in `tmp`; `tag` makes other questions (a second night)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     for name, k in (("one", items), ("sc", sc_items)):
         with (tmp / f"{name}.jsonl").open("w") as f:
             for i in range(k):
@@ -123,7 +131,7 @@ def write_inputs(
                     json.dumps(
                         {
                             "id": f"q{i}",
-                            "prompt": f"Problem {i} ({name}): a long derivation. " * 8,
+                            "prompt": f"Problem {i}{tag} ({name}): a long derivation. " * 8,
                             "choices": ["w", "x", "y", "z"],
                             "answer": "ABCD"[i % 4],
                         }
@@ -227,22 +235,12 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
     return rows, {"limit_s": max(r["limit_s"] for r in rows)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="latencies x0.5, half the items (limit ~1 min)")
-    ap.add_argument("--items", type=int, help="items per model in the one-sample run")
-    ap.add_argument("--sc-items", type=int, help="items per model in the 8-sample run")
-    ap.add_argument("--chain-items", type=int, help="JEEBench questions per model in the chain run")
-    ap.add_argument("--keep", type=Path, help="keep the sweep's folder here")
-    ap.add_argument("--seed", type=int, default=0, help="other draws of the same latency laws (0: the default draws)")
-    a = ap.parse_args()
-    scale = 0.5 if a.quick else 1.0
-    items = a.items or (30 if a.quick else 60)
-    sc_items = a.sc_items or (5 if a.quick else 9)
-    chain_items = a.chain_items or (10 if a.quick else 20)
-    ms = lineup()
-    tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
-    tmp.mkdir(parents=True, exist_ok=True)
+def sweep_once(
+    tmp: Path, ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int], tag: str = "",
+    before: Any = None, ports_from: list[int] | None = None,
+) -> dict[str, Any]:
+    """Start the servers (`seed`: their draws), write the sweep in `tmp` and run it: wall, server logs, rusage.
+    `before(sweep)`: called with the sweep file once the servers are up, before the launch (the forecast)."""
     procs = []
     try:
         ports = []
@@ -250,13 +248,15 @@ def main() -> None:
             keys = {
                 f"k-{k}": {"rpm": v[1], "tpm": v[2], "window_s": v[4]} for k, v in KEYS.items() if v[0] == srv
             }
-            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale, "seed": a.seed, "chain": CHAIN}
+            spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale, "seed": seed, "chain": CHAIN,
+                    "port": ports_from[srv] if ports_from else 0}  # (the same endpoints: a model's history is its URL's)
+            tmp.mkdir(parents=True, exist_ok=True)
             p, port = start_server(spec, tmp, srv)
             procs.append(p)
             ports.append(port)
-        sweep = write_inputs(tmp, ms, ports, items, sc_items, chain_items)
-        env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        env |= {f"BENCH_KEY_{k.replace('-', '_').upper()}": f"k-{k}" for k in KEYS}
+        sweep = write_inputs(tmp, ms, ports, *counts, tag=tag)
+        os.environ.update(ENV)
+        got = before(sweep) if before is not None else None
         cmd = [
             sys.executable,
             "-m",
@@ -272,26 +272,57 @@ def main() -> None:
         ]
         t_launch = time.monotonic()
         runner = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr.txt", "w")
+            cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+            stderr=open(tmp / "stderr.txt", "w"),
         )
         _, status, ru = os.wait4(runner.pid, 0)
         wall = time.monotonic() - t_launch
-        logs = []
-        for port in ports:
-            lg = fetch(port)
-            logs.append(lg)
+        logs = [fetch(port) for port in ports]
     finally:
         for p in procs:
             p.terminate()
             p.wait(10)
     (tmp / "server_logs.json").write_text(json.dumps({"t_launch": t_launch, "logs": logs}))
-    rows, sweep_lim = lane_table(logs, t_launch)
+    return {"wall": wall, "logs": logs, "ru": ru, "status": status, "t_launch": t_launch, "sweep": sweep,
+            "before": got, "ports": ports}
+
+
+ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", **{f"BENCH_KEY_{k.replace('-', '_').upper()}": f"k-{k}" for k in KEYS}}
+
+
+def forecast(sweep: Path) -> dict[str, float]:
+    """What `evalsweep sweep --dry-run` forecasts for this sweep (cli.dryrun.estimate, in this process)."""
+    sys.path.insert(0, str(REPO))
+    from cli.dryrun import FORECAST, estimate
+    from cli.main import load_sweep
+
+    cfg, plans = load_sweep(sweep)
+    rows, _, _ = estimate(plans, cfg, cache_dir=sweep.parent / "cache")
+    f = FORECAST[0]
+    return {"cost": sum(d["est_cost_usd"] or 0.0 for d in rows), "cost_max": sum(d["est_cost_usd_max"] or 0.0 for d in rows),
+            "wall": f.expected_s, "wall_max": f.most_s, "lane": f"{f.lane} ({f.bound})"}
+
+
+def bill(sweep: Path) -> float:
+    """What the sweep's rows cost, every pass (the provider's bill at the configured prices)."""
+    total = 0.0
+    for path in sweep.parent.glob("runs/**/results*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            total += json.loads(line).get("cost_usd") or 0.0
+    return total
+
+
+def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int, int, int], scale: float,
+           seed: int) -> None:
+    items, sc_items, chain_items = counts
+    rows, sweep_lim = lane_table(out["logs"], out["t_launch"])
     n_calls = sum(r["calls"] for r in rows)
     n429 = sum(r["429"] for r in rows)
+    wall, ru = out["wall"], out["ru"]
     print(
         f"reasoning sweep: {len(ms)} models, {items} items (+{sc_items} x 8 samples for {sum(m['sc'] for m in ms.values())} "
         f"models, +{chain_items} answer->critique chains for {sum(m['chain'] for m in ms.values())} models), "
-        f"latency scale {scale}, seed {a.seed}; exit {os.waitstatus_to_exitcode(status)}"
+        f"latency scale {scale}, seed {seed}; exit {os.waitstatus_to_exitcode(out['status'])}"
     )
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
@@ -312,6 +343,44 @@ def main() -> None:
         f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f} ms "
         f"per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
     )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="latencies x0.5, half the items (limit ~1 min)")
+    ap.add_argument("--items", type=int, help="items per model in the one-sample run")
+    ap.add_argument("--sc-items", type=int, help="items per model in the 8-sample run")
+    ap.add_argument("--chain-items", type=int, help="JEEBench questions per model in the chain run")
+    ap.add_argument("--keep", type=Path, help="keep the sweep's folder here")
+    ap.add_argument("--seed", type=int, default=0, help="other draws of the same latency laws (0: the default draws)")
+    ap.add_argument("--forecast", action="store_true",
+                    help="two nights: the sweep, then a sweep of new questions (other draws) forecast by the dry "
+                         "run from the first night's history; forecast vs bill and wall printed for both")
+    a = ap.parse_args()
+    scale = 0.5 if a.quick else 1.0
+    counts = (a.items or (30 if a.quick else 60), a.sc_items or (5 if a.quick else 9), a.chain_items or (10 if a.quick else 20))
+    ms = lineup()
+    tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
+    tmp.mkdir(parents=True, exist_ok=True)
+    if not a.forecast:
+        report(sweep_once(tmp, ms, a.seed, scale, counts), ms, counts, scale, a.seed)
+        return
+    nights = []
+    for night, (seed, tag) in enumerate(((a.seed, ""), (a.seed + 1000, " (night 2)"))):
+        d = tmp / f"night{night + 1}"
+        if night:  # the second night's cache holds only the first's history (new questions: no answers to reuse)
+            shutil.copytree(tmp / "night1" / "cache" / "history", d / "cache" / "history")
+        out = sweep_once(d, ms, seed, scale, counts, tag, before=forecast,
+                         ports_from=nights[0][3] if nights else None)
+        print(f"--- night {night + 1}{' (priors from night 1)' if night else ' (no history: priors)'}")
+        report(out, ms, counts, scale, seed)
+        nights.append((out["before"], bill(out["sweep"]), out["wall"], out["ports"]))
+    print(f"{'forecast vs actual':<28} {'bill fc':>9} {'(max)':>9} {'bill':>9} {'ratio':>6} {'wall fc':>8} {'(max)':>8} "
+          f"{'wall':>7} {'ratio':>6}")
+    for i, (fc, paid, wall, _) in enumerate(nights):
+        label = "night 1 (priors)" if i == 0 else "night 2 (night 1's history)"
+        print(f"{label:<28} {fc['cost']:>9.2f} {fc['cost_max']:>9.2f} {paid:>9.2f} {fc['cost'] / max(paid, 1e-9):>6.2f} "
+              f"{fc['wall']:>8.1f} {fc['wall_max']:>8.1f} {wall:>7.1f} {fc['wall'] / wall:>6.2f}  last: {fc['lane']}")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ def estimate(
             m, t.calls + f_calls, t.input_tokens / max(t.calls, 1), t.max_output_tokens / max(t.calls, 1)
         )
         disc = batch_discount(m)
+        exp = _plus(m.cost(t.input_tokens, round(exp_out)), f_exp)
         rows.append(
             {
                 "run": t.run,
@@ -94,8 +95,8 @@ def estimate(
                 "cached": t.cached,
                 "input_tokens": t.input_tokens,
                 "max_output_tokens": t.max_output_tokens,
-                "est_cost_usd": _plus(m.cost(t.input_tokens, round(exp_out)), f_exp),
-                "est_cost_usd_max": cost,
+                "est_cost_usd": exp,
+                "est_cost_usd_max": cost if cost is None or exp is None else max(cost, exp),  # (past the limit)
                 "est_input_cost_usd": m.cost(t.input_tokens, 0),
                 "est_live_s": live_s,
                 "batch_cost_usd_max": None if disc is None or cost is None else cost * (1 - disc),

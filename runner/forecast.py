@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.batch.plan import LATENCY_S, OUT_TOKENS_PER_S
+from runner.budgets.local import TPM_SHARE
 
 
 @dataclass
@@ -26,14 +27,17 @@ class LaneWork:
     tokens: list[float] = field(default_factory=lambda: [0.0, 0.0])
     busy_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
     """[expected, most] of each: calls, tokens (in + out), call-seconds."""
+    tail_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    """The longest typical call among its work: a lane paced by RPM or TPM sends its last request when its
+    budget allows, and that request still takes this long."""
 
     def seconds(self, k: int) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it."""
         parts = [(self.busy_s[k] / max(1, self.concurrency), "concurrency")]
         if self.rpm:
-            parts.append((self.calls[k] / (self.rpm / 60.0), "RPM"))
-        if self.tpm:
-            parts.append((self.tokens[k] / (self.tpm / 60.0), "TPM"))
+            parts.append((self.calls[k] / (self.rpm / 60.0) + self.tail_s[k], "RPM"))
+        if self.tpm:  # (paced at TPM_SHARE of the key: runner.budgets.local)
+            parts.append((self.tokens[k] / (self.tpm * TPM_SHARE / 60.0) + self.tail_s[k], "TPM"))
         return max(parts)
 
 
@@ -55,7 +59,8 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
     lanes: dict[int, LaneWork] = {}
 
     def put(target: str, plan: Any, pass_: str, calls: tuple[float, float], tin: float,
-            out: tuple[float, float]) -> None:
+            out: tuple[float, float], requests: tuple[float, float]) -> None:
+        """`calls`: rows (samples), `requests`: what they go out as (fewer where `n` carries samples)."""
         m = models[target]
         paced = [ln for ln in m.lanes] or []
         for ln in paced:
@@ -65,18 +70,20 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
             for k in (0, 1):
                 if not calls[k]:
                     continue
-                per_out = out[k] / calls[k]
-                w.calls[k] += calls[k] * share
+                per_out = out[k] / calls[k]  # a row's latency is its request's (samples arrive together)
+                w.calls[k] += requests[k] * share
                 w.tokens[k] += (tin / max(calls[1], 1) * calls[k] + out[k]) * share
-                w.busy_s[k] += calls[k] * share * _latency(plan, pass_, per_out)
+                lat = _latency(plan, pass_, per_out)
+                w.busy_s[k] += requests[k] * share * lat
+                w.tail_s[k] = max(w.tail_s[k], lat)
 
     for t in todo:
         if t.calls:
             put(t.model, t, "answer", (t.calls, t.calls), t.input_tokens,
-                (t.expected_output_tokens(), t.max_output_tokens))
+                (t.expected_output_tokens(), t.max_output_tokens), (t.requests, t.requests))
         for pass_, (n, most, tin, max_out) in t.follow.items():
             target = t.follow_via.get(pass_) or t.model
-            put(target, t, pass_, (n, most), tin, (t.follow_expected_output_tokens(pass_), max_out))
+            put(target, t, pass_, (n, most), tin, (t.follow_expected_output_tokens(pass_), max_out), (n, most))
     if not lanes:
         return None
     exp = max((w.seconds(0) + (w.name,) for w in lanes.values()), key=lambda x: x[0])

@@ -28,6 +28,8 @@ class Plan:
     run: str
     model: str
     calls: int = 0
+    requests: int = 0
+    """What the calls go out as: one request for a call's samples where the model takes `n`."""
     finished: int = 0
     cached: int = 0
     input_tokens: int = 0
@@ -54,14 +56,15 @@ class Plan:
         calls, most, _tin, mx = self.follow[pass_]
         tokens, n = self.follow_seen.get(pass_, [0, 0])
         per_call_max = mx / most if most else 0
-        return calls * (min(per_call_max, tokens / n) if n else 0.5 * per_call_max)
+        return calls * (tokens / n if n else 0.5 * per_call_max)
 
     def expected_output_tokens(self) -> float:
-        """The run's own mean so far (reasoning included); else the suite's typical answer plus half the
-        reasoning budget; else half of the limit."""
+        """The mean seen so far, in this run or earlier ones (reasoning included: what was billed, even past
+        the limit, as some providers bill thinking); else the suite's typical answer plus half the reasoning
+        budget; else half of the limit."""
         tokens, n = self.out_tokens_seen
         if n:
-            return min(self.max_output_tokens, self.calls * tokens / n)
+            return self.calls * tokens / n
         if self.answer_tokens is not None:
             return min(self.max_output_tokens, self.calls * (self.answer_tokens + 0.5 * self.reasoning_tokens))
         return 0.5 * self.max_output_tokens
@@ -180,6 +183,7 @@ def remaining(
                 else:
                     n = len(left)
                 plan.calls += n
+                plan.requests += 1 if n and m.supports_n else n
                 plan.input_tokens += tin * n
                 shape = m.shape
                 plan.max_output_tokens += (shape.limit(mx) if shape is not None else mx) * n

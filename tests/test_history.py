@@ -51,3 +51,19 @@ def test_a_run_recorded_again_replaces_its_record(tmp_path: Path):
     assert history.prior(cache, "m@x", skip=run) == {"answer": [40, 1]}  # a run's own rows count from its folder
     history.path_for(cache, "m@x").write_text("{not json")
     assert history.prior(cache, "m@x") == {}  # a damaged record is no prior, and no crash
+
+
+def test_the_wall_forecast_counts_requests_and_the_last_call(tmp_path: Path):
+    """80 samples of 10 items go out as 10 requests where the model takes `n`: a 60 RPM key needs ~10 s,
+    plus the last request's own latency (it was counted as 80 s: every sample a request)."""
+    from types import SimpleNamespace
+
+    from runner.forecast import wall
+    from runner.remaining import Plan
+
+    ep = SimpleNamespace(rpm=60, tpm=None, max_concurrency=100)
+    models = {"m": SimpleNamespace(lanes=[SimpleNamespace(name="k", endpoint=ep)])}
+    plan = Plan("r", "m", calls=80, requests=10, input_tokens=8000, max_output_tokens=80_000,
+                out_tokens_seen=[1000, 10], latency_seen={"answer": [30.0, 10]})
+    f = wall([plan], models)
+    assert f is not None and f.bound == "RPM" and f.expected_s == 10 / 1.0 + 3.0
