@@ -3,6 +3,7 @@ figures (Fig. 4 right, Fig. 5), Table 4 side by side across two runs, and Table 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,12 @@ def test_figures_are_written_only_with_a_gia(tmp_path: Path) -> None:
     assert not (tmp_path / "x.png").exists()
 
 
-def _run(label: str, images: bool, **models: float) -> dict[str, Any]:
-    return {"label": label, "images": images, "models": {m: _scores(a) for m, a in models.items()},
+ALL_SIX = {"languages": list(LANGS), "per_language": dict.fromkeys(LANGS, 300), "digest": "all"}
+
+
+def _run(label: str, images: bool, questions: dict[str, Any] | None = None, **models: float) -> dict[str, Any]:
+    q = ALL_SIX if questions is None else questions
+    return {"label": label, "images": images, "models": {m: {**_scores(a), "questions": q} for m, a in models.items()},
             "deviations": ["--languages en: x"] if not images else []}  # fmt: skip
 
 
@@ -140,13 +145,63 @@ def test_table4_side_by_side() -> None:
     assert table4([_run("a", True, x=0.5), _run("b", False, y=0.4)]) is None  # no model in common
 
 
+def test_table4_pairs_only_runs_over_the_same_questions() -> None:
+    """A 6-language run with images against an English-only --no-images run is no Table 4: the pairing is
+    refused, naming both runs and what differs; a --no-images run over the same questions is paired instead."""
+    en = {"languages": ["en"], "per_language": {"en": 300}, "digest": "en"}
+    t = table4([_run("m3gia", True, gpt=0.5), _run("m3gia-noimg-en", False, en, gpt=0.3)])
+    assert t is not None and "not made" in t.title and not any(r[1] == "change" for r in t.rows)
+    assert "m3gia (with images) and m3gia-noimg-en (--no-images) not paired: languages en,zh,fr,es,pt,ko vs en" in t.note
+    assert t.rows == [["m3gia", "yes", "en,zh,fr,es,pt,ko", 1800], ["m3gia-noimg-en", "no", "en", 300]]
+    t = table4([_run("m3gia", True, gpt=0.5), _run("m3gia-noimg-en", False, en, gpt=0.3),
+                _run("m3gia-noimg", False, gpt=0.2)])  # fmt: skip
+    assert t is not None and t.note.startswith("Runs m3gia (with images) and m3gia-noimg (--no-images), over the same")
+    assert t.rows[2][-1] == pytest.approx(-0.3) and "m3gia-noimg-en (--no-images) not paired: languages" in t.note
+    limited = {"languages": list(LANGS), "per_language": dict.fromkeys(LANGS, 10), "digest": "lim"}
+    t = table4([_run("a", True, gpt=0.5), _run("b", False, limited, gpt=0.3)])
+    assert t is not None and "questions per language en 300 vs 10, zh 300 vs 10" in t.note
+    other = {**ALL_SIX, "digest": "other"}
+    t = table4([_run("a", True, gpt=0.5), _run("b", False, other, gpt=0.3)])
+    assert t is not None and "the same counts but other question ids" in t.note
+    old = _run("old", False, gpt=0.3)
+    del old["models"]["gpt"]["questions"]
+    t = table4([_run("a", True, gpt=0.5), old])
+    assert t is not None and "the question set of old is not recorded" in t.note
+
+
+def test_table4_refused_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the CLI on the sim provider: runs over en+fr with images, --no-images over en only, then over
+    en+fr; `evalsweep report` over the first two refuses the side by side, over all three pairs the matching."""
+    from cli.main import main
+    from tests.test_m3gia_suite import make_parquet
+
+    data = tmp_path / "data"
+    data.mkdir()
+    make_parquet(data, "en", ["1", "2", "46"])
+    make_parquet(data, "fr", ["1", "2"])
+    base = ["run", "m3gia", "--models", "sim/strong", "--samples", "1", "--data-dir", str(data), "--no-live"]
+    for name, extra in (("img", ["--languages", "en,fr"]), ("noimg-en", ["--no-images", "--languages", "en"]),
+                        ("noimg", ["--no-images", "--languages", "en,fr"])):  # fmt: skip
+        assert main([*base, *extra, "--out", str(tmp_path / name)]) == 0
+    q = json.loads((tmp_path / "img" / "scores.json").read_text())["models"]["sim/strong"]["questions"]
+    assert q["languages"] == ["en", "fr"] and q["per_language"] == {"en": 3, "fr": 2}
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "img"), str(tmp_path / "noimg-en"), "--out", str(tmp_path / "r1")]) == 0
+    page = (tmp_path / "r1" / "index.html").read_text()
+    assert "Table 4 side by side not made" in page and "languages en,fr vs en" in page
+    assert main(["report", *(str(tmp_path / n) for n in ("img", "noimg-en", "noimg")), "--out", str(tmp_path / "r2")]) == 0
+    page = (tmp_path / "r2" / "index.html").read_text()
+    assert "Table 4 side by side, accuracy by cluster" in page and "over the same questions" in page
+
+
 def test_table4_in_the_report(tmp_path: Path) -> None:
     import report
     from tests.report_runs import make_run, row
 
     runs = []
     for name, opts, acc in (("m3gia", {}, 0.6), ("m3gia-noimg", {"no_images": True}, 0.35)):
-        runs.append(make_run(tmp_path, name, "m3gia", {"sim/a": {}}, {"sim/a": _scores(acc)}, [row("sim/a", "en/1", 0.0)],
+        scores = {"sim/a": {**_scores(acc), "questions": ALL_SIX}}
+        runs.append(make_run(tmp_path, name, "m3gia", {"sim/a": {}}, scores, [row("sim/a", "en/1", 0.0)],
                              options=opts))  # fmt: skip
     out = tmp_path / "report"
     report.main(runs, out, None)
