@@ -8,6 +8,8 @@ The paper's own inconsistencies are in README.md ("The paper's numbers").
 
 from __future__ import annotations
 
+import re
+
 MODELS = ("Qwen-VL", "Fuyu", "BLIP-2", "InstructBLIP", "LLaVA-1.5",
           "GPT-4V", "GPT-4o", "Gemini", "Claude3 (Sonnet)", "Claude3 (Opus)")  # fmt: skip
 BIASED = frozenset({"Fuyu", "BLIP-2", "InstructBLIP", "Gemini", "Claude3 (Sonnet)"})  # † in Tables 2, 4, 5
@@ -108,3 +110,28 @@ def avr_column(shots: int, demos: str, panels: str) -> tuple[str, dict[str, floa
     if shots:
         return f"Table 8, {('one', 'two')[shots - 1]}-shot", {m: v[shots] for m, v in TABLE8.items()}
     return "Table 2", {m: v[0] for m, v in TABLE2.items()}
+
+
+SAME_MODEL = (
+    ("GPT-4o", r"gpt-4o(?!-mini)"), ("GPT-4V", r"gpt-4-(?:\d{4}-)?vision|gpt-4v"),
+    ("Gemini", r"gemini-(?:1\.0-)?pro-vision|gemini-pro$"), ("Claude3 (Sonnet)", r"claude-3-sonnet"),
+    ("Claude3 (Opus)", r"claude-3-opus"), ("InstructBLIP", r"instructblip"), ("BLIP-2", r"blip-?2"),
+    ("LLaVA-1.5", r"llava-v?1\.5"), ("Qwen-VL", r"qwen-vl(?:-chat)?$"), ("Fuyu", r"fuyu"),
+)  # fmt: skip
+"""Model ids that name one of the paper's models (the part after the last `/`, lower case): its gap is the
+protocol's and the model version's; any other model's gap is against REFERENCE_MODEL (model and protocol)."""
+REFERENCE_MODEL = "GPT-4o"
+"""The paper's row a model it did not test is compared with: its strongest and newest (Table 2)."""
+
+
+def paper_model(model: str, among: tuple[str, ...] | None = None) -> tuple[str, bool] | None:
+    """The paper's row our `model` is compared with, and whether it is the same model (else the reference,
+    GPT-4o, or the first of `among` when the table has no GPT-4o); None when `among` is empty."""
+    tail = model.lower().rsplit("/", 1)[-1]
+    names = tuple(among) if among is not None else MODELS
+    same = next((name for name, pat in SAME_MODEL if re.search(pat, tail)), None)
+    if same in names:
+        return same, True
+    if not names:
+        return None
+    return (REFERENCE_MODEL if REFERENCE_MODEL in names else names[0]), False

@@ -60,6 +60,45 @@ def _p(x: float | None) -> str:
     return DASH if x is None else f"{x:.2f}"
 
 
+def gap(ours: float | None, paper_pct: float | None) -> str:
+    """Ours (a fraction) − the paper's value (a percentage), in points."""
+    return DASH if ours is None or paper_pct is None else f"{100.0 * ours - paper_pct:+.2f}"
+
+
+def vs(model: str, among: tuple[str, ...] | None = None) -> str:
+    """The paper's model a row of ours is compared with: the same model, or `GPT-4o (ref.)`."""
+    found = paper.paper_model(model, among)
+    return DASH if found is None else found[0] + ("" if found[1] else " (ref.)")
+
+
+GAP_NOTE = (
+    "gap = ours − the paper's value (points) of the model named under `vs paper` (or in the gap's column head): "
+    "the same model where the name names one of the paper's, which leaves the protocol's and the version's "
+    "difference; else `GPT-4o (ref.)`, the paper's strongest, which mixes the model's difference with the "
+    "protocol's"
+)
+
+
+def with_gaps(
+    ms: list[tuple[str, dict[str, Any]]], key: str, values: dict[str, dict[str, float]], cols: tuple[str, ...]
+) -> tuple[list[str], list[list[str]]]:
+    """Row-per-category tables: after each of our model columns, its gap to the paper's column of the model it
+    is compared with (`gap:model-vs-paper`); the paper's value sits on the same row. Returns the heads and,
+    per model, the gap cells in row order."""
+    heads, cells = [], []
+    rows = list(values)
+    for m, s in ms:
+        found = paper.paper_model(m, cols)
+        heads.append(f"gap:{head(m, s)}-vs-{(found[0] if found else DASH).replace(' ', '')}")
+        cells.append([gap((s.get(key) or {}).get(r), values[r].get(found[0]) if found else None) for r in rows])
+    return heads, cells
+
+
+def _interleave(ms: list[tuple[str, dict[str, Any]]], ours: list[str], gaps: list[str] | None) -> list[str]:
+    """Our models' cells, each followed by its gap when there are gaps."""
+    return [x for i, c in enumerate(ours) for x in ((c, gaps[i]) if gaps is not None else (c,))]
+
+
 def _cells(ms: list[tuple[str, dict[str, Any]]], key: str, row: str) -> list[str]:
     return [pct((s.get(key) or {}).get(row)) for _, s in ms]
 
@@ -72,14 +111,17 @@ def table4(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
     """Table 4: AVR by pattern, rows as the paper prints them, our models then the paper's Human and models."""
     cols = paper.TABLE4_COLS if prompting == ZERO_SHOT else ("Human",)
     n = {p: sum(q.pattern == p for q in load()) for p in PATTERNS}
+    heads, gaps = with_gaps(ms, "by_pattern", paper.TABLE4, paper.MODELS) if prompting == ZERO_SHOT else ([], [])
     return Table(
         title="MARVEL Table 4: AVR accuracy by pattern (%)",
-        columns=["pattern", "puzzles", *(head(m, s) for m, s in ms), "random",
+        columns=["pattern", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
                  *(paper_head(c) for c in cols)],  # fmt: skip
-        rows=[[p, n[p], *_cells(ms, "by_pattern", p), pct(REFERENCE["random"]["avr"]),
-               *_paper_cells(paper.TABLE4, p, cols)] for p in paper.PATTERN_ROWS],  # fmt: skip
+        rows=[[p, n[p], *_interleave(ms, _cells(ms, "by_pattern", p), [g[i] for g in gaps] if gaps else None),
+               pct(REFERENCE["random"]["avr"]), *_paper_cells(paper.TABLE4, p, cols)]
+              for i, p in enumerate(paper.PATTERN_ROWS)],  # fmt: skip
         note=note + "; the paper's Quantities row fits 165 puzzles and its Mathematical row 240 (the data: 240 and "
         "165), its model values are printed here as labelled (README: the paper's numbers)"
+        + (f"; {GAP_NOTE}" if gaps else "")
         + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
     )
 
@@ -89,13 +131,20 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
     cols = paper.TABLE4_COLS if prompting == ZERO_SHOT else ("Human",)
     data_label = {v: k for k, v in paper.CONFIGURATION_LABEL.items()}
     n = {c: sum(q.configuration == data_label[c] for q in load()) for c in paper.CONFIGURATION_ROWS}
+    renamed = [(m, {**s, "by_configuration": {paper.CONFIGURATION_LABEL.get(k, k): v
+                                              for k, v in (s.get("by_configuration") or {}).items()}})
+               for m, s in ms]  # fmt: skip
+    heads, gaps = with_gaps(renamed, "by_configuration", paper.TABLE5, paper.MODELS) if prompting == ZERO_SHOT else ([], [])
     return Table(
         title="MARVEL Table 5: AVR accuracy by task configuration (%)",
-        columns=["task format", "puzzles", *(head(m, s) for m, s in ms), "random",
+        columns=["task format", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
                  *(paper_head(c) for c in cols)],  # fmt: skip
-        rows=[[c, n[c], *_cells(ms, "by_configuration", data_label[c]), pct(REFERENCE["random"]["avr"]),
-               *_paper_cells(paper.TABLE5, c, cols)] for c in paper.CONFIGURATION_ROWS],  # fmt: skip
+        rows=[[c, n[c], *_interleave(ms, _cells(ms, "by_configuration", data_label[c]),
+                                     [g[i] for g in gaps] if gaps else None),
+               pct(REFERENCE["random"]["avr"]), *_paper_cells(paper.TABLE5, c, cols)]
+              for i, c in enumerate(paper.CONFIGURATION_ROWS)],  # fmt: skip
         note=note + "; Reassembling = the data's task_configuration \"3D\""
+        + (f"; {GAP_NOTE}" if gaps else "")
         + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
     )
 
@@ -103,15 +152,18 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
 def table6(ms: list[tuple[str, dict[str, Any]]], note: str) -> Table:
     """Table 6: fine-grained accuracy by question category, our classified counts beside the paper's implied ones."""
     ours = counts(load())
+    heads, gaps = with_gaps(ms, "by_fine_category", paper.TABLE6, paper.TABLE6_COLS)
     return Table(
         title="MARVEL Table 6: fine-grained perception accuracy by question category (%)",
-        columns=["category", "questions", "paper:questions", *(head(m, s) for m, s in ms), "random",
-                 *(paper_head(c, False) for c in paper.TABLE6_COLS)],  # fmt: skip
-        rows=[[c, ours[c], paper.CATEGORY_COUNTS[c], *_cells(ms, "by_fine_category", c),
+        columns=["category", "questions", "paper:questions", *_interleave(ms, [head(m, s) for m, s in ms], heads),
+                 "random", *(paper_head(c, False) for c in paper.TABLE6_COLS)],  # fmt: skip
+        rows=[[c, ours[c], paper.CATEGORY_COUNTS[c], *_interleave(ms, _cells(ms, "by_fine_category", c),
+                                                                  [g[i] for g in gaps]),
                pct(REFERENCE["random"]["fine"]), *_paper_cells(paper.TABLE6, c, paper.TABLE6_COLS)]
-              for c in paper.CATEGORIES],  # fmt: skip
+              for i, c in enumerate(paper.CATEGORIES)],  # fmt: skip
         note=note + "; categories are ours, by rules (categories.py: the label file has none); `paper:questions` = "
-        f"the counts Table 6's values imply; {gpt4o_note()}; the paper's columns are zero-shot",
+        f"the counts Table 6's values imply; {gpt4o_note()}; the paper's columns are zero-shot; {GAP_NOTE} (against "
+        "a row whose counts differ from ours, by category rules)",
     )
 
 
@@ -128,4 +180,5 @@ def gpt4o_note() -> str:
 
 def table7_rows() -> list[list[Any]]:
     """Table 7's pattern-classification accuracy per model, in the pattern table's layout."""
-    return [[paper_name(m, False), DASH, _p(v), DASH, *(DASH for _ in PATTERNS)] for m, v in paper.TABLE7.items()]
+    return [[paper_name(m, False), DASH, _p(v), DASH, DASH, DASH, DASH, *(DASH for _ in PATTERNS)]
+            for m, v in paper.TABLE7.items()]  # fmt: skip
