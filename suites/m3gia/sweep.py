@@ -18,6 +18,11 @@ def _diff(a: Any, b: Any) -> float | None:
     return b - a if isinstance(a, int | float) and isinstance(b, int | float) else None
 
 
+def _gap(ours: Any, paper: Any) -> float | None:
+    d = _diff(paper, ours)
+    return None if d is None else round(d, 3)
+
+
 def questions(run: Mapping[str, Any]) -> dict[str, Any] | None:
     """The question set a run's models were scored on (scores.json `questions`, the same for every model of a
     run); None when its scores.json predates it, or its models disagree."""
@@ -67,26 +72,29 @@ def table4(runs: Sequence[Mapping[str, Any]]) -> Table | None:
     if found is None:
         return _refused(runs, refused) if refused else None
     a, b = found
+    p = {k: [v / 100 for v in vs] for k, vs in TABLE4.items()}
+    p["change"] = [_diff(x, y) for x, y in zip(*p.values(), strict=True)]
     rows: list[list[Any]] = []
     for m in sorted(set(a["models"]) & set(b["models"])):
         vals = []
         for label, r in (("with images", a), ("without images", b)):
             s = r["models"][m]
             vals.append([*((s.get("by_cluster") or {}).get(c) for c in CLUSTERS), s.get("accuracy")])
-            rows.append([m, label, *vals[-1]])
-        rows.append([m, "change", *(_diff(x, y) for x, y in zip(*vals, strict=True))])
+            rows.append([m, label, *vals[-1], p[label][-1], _gap(vals[-1][-1], p[label][-1])])
+        change = [_diff(x, y) for x, y in zip(*vals, strict=True)]
+        rows.append([m, "change", *change, p["change"][-1], _gap(change[-1], p["change"][-1])])
     if not rows:
         return None
-    p = {k: [v / 100 for v in vs] for k, vs in TABLE4.items()}
-    rows += [["paper: GPT-4v", k, *vs] for k, vs in p.items()]
-    rows.append(["paper: GPT-4v", "change", *(_diff(x, y) for x, y in zip(*p.values(), strict=True))])
+    rows += [["paper: GPT-4v", k, *vs, None, None] for k, vs in p.items()]
     devs = [f"{r['label']}: " + "; ".join(r["deviations"]) for r in (a, b) if r.get("deviations")]
     return Table(
         title="m3gia: Table 4 side by side, accuracy by cluster with and without images",
-        columns=["model", "images", *CLUSTERS, "Overall"],
+        columns=["model", "images", *CLUSTERS, "Overall", "paper Overall", "gap"],
         rows=rows,
         note=f"Runs {a['label']} (with images) and {b['label']} (--no-images), over the same questions; rows "
-        "`paper: ...` are the paper's Table 4 (GPT-4v, percent / 100)."
+        "`paper: ...` are the paper's Table 4 (GPT-4v, percent / 100); `paper Overall` is GPT-4v's of the same "
+        "row (with images, without, change) and gap = ours − it (GPT-4v is Table 4's only model: for any other "
+        "model the gap mixes the model's difference with the protocol's)."
         + ("".join(f"\n{x}." for x in refused))
         + ("\nDeviations from the paper's protocol: " + " | ".join(devs) + "." if devs else ""),
     )
