@@ -72,7 +72,7 @@ def vs(model: str, among: tuple[str, ...] | None = None) -> str:
 
 
 GAP_NOTE = (
-    "gap = ours − the paper's value (points) of the model named under `vs paper` (or in the gap's column head): "
+    "gap = ours − the paper's value (points) of the model named under `vs paper` (or below, for gap:<model>): "
     "the same model where the name names one of the paper's, which leaves the protocol's and the version's "
     "difference; else `GPT-4o (ref.)`, the paper's strongest, which mixes the model's difference with the "
     "protocol's"
@@ -81,17 +81,18 @@ GAP_NOTE = (
 
 def with_gaps(
     ms: list[tuple[str, dict[str, Any]]], key: str, values: dict[str, dict[str, float]], cols: tuple[str, ...]
-) -> tuple[list[str], list[list[str]]]:
-    """Row-per-category tables: after each of our model columns, its gap to the paper's column of the model it
-    is compared with (`gap:model-vs-paper`); the paper's value sits on the same row. Returns the heads and,
-    per model, the gap cells in row order."""
-    heads, cells = [], []
+) -> tuple[list[str], list[list[str]], str]:
+    """Row-per-category tables: after each of our model columns, its gap (`gap:model`) to the paper's column
+    of the model it is compared with, which sits on the same row. Returns the heads, per model the gap cells
+    in row order, and the note naming each model's paper column."""
+    heads, cells, against = [], [], []
     rows = list(values)
     for m, s in ms:
         found = paper.paper_model(m, cols)
-        heads.append(f"gap:{head(m, s)}-vs-{(found[0] if found else DASH).replace(' ', '')}")
+        heads.append(f"gap:{head(m, s)}")
+        against.append(f"{m} vs {vs(m, cols)}")
         cells.append([gap((s.get(key) or {}).get(r), values[r].get(found[0]) if found else None) for r in rows])
-    return heads, cells
+    return heads, cells, f"{GAP_NOTE}; gap:<model> against paper:<model> of: " + ", ".join(against)
 
 
 def _interleave(ms: list[tuple[str, dict[str, Any]]], ours: list[str], gaps: list[str] | None) -> list[str]:
@@ -111,7 +112,7 @@ def table4(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
     """Table 4: AVR by pattern, rows as the paper prints them, our models then the paper's Human and models."""
     cols = paper.TABLE4_COLS if prompting == ZERO_SHOT else ("Human",)
     n = {p: sum(q.pattern == p for q in load()) for p in PATTERNS}
-    heads, gaps = with_gaps(ms, "by_pattern", paper.TABLE4, paper.MODELS) if prompting == ZERO_SHOT else ([], [])
+    heads, gaps, gap_note = with_gaps(ms, "by_pattern", paper.TABLE4, paper.MODELS) if prompting == ZERO_SHOT else ([], [], "")
     return Table(
         title="MARVEL Table 4: AVR accuracy by pattern (%)",
         columns=["pattern", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
@@ -121,7 +122,7 @@ def table4(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
               for i, p in enumerate(paper.PATTERN_ROWS)],  # fmt: skip
         note=note + "; the paper's Quantities row fits 165 puzzles and its Mathematical row 240 (the data: 240 and "
         "165), its model values are printed here as labelled (README: the paper's numbers)"
-        + (f"; {GAP_NOTE}" if gaps else "")
+        + (f"; {gap_note}" if gaps else "")
         + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
     )
 
@@ -134,7 +135,8 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
     renamed = [(m, {**s, "by_configuration": {paper.CONFIGURATION_LABEL.get(k, k): v
                                               for k, v in (s.get("by_configuration") or {}).items()}})
                for m, s in ms]  # fmt: skip
-    heads, gaps = with_gaps(renamed, "by_configuration", paper.TABLE5, paper.MODELS) if prompting == ZERO_SHOT else ([], [])
+    heads, gaps, gap_note = (with_gaps(renamed, "by_configuration", paper.TABLE5, paper.MODELS)
+                             if prompting == ZERO_SHOT else ([], [], ""))  # fmt: skip
     return Table(
         title="MARVEL Table 5: AVR accuracy by task configuration (%)",
         columns=["task format", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
@@ -144,7 +146,7 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
                pct(REFERENCE["random"]["avr"]), *_paper_cells(paper.TABLE5, c, cols)]
               for i, c in enumerate(paper.CONFIGURATION_ROWS)],  # fmt: skip
         note=note + "; Reassembling = the data's task_configuration \"3D\""
-        + (f"; {GAP_NOTE}" if gaps else "")
+        + (f"; {gap_note}" if gaps else "")
         + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
     )
 
@@ -152,7 +154,7 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
 def table6(ms: list[tuple[str, dict[str, Any]]], note: str) -> Table:
     """Table 6: fine-grained accuracy by question category, our classified counts beside the paper's implied ones."""
     ours = counts(load())
-    heads, gaps = with_gaps(ms, "by_fine_category", paper.TABLE6, paper.TABLE6_COLS)
+    heads, gaps, gap_note = with_gaps(ms, "by_fine_category", paper.TABLE6, paper.TABLE6_COLS)
     return Table(
         title="MARVEL Table 6: fine-grained perception accuracy by question category (%)",
         columns=["category", "questions", "paper:questions", *_interleave(ms, [head(m, s) for m, s in ms], heads),
@@ -162,8 +164,8 @@ def table6(ms: list[tuple[str, dict[str, Any]]], note: str) -> Table:
                pct(REFERENCE["random"]["fine"]), *_paper_cells(paper.TABLE6, c, paper.TABLE6_COLS)]
               for i, c in enumerate(paper.CATEGORIES)],  # fmt: skip
         note=note + "; categories are ours, by rules (categories.py: the label file has none); `paper:questions` = "
-        f"the counts Table 6's values imply; {gpt4o_note()}; the paper's columns are zero-shot; {GAP_NOTE} (against "
-        "a row whose counts differ from ours, by category rules)",
+        f"the counts Table 6's values imply; {gpt4o_note()}; the paper's columns are zero-shot; the gaps compare "
+        f"categories whose counts differ from ours (category rules); {gap_note}",
     )
 
 
