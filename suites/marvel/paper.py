@@ -60,7 +60,8 @@ TABLE5 = {row: dict(zip(TABLE4_COLS, v, strict=True)) for row, v in _T5.items()}
 CATEGORIES = ("Location", "Color", "Shape", "Quantity", "Comparison")  # §4's five fine-grained question types
 CATEGORY_COUNTS = {"Location": 65, "Color": 53, "Shape": 177, "Quantity": 304, "Comparison": 171}
 """Questions per category implied by Table 6: 9 of its 10 columns are exact fractions of these (Qwen-VL
-26/65, 20/53, 59/177, 112/304, 70/171 = 287/770 = its Table 2 fine 37.27); sum 770."""
+26/65, 20/53, 59/177, 112/304, 70/171 = 287/770 = its Table 2 fine 37.27); sum 770. The tenth, GPT-4o,
+fits them too with four of its values in other rows (TABLE6_GPT4O_FITS)."""
 TABLE6_COLS = ("Qwen-VL", "Fuyu", "BLIP-2", "InstructBLIP", "LLaVA-1.5",
                "GPT-4o", "GPT-4V", "Gemini", "Claude3 (Sonnet)", "Claude3 (Opus)")  # fmt: skip
 _T6 = {  # Table 6 (Appendix F; titled "Coarse-grained", it holds the fine-grained question categories, §6)
