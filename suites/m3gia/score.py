@@ -280,8 +280,8 @@ def tables(
             for x in (
                 ci_method(max((s["n"] for s in models.values()), default=0))
                 + " (questions; a question's value is its mean over iterations)",
-                note,
                 "`paper Overall`: Table 1's Overall (all six languages, percent / 100); " + GAP_NOTE,
+                note,
             )
             if x
         ),  # fmt: skip
