@@ -3,6 +3,7 @@ figures (Fig. 4 right, Fig. 5), Table 4 side by side across two runs, and Table 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -96,21 +97,50 @@ def test_paper_rows_beside_ours() -> None:
     models = {"a": _scores(0.6, 13.0), "b": _scores(0.4, 8.0), "c": _scores(0.5, 11.0)}
     t1 = table1(models)
     by = {r[0]: r for r in t1.rows}
-    assert by["paper: Human (average)"][1:] == pytest.approx([0.868, 0.6, 0.712, 0.697, 0.791, 0.654, 0.781, 0.811, 0.769])
-    assert by["paper: GPT-4o"][-1] == pytest.approx(0.598) and [r[0] for r in t1.rows][:3] == ["a", "b", "c"]
+    assert by["paper: Human (average)"][1:10] == pytest.approx([0.868, 0.6, 0.712, 0.697, 0.791, 0.654, 0.781, 0.811, 0.769])
+    assert by["paper: GPT-4o"][9] == pytest.approx(0.598) and [r[0] for r in t1.rows][:3] == ["a", "b", "c"]
     out = {t.title: t for t in tables(models, pearson(models), "", images=True)}
     cl = out["m3gia: accuracy by cluster"]
-    assert cl.columns[-1] == "Overall" and cl.rows[-1][0] == "paper: GPT-4v with images"
-    assert cl.rows[-1][1:] == pytest.approx([0.87, 0.48, 0.778, 0.464, 0.565, 0.607])
+    assert cl.columns[-4] == "Overall" and cl.rows[-1][0] == "paper: GPT-4v with images"
+    assert cl.rows[-1][1:7] == pytest.approx([0.87, 0.48, 0.778, 0.464, 0.565, 0.607])
     no_img = {t.title: t for t in tables(models, pearson(models), "", images=False)}["m3gia: accuracy by cluster"]
-    assert no_img.rows[-1][0] == "paper: GPT-4v without images" and no_img.rows[-1][-1] == pytest.approx(0.366)
+    assert no_img.rows[-1][0] == "paper: GPT-4v without images" and no_img.rows[-1][6] == pytest.approx(0.366)
     g = next(t for t in out.values() if t.title.startswith("m3gia: GIA"))
     row = next(r for r in g.rows if r[0] == "paper: GPT-4o")
-    assert row[1:] == [13.85, 11.46, 12.37, 13.12, 12.80, 13.01, 86.5, 68.7, 63.3, 80.9, 80.0, 72.1]
+    assert row[1:13] == [13.85, 11.46, 12.37, 13.12, 12.80, 13.01, 86.5, 68.7, 63.3, 80.9, 80.0, 72.1]
     c = next(t for t in out.values() if "Fig. 4 right" in t.title)
     assert c.columns[-1] == "R²" and c.rows[-1][-1] == ">= 0.93"
     en = next(r for r in c.rows if r[0] == "en")
     assert en[-1] == pytest.approx(en[2] ** 2)
+
+
+def test_gap_and_the_papers_value_beside_ours() -> None:
+    """Every M3GIA table whose rows match the paper's: `vs paper`, the paper's value and ours − it, against the
+    same model where the name names one of the paper's (Table 1 has 23), else GPT-4o (ref.); Table 4: GPT-4v."""
+    models = {"gpt-4o-2024-05-13": _scores(0.7, 13.0), "llava-hf/llava-v1.6-34b": _scores(0.5, 11.0),
+              "sim/x": _scores(0.4)}  # fmt: skip
+    out = {t.title: t for t in tables(models, pearson(models), "", images=False)}
+    main = out["m3gia: accuracy (mean over iterations)"]
+    assert main.columns[3:7] == ["accuracy", "vs paper", "paper Overall", "gap"] and "gap = ours −" in main.note
+    by = {r[0]: r[4:7] for r in main.rows}
+    assert by["gpt-4o-2024-05-13"] == ["GPT-4o", pytest.approx(0.598), pytest.approx(0.102)]
+    assert by["llava-hf/llava-v1.6-34b"] == ["LLaVA-v1.6-34b", pytest.approx(0.428), pytest.approx(0.072)]
+    assert by["sim/x"] == ["GPT-4o (ref.)", pytest.approx(0.598), pytest.approx(-0.198)]
+    t1 = out["m3gia: accuracy by CHC factor (Table 1 layout)"]
+    assert {r[0]: r[-3:] for r in t1.rows}["sim/x"] == by["sim/x"]
+    cl = out["m3gia: accuracy by cluster"]
+    assert {r[0]: r[-3:] for r in cl.rows}["sim/x"] == ["GPT-4v (ref.)", pytest.approx(0.366), pytest.approx(0.034)]
+    g = {r[0]: r[-3:] for r in out[next(t for t in out if t.startswith("m3gia: GIA"))].rows}
+    mean4o = sum((86.5, 68.7, 63.3, 80.9, 80.0, 72.1)) / 6
+    ours4o = sum(gia.normalized(13.0 + i / 10, c) for i, c in enumerate(LANGS)) / 6
+    assert g["gpt-4o-2024-05-13"] == ["GPT-4o", round(mean4o, 2), round(ours4o - mean4o, 2)]
+    assert g["llava-hf/llava-v1.6-34b"][:2] == ["LLaVA-1.6-34b", round(sum((71.6, 55.4, 58.1, 49.1, 66.7, 50.1)) / 6, 2)]
+    assert g["sim/x"] == ["GPT-4o (ref.)", None, None]  # no GIA of ours: nothing to compare
+    t = table4([_run("m3gia", True, gpt=0.5), _run("m3gia-noimg", False, gpt=0.3)])
+    assert t is not None and t.columns[-2:] == ["paper Overall", "gap"]
+    assert [r[-2:] for r in t.rows[:3]] == [[pytest.approx(0.607), pytest.approx(-0.107)],
+                                            [pytest.approx(0.366), pytest.approx(-0.066)],
+                                            [pytest.approx(-0.241), pytest.approx(0.041)]]  # fmt: skip
 
 
 def test_figures_are_written_only_with_a_gia(tmp_path: Path) -> None:
@@ -123,21 +153,74 @@ def test_figures_are_written_only_with_a_gia(tmp_path: Path) -> None:
     assert not (tmp_path / "x.png").exists()
 
 
-def _run(label: str, images: bool, **models: float) -> dict[str, Any]:
-    return {"label": label, "images": images, "models": {m: _scores(a) for m, a in models.items()},
+ALL_SIX = {"languages": list(LANGS), "per_language": dict.fromkeys(LANGS, 300), "digest": "all"}
+
+
+def _run(label: str, images: bool, questions: dict[str, Any] | None = None, **models: float) -> dict[str, Any]:
+    q = ALL_SIX if questions is None else questions
+    return {"label": label, "images": images, "models": {m: {**_scores(a), "questions": q} for m, a in models.items()},
             "deviations": ["--languages en: x"] if not images else []}  # fmt: skip
 
 
 def test_table4_side_by_side() -> None:
     t = table4([_run("m3gia-noimg", False, gpt=0.3, other=0.2), _run("m3gia", True, gpt=0.5)])
-    assert t is not None and t.columns == ["model", "images", *CLUSTERS, "Overall"]
+    assert t is not None and t.columns == ["model", "images", *CLUSTERS, "Overall", "paper Overall", "gap"]
     assert [r[:2] for r in t.rows[:3]] == [["gpt", "with images"], ["gpt", "without images"], ["gpt", "change"]]
     assert t.note.startswith("Runs m3gia (with images) and m3gia-noimg (--no-images)")
-    assert t.rows[2][2:] == pytest.approx([-0.2] * 6)
-    assert t.rows[-1][0] == "paper: GPT-4v" and t.rows[-1][-1] == pytest.approx(0.366 - 0.607)
+    assert t.rows[2][2:8] == pytest.approx([-0.2] * 6)
+    assert t.rows[-1][0] == "paper: GPT-4v" and t.rows[-1][7] == pytest.approx(0.366 - 0.607)
     assert "m3gia-noimg: --languages en: x" in t.note
     assert table4([_run("a", True, gpt=0.5), _run("b", True, gpt=0.4)]) is None  # no --no-images run
     assert table4([_run("a", True, x=0.5), _run("b", False, y=0.4)]) is None  # no model in common
+
+
+def test_table4_pairs_only_runs_over_the_same_questions() -> None:
+    """A 6-language run with images against an English-only --no-images run is no Table 4: the pairing is
+    refused, naming both runs and what differs; a --no-images run over the same questions is paired instead."""
+    en = {"languages": ["en"], "per_language": {"en": 300}, "digest": "en"}
+    t = table4([_run("m3gia", True, gpt=0.5), _run("m3gia-noimg-en", False, en, gpt=0.3)])
+    assert t is not None and "not made" in t.title and not any(r[1] == "change" for r in t.rows)
+    assert "m3gia (with images) and m3gia-noimg-en (--no-images) not paired: languages en,zh,fr,es,pt,ko vs en" in t.note
+    assert t.rows == [["m3gia", "yes", "en,zh,fr,es,pt,ko", 1800], ["m3gia-noimg-en", "no", "en", 300]]
+    t = table4([_run("m3gia", True, gpt=0.5), _run("m3gia-noimg-en", False, en, gpt=0.3),
+                _run("m3gia-noimg", False, gpt=0.2)])  # fmt: skip
+    assert t is not None and t.note.startswith("Runs m3gia (with images) and m3gia-noimg (--no-images), over the same")
+    assert t.rows[2][7] == pytest.approx(-0.3) and "m3gia-noimg-en (--no-images) not paired: languages" in t.note
+    limited = {"languages": list(LANGS), "per_language": dict.fromkeys(LANGS, 10), "digest": "lim"}
+    t = table4([_run("a", True, gpt=0.5), _run("b", False, limited, gpt=0.3)])
+    assert t is not None and "questions per language en 300 vs 10, zh 300 vs 10" in t.note
+    other = {**ALL_SIX, "digest": "other"}
+    t = table4([_run("a", True, gpt=0.5), _run("b", False, other, gpt=0.3)])
+    assert t is not None and "the same counts but other question ids" in t.note
+    old = _run("old", False, gpt=0.3)
+    del old["models"]["gpt"]["questions"]
+    t = table4([_run("a", True, gpt=0.5), old])
+    assert t is not None and "the question set of old is not recorded" in t.note
+
+
+def test_table4_refused_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the CLI on the sim provider: runs over en+fr with images, --no-images over en only, then over
+    en+fr; `evalsweep report` over the first two refuses the side by side, over all three pairs the matching."""
+    from cli.main import main
+    from tests.test_m3gia_suite import make_parquet
+
+    data = tmp_path / "data"
+    data.mkdir()
+    make_parquet(data, "en", ["1", "2", "46"])
+    make_parquet(data, "fr", ["1", "2"])
+    base = ["run", "m3gia", "--models", "sim/strong", "--samples", "1", "--data-dir", str(data), "--no-live"]
+    for name, extra in (("img", ["--languages", "en,fr"]), ("noimg-en", ["--no-images", "--languages", "en"]),
+                        ("noimg", ["--no-images", "--languages", "en,fr"])):  # fmt: skip
+        assert main([*base, *extra, "--out", str(tmp_path / name)]) == 0
+    q = json.loads((tmp_path / "img" / "scores.json").read_text())["models"]["sim/strong"]["questions"]
+    assert q["languages"] == ["en", "fr"] and q["per_language"] == {"en": 3, "fr": 2}
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "img"), str(tmp_path / "noimg-en"), "--out", str(tmp_path / "r1")]) == 0
+    page = (tmp_path / "r1" / "index.html").read_text()
+    assert "Table 4 side by side not made" in page and "languages en,fr vs en" in page
+    assert main(["report", *(str(tmp_path / n) for n in ("img", "noimg-en", "noimg")), "--out", str(tmp_path / "r2")]) == 0
+    page = (tmp_path / "r2" / "index.html").read_text()
+    assert "Table 4 side by side, accuracy by cluster" in page and "over the same questions" in page
 
 
 def test_table4_in_the_report(tmp_path: Path) -> None:
@@ -146,7 +229,8 @@ def test_table4_in_the_report(tmp_path: Path) -> None:
 
     runs = []
     for name, opts, acc in (("m3gia", {}, 0.6), ("m3gia-noimg", {"no_images": True}, 0.35)):
-        runs.append(make_run(tmp_path, name, "m3gia", {"sim/a": {}}, {"sim/a": _scores(acc)}, [row("sim/a", "en/1", 0.0)],
+        scores = {"sim/a": {**_scores(acc), "questions": ALL_SIX}}
+        runs.append(make_run(tmp_path, name, "m3gia", {"sim/a": {}}, scores, [row("sim/a", "en/1", 0.0)],
                              options=opts))  # fmt: skip
     out = tmp_path / "report"
     report.main(runs, out, None)

@@ -103,8 +103,8 @@ def test_score_rules_of_the_metric(tmp_path: Path) -> None:
     assert by_key[("en/16", 0)]["error_kind"] == "error"
     assert by_key[("en/211", 0)]["stage"] == "missing"
     [t1] = [t for t in report.tables if "Table 1 layout" in t.title]
-    assert t1.columns[1:] == ["I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv", "Overall"]
-    assert t1.rows[0][-1] == m["accuracy"] and t1.rows[0][4] == m["by_factor"]["Gf"] and by_key[("en/211", 0)]["score"] is None
+    assert t1.columns[1:] == ["I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv", "Overall", "vs paper", "paper Overall", "gap"]
+    assert t1.rows[0][9] == m["accuracy"] and t1.rows[0][4] == m["by_factor"]["Gf"] and by_key[("en/211", 0)]["score"] is None
 
 
 def test_cluster_and_factor_accuracy_pool_questions(tmp_path: Path) -> None:

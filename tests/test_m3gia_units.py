@@ -159,11 +159,12 @@ def test_rules_only_consider_the_items_letters() -> None:
 
 @pytest.mark.parametrize(
     ("text", "exact", "lenient"),
-    [("C", "C", "C"), (" B\n", "B", "B"), ("Your output: A", None, "A"), ("B.", None, "B"), ("Z", None, None),
+    [("C", "C", "C"), (" B\n", None, "B"), ("Your output: A", None, "A"), ("B.", None, "B"), ("Z", None, None),
      ("E", None, None), ("", None, None), (None, None, None)],
 )
 def test_judge_reply(text: str | None, exact: str | None, lenient: str | None) -> None:
-    """The authors take the reply only when it is exactly a letter; ours (`--judge-parse lenient`) reads more."""
+    """The authors compare the raw reply with the gold: only an exact letter counts (" B\\n" does not); ours
+    (`--judge-parse lenient`) reads more."""
     assert extract.from_judge(text, L4) == exact
     assert extract.from_judge(text, L4, lenient=True) == lenient
 

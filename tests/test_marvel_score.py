@@ -181,7 +181,7 @@ def test_scores_keys_and_reference_rows(tmp_path: Path) -> None:
     assert main.rows[3][:4] == ["paper: Qwen-VL", "-", "19.61", "37.27"] and main.rows[3][4] == "-"  # no coarse column
     assert main.rows[4][:4] == ["paper: Fuyu †", "-", "24.29", "34.94"]
     group = rep.tables[1]
-    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", "-"]
+    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", "-", "-", "-", "-"]
     assert rep.extra["reference"]["human"]["avr"] == 0.6886
 
 
@@ -195,20 +195,21 @@ def test_tables_4_and_5_in_the_papers_orientation(tmp_path: Path) -> None:
     t4, t5 = (next(t for t in rep.tables if t.title.startswith(f"MARVEL Table {n}")) for n in (4, 5))
     assert [r[0] for r in t4.rows] == ["Temporal Movement", "Spatial Relationship", "Quantities", "Mathematical",
                                        "2D-Geometry", "3D-Geometry"]  # fmt: skip
-    assert t4.columns[:5] == ["pattern", "puzzles", "m", "random", "paper:Human"] and len(t4.columns) == 15
-    assert t4.columns[5:7] == ["paper:Qwen-VL", "paper:Fuyu†"]
-    assert t4.rows[2][:2] == ["Quantities", 240] and t4.rows[2][3:6] == ["25.00", "81.57", "15.76"]
+    assert t4.columns[:6] == ["pattern", "puzzles", "m", "gap:m", "random", "paper:Human"]
+    assert t4.columns[6:8] == ["paper:Qwen-VL", "paper:Fuyu†"] and len(t4.columns) == 16
+    assert t4.rows[2][:2] == ["Quantities", 240] and t4.rows[2][4:7] == ["25.00", "81.57", "15.76"]
     s = rep.models["m"]
     assert t4.rows[0][2] == f"{100 * s['by_pattern']['Temporal Movement']:.2f}"
     assert [r[0] for r in t5.rows] == ["Sequence", "Two-row", "Matrix", "Group", "Reassembling"]
     assert [r[1] for r in t5.rows] == [165, 225, 225, 135, 20]  # the data's counts, "3D" = Reassembling
-    assert t5.rows[4][2] == f"{100 * s['by_configuration']['3D']:.2f}" and t5.rows[1][4] == "71.56"
+    assert t5.rows[4][2] == f"{100 * s['by_configuration']['3D']:.2f}" and t5.rows[1][5] == "71.56"
     assert "by_configuration" in s and list(s["by_configuration"]) == ["Sequence", "Matrix", "Two-row", "Group", "3D"]
     few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": 1}), tmp_path)
     t4 = next(t for t in few.tables if t.title.startswith("MARVEL Table 4"))
     assert t4.columns[-1] == "paper:Human" and "zero-shot" in t4.note
     main = few.tables[0]
     assert "Table 8, one-shot" in main.note and ["paper: GPT-4o", "-", "30.78"] == main.rows[4][:3]
+    assert "gap:m" not in t4.columns  # the paper's per-pattern model values are zero-shot only
 
 
 def test_table6_fine_accuracy_by_category(tmp_path: Path) -> None:
@@ -226,7 +227,8 @@ def test_table6_fine_accuracy_by_category(tmp_path: Path) -> None:
     assert [r[:3] for r in t6.rows] == [[c, n[c], want] for c, want in
                                          (("Location", 65), ("Color", 53), ("Shape", 177), ("Quantity", 304),
                                           ("Comparison", 171))]  # fmt: skip
-    assert t6.rows[1][3:6] == ["100.00", "50.00", "37.74"] and t6.columns[3:6] == ["m", "random", "paper:Qwen-VL"]
+    assert t6.rows[1][3:7] == ["100.00", "+30.99", "50.00", "37.74"]  # Color: 100 − GPT-4o's 69.01
+    assert t6.columns[3:7] == ["m", "gap:m", "random", "paper:Qwen-VL"]
 
 
 def test_questions_subset_leaves_other_keys_none(tmp_path: Path) -> None:
@@ -267,3 +269,44 @@ def test_left_set_excludes_refusals(tmp_path: Path) -> None:
     assert left["fine"] == 1.0 and left["fine_refused"] == 1 and left["coarse_whole_refused"] == 0
     t = [t for t in SUITE.score(rows, SPEC, tmp_path).tables if "left set" in t.title]
     assert t and t[0].rows[0][1] == "50.00"
+
+
+def test_gap_and_the_papers_value_beside_ours(tmp_path: Path) -> None:
+    """Every MARVEL paper table whose rows match the paper's: the paper's value beside ours and the gap (ours −
+    paper, points), against the same model where the name names one of the paper's, else GPT-4o (ref.)."""
+    ids = [p.id for p in load()]
+    rows = []
+    for m in ("gpt-4o-2024-05-13", "sim/x"):
+        rows += [row(m, f"{i}/avr", f"The answer is choice {P[i].answer if k % 4 == 0 else P[i].answer % 4 + 1}.")
+                 for k, i in enumerate(ids)]  # fmt: skip
+        rows += [row(m, f"{i}/fine", f"{P[i].fine_answer}.") for i in ids]
+    rep = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr,fine"}), tmp_path)
+    main = rep.tables[0]
+    at = {c: main.columns.index(c) for c in ("avr", "fine", "vs paper", "paper avr", "gap avr", "paper fine", "gap fine")}
+    for m, want in (("gpt-4o-2024-05-13", "GPT-4o"), ("sim/x", "GPT-4o (ref.)")):
+        r = next(r for r in main.rows if r[0] == m)
+        assert [r[at[c]] for c in ("vs paper", "paper avr", "paper fine")] == [want, "27.79", "68.44"]
+        assert r[at["gap avr"]] == f"{float(r[at['avr']]) - 27.79:+.2f}" and r[at["gap fine"]] == f"{100 - 68.44:+.2f}"
+    assert "gap = ours − the paper's value" in main.note
+    group = rep.tables[1]
+    assert group.columns[-3:] == ["vs paper", "paper perc_cf_avr", "gap perc_cf_avr"]
+    t4 = next(t for t in rep.tables if t.title.startswith("MARVEL Table 4"))
+    s = rep.models["sim/x"]
+    g = t4.columns.index("gap:sim/x")
+    assert t4.rows[0][g] == f"{100 * s['by_pattern']['Temporal Movement'] - 23.81:+.2f}"  # GPT-4o's Temporal row
+    t5 = next(t for t in rep.tables if t.title.startswith("MARVEL Table 5"))
+    g = t5.columns.index("gap:gpt-4o-2024-05-13")
+    assert "gpt-4o-2024-05-13 vs GPT-4o, sim/x vs GPT-4o (ref.)" in t5.note
+    assert t5.rows[4][g] == f"{100 * rep.models['gpt-4o-2024-05-13']['by_configuration']['3D'] - 25.00:+.2f}"
+    few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr,fine", "shots": 1}), tmp_path)
+    r = next(r for r in few.tables[0].rows if r[0] == "sim/x")
+    assert few.tables[0].columns[-3:] == ["vs paper", "paper avr", "gap avr"] and r[-2] == "30.78"  # Table 8
+
+
+def test_pattern_table_gap(tmp_path: Path) -> None:
+    spec = RunSpec(suite="marvel", options={"task": "pattern"})
+    rows = [row("claude-3-opus-20240229", f"{p.id}/pattern", f"The pattern is {p.pattern}.") for p in load()]
+    t = next(t for t in SUITE.score(rows, spec, tmp_path).tables if "pattern classification" in t.title)
+    assert t.columns[2:6] == ["pattern", "vs paper", "paper pattern", "gap pattern"]
+    assert t.rows[0][2:6] == ["100.00", "Claude3 (Opus)", "25.84", f"{100 - 25.84:+.2f}"]
+    assert all(len(r) == len(t.columns) for r in t.rows)

@@ -14,6 +14,7 @@ answers show (stage-1 edge cases, random letters, failed calls) and what holds f
 from __future__ import annotations
 
 import argparse
+import hashlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,9 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | No
     trunc = Truncation()
     lenient = spec.opt("judge_parse") == "lenient"
     models, scored, unmatched = score.score_rows(trunc.watch(rows), qs, iterations(spec), sink, lenient)
+    asked = question_set(qs)
+    for s in models.values():
+        s["questions"] = asked  # Table 4's side by side pairs only runs over the same questions (sweep.py)
     corr = score.pearson(models)
     judge = spec.opt("judge")
     note = f"{unmatched} result rows matched no selected question and were ignored." if unmatched else ""
@@ -232,6 +236,18 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | No
         extra=extra,
     )
     return with_protocol(report, deviations(spec) + after_scoring(models), trunc)
+
+
+def question_set(qs: Iterable[Question]) -> dict[str, Any]:
+    """The questions a run asked (after --languages and --limit): the languages, the count per language,
+    and a digest of the item ids, so two runs can be told to cover the same questions or not."""
+    items = sorted(q.item for q in qs)
+    per_lang = {lang: sum(i.startswith(f"{lang}/") for i in items) for lang in LANGS}
+    return {
+        "languages": [lang for lang, n in per_lang.items() if n],
+        "per_language": {lang: n for lang, n in per_lang.items() if n},
+        "digest": hashlib.sha256("\n".join(items).encode()).hexdigest()[:16],
+    }
 
 
 def run_name(spec: RunSpec) -> str:

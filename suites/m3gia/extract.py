@@ -35,12 +35,12 @@ _JUDGE_LETTER = re.compile(r"\b([A-Z])\b")
 
 def from_judge(text: str | None, letters: tuple[str, ...], lenient: bool = False) -> str | None:
     """Stage 2: the judge's reply is a letter, or Z / anything else for no match (None: scored wrong, as
-    the authors score it). The authors take the reply only when it is exactly one of the letters;
-    `lenient` (ours, `--judge-parse lenient`) also reads "B." or "Answer: B". A failed judge call never
-    reaches here: it is unscored (see score.py)."""
+    the authors score it). The authors compare the raw reply with the gold (`eval_multi_choice`:
+    `gold == pred`), so it counts only when it is exactly one of the letters: " B" or "B\n" is wrong there,
+    and so here. `lenient` (ours, `--judge-parse lenient`) also reads those, "B." or "Answer: B". A failed
+    judge call never reaches here: it is unscored (see score.py)."""
     if not lenient:
-        t = (text or "").strip()
-        return t if t in letters else None
+        return text if text in letters else None
     m = _JUDGE_LETTER.search(text or "")
     return m.group(1) if m and m.group(1) in letters else None
 

@@ -10,8 +10,8 @@ import numpy as np
 from scipy import stats as sps
 
 from suites.base import Table
+from suites.m3gia.paper import GAP_NOTE, TABLE1_SHOWN, gap, paper_model, vs
 from suites.m3gia.paper import TABLE1 as PAPER_TABLE1
-from suites.m3gia.paper import TABLE1_SHOWN
 
 TABLE1 = ("I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv")
 """Table 1's factor columns, in its order; Overall follows."""
@@ -19,16 +19,26 @@ TABLE1 = ("I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv")
 
 def table1(models: dict[str, dict[str, Any]]) -> Table:
     """Our models' rows, then the paper's Human row and API models (`paper: ...`, Table 1 / 100)."""
-    paper = [[f"paper: {m}", *(v / 100 for v in PAPER_TABLE1[m])] for m in TABLE1_SHOWN]
+    paper = [[f"paper: {m}", *(v / 100 for v in PAPER_TABLE1[m]), None, None, None] for m in TABLE1_SHOWN]
+    among = tuple(k for k in PAPER_TABLE1 if not k.startswith("Human"))
+    overall = {k: v[-1] for k, v in PAPER_TABLE1.items()}
     return Table(
         title="m3gia: accuracy by CHC factor (Table 1 layout)",
-        columns=["model", *TABLE1, "Overall"],
-        rows=[[m, *(s["by_factor"].get(f) for f in TABLE1), s["accuracy"]] for m, s in models.items()]
+        columns=["model", *TABLE1, "Overall", "vs paper", "paper Overall", "gap"],
+        rows=[[m, *(s["by_factor"].get(f) for f in TABLE1), s["accuracy"], *overall_beside(m, s["accuracy"], among, overall)]
+              for m, s in models.items()]  # fmt: skip
         + paper,
         note="Rows `paper: ...` are the paper's Table 1 (percent / 100): the Human row is its 480 participants' "
         "average (not in the released data: the CFA models are fitted on standardised human scores), the others "
-        "its API models (all 23 rows: suites/m3gia/paper.py).",
+        "its API models (all 23 rows: suites/m3gia/paper.py, each a model `vs paper` can name); " + GAP_NOTE + ".",
     )
+
+
+def overall_beside(model: str, ours: float | None, among: tuple[str, ...], overall: dict[str, float]) -> list[Any]:
+    """`vs paper`, the paper's Overall (a fraction) of the model compared with, and ours − it."""
+    found = paper_model(model, among)
+    v = overall.get(found[0]) if found else None
+    return [vs(model, among), None if v is None else v / 100, gap(ours, v)]
 
 
 def factor_correlation(models: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, float | None]], Table | None]:

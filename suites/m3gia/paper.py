@@ -6,6 +6,8 @@ value against the paper's text (../shared/papers/m3gia.txt).
 
 from __future__ import annotations
 
+import re
+
 TABLE1_COLUMNS = ("I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv", "Overall")
 TABLE1: dict[str, tuple[float, ...]] = {
     "Human (average)": (86.8, 60.0, 71.2, 69.7, 79.1, 65.4, 78.1, 81.1, 76.9),
@@ -97,3 +99,50 @@ TABLE3: dict[str, tuple[str, ...]] = {
     "Real-world Reasoning": ("Gc", "Gf", "RG"),
 }
 """Table 3 (App. C): the CHC factors of each question type (Gf: any of I, RG, RQ)."""
+
+
+SAME_MODEL = (
+    ("GPT-4o", r"gpt-4o(?!-mini)"), ("GPT-4v", r"gpt-4-(?:\d{4}-)?vision|gpt-4v"),
+    ("Gemini-1.5-Pro", r"gemini-1\.5-pro"), ("Gemini-Pro", r"gemini-(?:1\.0-)?pro(?:-vision)?$"),
+    ("Cluade3-Sonnet", r"claude-3-sonnet"), ("Cluade3-Haiku", r"claude-3-haiku"),
+)  # fmt: skip
+"""Model ids that name one of the paper's API models (the part after the last `/`, lower case); the open
+models match by name with case and punctuation ignored ("llava-v1.6-34b" = "LLaVA-v1.6-34b")."""
+REFERENCE_MODEL = "GPT-4o"
+"""The paper's row a model it did not test is compared with: its newest API model (Tables 1, 2)."""
+
+
+def _bare(name: str) -> str:
+    """A name without case, punctuation or a version's `v` ("LLaVA-v1.6-34b" = Table 2's "LLaVA-1.6-34b")."""
+    return re.sub(r"v(?=\d)", "", re.sub(r"[^a-z0-9]", "", name.lower()))
+
+
+def paper_model(model: str, among: tuple[str, ...]) -> tuple[str, bool] | None:
+    """The paper's row (of `among`) our `model` is compared with, and whether it is the same model (else the
+    reference, GPT-4o, or the first of `among` when it has no GPT-4o); None when `among` is empty."""
+    tail = model.lower().rsplit("/", 1)[-1]
+    same = next((name for name, pat in SAME_MODEL if re.search(pat, tail)), None)
+    same = same or next((name for name in among if _bare(name) == _bare(tail)), None)
+    if same in among:
+        return same, True
+    if not among:
+        return None
+    return (REFERENCE_MODEL if REFERENCE_MODEL in among else among[0]), False
+
+
+def vs(model: str, among: tuple[str, ...]) -> str | None:
+    """`vs paper` cell: the paper's model compared with, `(ref.)` when it is not the same model."""
+    found = paper_model(model, among)
+    return None if found is None else found[0] + ("" if found[1] else " (ref.)")
+
+
+def gap(ours: float | None, paper_pct: float | None) -> float | None:
+    """Ours (a fraction) − the paper's percentage / 100, to 3 places."""
+    return None if ours is None or paper_pct is None else round(ours - paper_pct / 100, 3)
+
+
+GAP_NOTE = (
+    "gap = ours − the paper's value (/ 100) of the model under `vs paper`: the same model where the name names "
+    "one of the paper's, leaving the protocol's and the version's difference; else `GPT-4o (ref.)` (Table 4: "
+    "GPT-4v, its only model), which mixes the model's difference with the protocol's"
+)

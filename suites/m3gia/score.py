@@ -21,8 +21,19 @@ from core.types import Row
 from suites.base import Sink, Table, by_model, ranked
 from suites.m3gia import extract, gia
 from suites.m3gia.data import CLUSTERS, FACTORS, LANGS, TYPES, Question, answer_key, factor_labels
-from suites.m3gia.factors import table1
-from suites.m3gia.paper import FIG4_R2, TABLE2, TABLE2_LANGS, TABLE2_NORMALIZED, TABLE2_SHOWN, TABLE4
+from suites.m3gia.factors import overall_beside, table1
+from suites.m3gia.paper import (
+    FIG4_R2,
+    GAP_NOTE,
+    TABLE1,
+    TABLE2,
+    TABLE2_LANGS,
+    TABLE2_NORMALIZED,
+    TABLE2_SHOWN,
+    TABLE4,
+    paper_model,
+    vs,
+)
 from suites.stats import bootstrap_ci, ci_method
 
 STAGES = ("rule", "judge", "random", "error", "missing")
@@ -238,6 +249,7 @@ def tables(
     langs = [c for c in LANGS if any(c in models[m]["by_language"] for m in ms)]
     ms = ranked(models, "accuracy")
     models = {m: models[m] for m in ms}
+    t1 = tuple(k for k in TABLE1 if not k.startswith("Human"))
     main = Table(
         title="m3gia: accuracy (mean over iterations)",
         columns=[
@@ -245,6 +257,9 @@ def tables(
             "questions",
             "iterations",
             "accuracy",
+            "vs paper",
+            "paper Overall",
+            "gap",
             "95% CI",
             "extracted by " + "/".join(STAGES),
         ],
@@ -254,6 +269,7 @@ def tables(
                 s["n_questions"],
                 s["iterations"],
                 s["accuracy"],
+                *overall_beside(m, s["accuracy"], t1, {k: v[-1] for k, v in TABLE1.items()}),
                 s["ci95"],
                 "/".join(map(str, s["stages"].values())),
             ]
@@ -264,6 +280,7 @@ def tables(
             for x in (
                 ci_method(max((s["n"] for s in models.values()), default=0))
                 + " (questions; a question's value is its mean over iterations)",
+                "`paper Overall`: Table 1's Overall (all six languages, percent / 100); " + GAP_NOTE,
                 note,
             )
             if x
@@ -273,11 +290,13 @@ def tables(
     t4 = "with images" if images else "without images"
     clusters = Table(
         title="m3gia: accuracy by cluster",
-        columns=["model", *CLUSTERS, "Overall"],
-        rows=[[m, *(s["by_cluster"].get(c) for c in CLUSTERS), s["accuracy"]] for m, s in models.items()]
-        + [[f"paper: GPT-4v {t4}", *(v / 100 for v in TABLE4[t4])]],
+        columns=["model", *CLUSTERS, "Overall", "vs paper", "paper Overall", "gap"],
+        rows=[[m, *(s["by_cluster"].get(c) for c in CLUSTERS), s["accuracy"],
+               *overall_beside(m, s["accuracy"], ("GPT-4v",), {"GPT-4v": TABLE4[t4][-1]})]
+              for m, s in models.items()]  # fmt: skip
+        + [[f"paper: GPT-4v {t4}", *(v / 100 for v in TABLE4[t4]), None, None, None]],
         note=f"Row `paper: ...` is the paper's Table 4 (GPT-4v {t4}, percent / 100); with and without images "
-        "side by side: `evalsweep report` over a run and its --no-images run.",
+        f"side by side: `evalsweep report` over a run and its --no-images run; {GAP_NOTE}.",
     )
     by_lang = Table(
         title="m3gia: accuracy by language (95% CI)",
@@ -296,17 +315,22 @@ def tables(
     )
     g = Table(
         title="m3gia: GIA (lavaan regression factor score) and normalized GIA (100 = human average)",
-        columns=["model", *(f"GIA {c}" for c in langs), *(f"norm {c}" for c in langs)],
+        columns=["model", *(f"GIA {c}" for c in langs), *(f"norm {c}" for c in langs), "vs paper",
+                 "paper norm mean", "gap norm mean"],  # fmt: skip
         rows=[
-            [m, *(s["gia"].get(c) for c in langs), *(s["gia_normalized"].get(c) for c in langs)]
+            [m, *(s["gia"].get(c) for c in langs), *(s["gia_normalized"].get(c) for c in langs),
+             *_gia_beside(m, s, langs)]
             for m, s in models.items()
-        ]
-        + [["human (average)", *(gia.HUMAN_GIA[c] for c in langs), *(100.0 for _ in langs)]]
-        + [[f"paper: {m}", *(_paper2(TABLE2, m, c) for c in langs), *(_paper2(TABLE2_NORMALIZED, m, c) for c in langs)]
-           for m in TABLE2_SHOWN],  # fmt: skip
+        ]  # fmt: skip
+        + [["human (average)", *(gia.HUMAN_GIA[c] for c in langs), *(100.0 for _ in langs), None, None, None]]
+        + [[f"paper: {m}", *(_paper2(TABLE2, m, c) for c in langs), *(_paper2(TABLE2_NORMALIZED, m, c) for c in langs),
+            None, None, None] for m in TABLE2_SHOWN],  # fmt: skip
         note="GIA needs all 300 questions of a language (no --limit); missing values are shown empty. The human "
         "row is the paper's human-average GIA per language (the normalisation base, gia.HUMAN_GIA); rows "
-        "`paper: ...` are the paper's Table 2 (Fig. 5 plots it: m3gia_fig5.png beside scores.json).",
+        "`paper: ...` are the paper's Table 2 (Fig. 5 plots it: m3gia_fig5.png beside scores.json). `paper norm "
+        "mean`: the paper's normalized GIA (Table 2) of the model under `vs paper`, averaged over the languages "
+        "where ours has one, and `gap norm mean` ours − it over the same languages (points of the human "
+        "average); the model compared as for the other tables' gap: the same model, else GPT-4o (ref.).",
     )
     c = Table(
         title="m3gia: Pearson correlation of GIA with accuracy across models (Fig. 4 right)",
@@ -319,6 +343,18 @@ def tables(
         "scatter: m3gia_fig4_right.png beside scores.json.",
     )
     return [main, clusters, by_lang, factors, types, g, c]
+
+
+def _gia_beside(model: str, s: dict[str, Any], langs: list[str]) -> list[Any]:
+    """`vs paper`, the paper's mean normalized GIA over the languages where ours has one, and the gap."""
+    among = tuple(TABLE2_NORMALIZED)
+    found = paper_model(model, among)
+    have = [c for c in langs if s["gia_normalized"].get(c) is not None]
+    if found is None or not have:
+        return [vs(model, among), None, None]
+    theirs = float(np.mean([_paper2(TABLE2_NORMALIZED, found[0], c) for c in have]))
+    ours = float(np.mean([s["gia_normalized"][c] for c in have]))
+    return [vs(model, among), round(theirs, 2), round(ours - theirs, 2)]
 
 
 def _with_ci(v: float | None, ci: list[float] | None) -> str:

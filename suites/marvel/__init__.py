@@ -192,9 +192,16 @@ def deviations(spec: RunSpec) -> list[str]:
     """Departures from the paper's protocol (README.md: Protocol)."""
     opts, out = options(spec), []
     judge = spec.opt("judge")
-    if not judge:
-        what = "pattern answers" if opts.task == "pattern" else "responses"
-        out.append(f"no --judge: {what} the rules cannot read count as wrong (the paper re-extracts them with GPT-4)")
+    if opts.task == "pattern":  # Appendix G: "We use regex mapping to extract MLLMs output" (no GPT-4 stage)
+        out.append(
+            f"--judge {judge}: pattern answers the rules cannot read are re-read by {judge} (Appendix G extracts "
+            "pattern answers by regex mapping only)"
+            if judge
+            else "pattern answers are read by our rules and those they cannot read count as wrong (Appendix G: "
+            "regex mapping only; its regexes and how it counts unread answers are not given)"
+        )
+    elif not judge:
+        out.append("no --judge: responses the rules cannot read count as wrong (the paper re-extracts them with GPT-4)")
     elif not is_paper_judge(str(judge)):
         out.append(f"judge {judge} (the paper re-extracts with {PAPER_JUDGE_NAME})")
     if opts.task == "puzzles":

@@ -60,6 +60,46 @@ def _p(x: float | None) -> str:
     return DASH if x is None else f"{x:.2f}"
 
 
+def gap(ours: float | None, paper_pct: float | None) -> str:
+    """Ours (a fraction) − the paper's value (a percentage), in points."""
+    return DASH if ours is None or paper_pct is None else f"{100.0 * ours - paper_pct:+.2f}"
+
+
+def vs(model: str, among: tuple[str, ...] | None = None) -> str:
+    """The paper's model a row of ours is compared with: the same model, or `GPT-4o (ref.)`."""
+    found = paper.paper_model(model, among)
+    return DASH if found is None else found[0] + ("" if found[1] else " (ref.)")
+
+
+GAP_NOTE = (
+    "gap = ours − the paper's value (points) of the model named under `vs paper` (or below, for gap:<model>): "
+    "the same model where the name names one of the paper's, which leaves the protocol's and the version's "
+    "difference; else `GPT-4o (ref.)`, the paper's strongest, which mixes the model's difference with the "
+    "protocol's"
+)
+
+
+def with_gaps(
+    ms: list[tuple[str, dict[str, Any]]], key: str, values: dict[str, dict[str, float]], cols: tuple[str, ...]
+) -> tuple[list[str], list[list[str]], str]:
+    """Row-per-category tables: after each of our model columns, its gap (`gap:model`) to the paper's column
+    of the model it is compared with, which sits on the same row. Returns the heads, per model the gap cells
+    in row order, and the note naming each model's paper column."""
+    heads, cells, against = [], [], []
+    rows = list(values)
+    for m, s in ms:
+        found = paper.paper_model(m, cols)
+        heads.append(f"gap:{head(m, s)}")
+        against.append(f"{m} vs {vs(m, cols)}")
+        cells.append([gap((s.get(key) or {}).get(r), values[r].get(found[0]) if found else None) for r in rows])
+    return heads, cells, f"{GAP_NOTE}; gap:<model> against paper:<model> of: " + ", ".join(against)
+
+
+def _interleave(ms: list[tuple[str, dict[str, Any]]], ours: list[str], gaps: list[str] | None) -> list[str]:
+    """Our models' cells, each followed by its gap when there are gaps."""
+    return [x for i, c in enumerate(ours) for x in ((c, gaps[i]) if gaps is not None else (c,))]
+
+
 def _cells(ms: list[tuple[str, dict[str, Any]]], key: str, row: str) -> list[str]:
     return [pct((s.get(key) or {}).get(row)) for _, s in ms]
 
@@ -72,14 +112,17 @@ def table4(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
     """Table 4: AVR by pattern, rows as the paper prints them, our models then the paper's Human and models."""
     cols = paper.TABLE4_COLS if prompting == ZERO_SHOT else ("Human",)
     n = {p: sum(q.pattern == p for q in load()) for p in PATTERNS}
+    heads, gaps, gap_note = with_gaps(ms, "by_pattern", paper.TABLE4, paper.MODELS) if prompting == ZERO_SHOT else ([], [], "")
     return Table(
         title="MARVEL Table 4: AVR accuracy by pattern (%)",
-        columns=["pattern", "puzzles", *(head(m, s) for m, s in ms), "random",
+        columns=["pattern", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
                  *(paper_head(c) for c in cols)],  # fmt: skip
-        rows=[[p, n[p], *_cells(ms, "by_pattern", p), pct(REFERENCE["random"]["avr"]),
-               *_paper_cells(paper.TABLE4, p, cols)] for p in paper.PATTERN_ROWS],  # fmt: skip
+        rows=[[p, n[p], *_interleave(ms, _cells(ms, "by_pattern", p), [g[i] for g in gaps] if gaps else None),
+               pct(REFERENCE["random"]["avr"]), *_paper_cells(paper.TABLE4, p, cols)]
+              for i, p in enumerate(paper.PATTERN_ROWS)],  # fmt: skip
         note=note + "; the paper's Quantities row fits 165 puzzles and its Mathematical row 240 (the data: 240 and "
         "165), its model values are printed here as labelled (README: the paper's numbers)"
+        + (f"; {gap_note}" if gaps else "")
         + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
     )
 
@@ -89,13 +132,21 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
     cols = paper.TABLE4_COLS if prompting == ZERO_SHOT else ("Human",)
     data_label = {v: k for k, v in paper.CONFIGURATION_LABEL.items()}
     n = {c: sum(q.configuration == data_label[c] for q in load()) for c in paper.CONFIGURATION_ROWS}
+    renamed = [(m, {**s, "by_configuration": {paper.CONFIGURATION_LABEL.get(k, k): v
+                                              for k, v in (s.get("by_configuration") or {}).items()}})
+               for m, s in ms]  # fmt: skip
+    heads, gaps, gap_note = (with_gaps(renamed, "by_configuration", paper.TABLE5, paper.MODELS)
+                             if prompting == ZERO_SHOT else ([], [], ""))  # fmt: skip
     return Table(
         title="MARVEL Table 5: AVR accuracy by task configuration (%)",
-        columns=["task format", "puzzles", *(head(m, s) for m, s in ms), "random",
+        columns=["task format", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
                  *(paper_head(c) for c in cols)],  # fmt: skip
-        rows=[[c, n[c], *_cells(ms, "by_configuration", data_label[c]), pct(REFERENCE["random"]["avr"]),
-               *_paper_cells(paper.TABLE5, c, cols)] for c in paper.CONFIGURATION_ROWS],  # fmt: skip
+        rows=[[c, n[c], *_interleave(ms, _cells(ms, "by_configuration", data_label[c]),
+                                     [g[i] for g in gaps] if gaps else None),
+               pct(REFERENCE["random"]["avr"]), *_paper_cells(paper.TABLE5, c, cols)]
+              for i, c in enumerate(paper.CONFIGURATION_ROWS)],  # fmt: skip
         note=note + "; Reassembling = the data's task_configuration \"3D\""
+        + (f"; {gap_note}" if gaps else "")
         + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
     )
 
@@ -103,18 +154,33 @@ def table5(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting
 def table6(ms: list[tuple[str, dict[str, Any]]], note: str) -> Table:
     """Table 6: fine-grained accuracy by question category, our classified counts beside the paper's implied ones."""
     ours = counts(load())
+    heads, gaps, gap_note = with_gaps(ms, "by_fine_category", paper.TABLE6, paper.TABLE6_COLS)
     return Table(
         title="MARVEL Table 6: fine-grained perception accuracy by question category (%)",
-        columns=["category", "questions", "paper:questions", *(head(m, s) for m, s in ms), "random",
-                 *(paper_head(c, False) for c in paper.TABLE6_COLS)],  # fmt: skip
-        rows=[[c, ours[c], paper.CATEGORY_COUNTS[c], *_cells(ms, "by_fine_category", c),
+        columns=["category", "questions", "paper:questions", *_interleave(ms, [head(m, s) for m, s in ms], heads),
+                 "random", *(paper_head(c, False) for c in paper.TABLE6_COLS)],  # fmt: skip
+        rows=[[c, ours[c], paper.CATEGORY_COUNTS[c], *_interleave(ms, _cells(ms, "by_fine_category", c),
+                                                                  [g[i] for g in gaps]),
                pct(REFERENCE["random"]["fine"]), *_paper_cells(paper.TABLE6, c, paper.TABLE6_COLS)]
-              for c in paper.CATEGORIES],  # fmt: skip
+              for i, c in enumerate(paper.CATEGORIES)],  # fmt: skip
         note=note + "; categories are ours, by rules (categories.py: the label file has none); `paper:questions` = "
-        "the counts Table 6's values imply (its GPT-4o column fits none of them); the paper's columns are zero-shot",
+        f"the counts Table 6's values imply; {gpt4o_note()}; the paper's columns are zero-shot; the gaps compare "
+        f"categories whose counts differ from ours (category rules); {gap_note}",
+    )
+
+
+def gpt4o_note() -> str:
+    """Where Table 6's GPT-4o column departs from the implied counts (paper.TABLE6_GPT4O_FITS), said under it."""
+    moved = {row: fit for row, fit in paper.TABLE6_GPT4O_FITS.items() if row != fit}
+    kept = [row for row, fit in paper.TABLE6_GPT4O_FITS.items() if row == fit]
+    return (
+        f"the paper's GPT-4o values fit their own row's count only for {', '.join(kept)}; its "
+        + ", ".join(f"{row} value fits {fit}'s count" for row, fit in moved.items())
+        + " (then the five add up to its Table 2 fine): printed as labelled"
     )
 
 
 def table7_rows() -> list[list[Any]]:
     """Table 7's pattern-classification accuracy per model, in the pattern table's layout."""
-    return [[paper_name(m, False), DASH, _p(v), DASH, *(DASH for _ in PATTERNS)] for m, v in paper.TABLE7.items()]
+    return [[paper_name(m, False), DASH, _p(v), DASH, DASH, DASH, DASH, *(DASH for _ in PATTERNS)]
+            for m, v in paper.TABLE7.items()]  # fmt: skip

@@ -10,16 +10,20 @@ from collections import Counter
 from typing import Any
 
 from suites.base import Table, ranked
+from suites.marvel import paper
 from suites.marvel.data import CONFIGURATIONS, PATTERNS, REFERENCE
 from suites.marvel.paper_tables import (
+    GAP_NOTE,
     ZERO_SHOT,
     Prompting,
+    gap,
     human_avr,
     table2_rows,
     table4,
     table5,
     table6,
     table7_rows,
+    vs,
 )
 from suites.stats import ci_method
 
@@ -68,17 +72,25 @@ def tables(
         + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else " (AVR)")
         + "; † as the paper marks inductive bias"
     )
-    main = [
-        Table(
-            title=f"MARVEL: {what} accuracy (%)",
-            columns=["model", "puzzles", *cols, "bias p"],
-            rows=[[label(m, s), s["n_puzzles"], *(pct(s[c]) for c in cols), _p(s)] for m, s in ms]
-            + [[*r, DASH] for r in _reference(cols, prompting)],
-            note=note + (paper_note if what == "instance" or prompting == ZERO_SHOT else ""),
-            key=("avr",) if what == "instance" else ("perc_cf_avr",),
+    main = []
+    for what, cols in (("instance", INSTANCE), ("group", GROUP)):
+        compared = _compared(what, prompting)
+        among = tuple(compared[0][1]) if compared else ()
+        extra = [h for c, _ in compared for h in (f"paper {c}", f"gap {c}")]
+        main.append(
+            Table(
+                title=f"MARVEL: {what} accuracy (%)",
+                columns=["model", "puzzles", *cols, "bias p", *(["vs paper", *extra] if compared else [])],
+                rows=[[label(m, s), s["n_puzzles"], *(pct(s[c]) for c in cols), _p(s),
+                       *_beside(m, s, compared, among)] for m, s in ms]  # fmt: skip
+                + [[*r, DASH, *(DASH for _ in (["vs paper", *extra] if compared else []))]
+                   for r in _reference(cols, prompting)],  # fmt: skip
+                note=note
+                + (paper_note if what == "instance" or prompting == ZERO_SHOT else "")
+                + (f"; {GAP_NOTE}" if compared else ""),
+                key=("avr",) if what == "instance" else ("perc_cf_avr",),
+            )
         )
-        for what, cols in (("instance", INSTANCE), ("group", GROUP))
-    ]
     n_max = max((s["n_puzzles"] for _, s in ms), default=0)
     main.append(
         Table(
@@ -159,25 +171,51 @@ def tables(
 
 def pattern_table(models: dict[str, dict[str, Any]]) -> Table:
     ms = [(m, models[m]) for m in ranked(models, "pattern")]
+    t7 = {"pattern": paper.TABLE7}
     return Table(
         title="MARVEL: pattern classification accuracy (%), overall and per true pattern",
-        columns=["model", "n", "pattern", "95% CI", *PATTERNS],
+        columns=["model", "n", "pattern", "vs paper", "paper pattern", "gap pattern", "95% CI", *PATTERNS],
         rows=[
             [
                 m,
                 s["n_rows"],
                 pct(s["pattern"]),
+                *_beside(m, s, [("pattern", t7["pattern"])], tuple(paper.TABLE7)),
                 pct_ci(s.get("ci95")),
                 *(pct(s["by_pattern"].get(p)) for p in PATTERNS),
             ]
             for m, s in ms
         ]
-        + [["random", DASH, pct(REFERENCE["random"]["pattern"]), DASH, *(pct(1 / 6) for _ in PATTERNS)]]
+        + [["random", DASH, pct(REFERENCE["random"]["pattern"]), DASH, DASH, DASH, DASH,
+            *(pct(1 / 6) for _ in PATTERNS)]]  # fmt: skip
         + table7_rows(),
         note=ci_method(max((s["n"] for _, s in ms), default=0)) + " (puzzles); `paper:` rows: Table 7 (all 770 "
-        "puzzles; the paper reports no per-pattern figures)",
+        f"puzzles; the paper reports no per-pattern figures); {GAP_NOTE}",
         key=("pattern", "95% CI"),
     )
+
+
+def _compared(what: str, prompting: Prompting) -> list[tuple[str, dict[str, float]]]:
+    """The columns of a main table with a paper value to set beside ours, and the paper's values per model:
+    instance AVR (Table 2, or Tables 8-11 for the run's prompting) and fine (Table 2, zero-shot runs);
+    group PercC&F&AVR (Table 2, zero-shot runs)."""
+    t2 = {c: {m: v[i] for m, v in paper.TABLE2.items()} for i, c in enumerate(paper.TABLE2_COLS)}
+    if what == "instance":
+        avr = paper.avr_column(*prompting)[1]
+        return [("avr", avr)] + ([("fine", t2["fine"])] if prompting == ZERO_SHOT else [])
+    return [("perc_cf_avr", t2["perc_cf_avr"])] if prompting == ZERO_SHOT else []
+
+
+def _beside(m: str, s: dict[str, Any], compared: list[tuple[str, dict[str, float]]], among: tuple[str, ...]) -> list[str]:
+    """`vs paper`, then per compared column the paper's value and our gap to it."""
+    if not compared:
+        return []
+    found = paper.paper_model(m, among)
+    out = [vs(m, among)]
+    for c, values in compared:
+        v = values.get(found[0]) if found else None
+        out += [DASH if v is None else f"{v:.2f}", gap(s.get(c), v)]
+    return out
 
 
 def pct_ci(ci: list[float] | None) -> str:
