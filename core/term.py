@@ -1,11 +1,12 @@
 """One rich Console policy (the terminal's width on a TTY, `$COLUMNS` or 200 columns elsewhere) and the
 score tables fitted to it: a table wider than the console is wrapped into panels that each repeat the
-row label (the model), the headline columns always in the first one, so no cell is ever cut."""
+row label (the model) and the headline columns, the others in the table's order, so no cell is ever cut."""
 
 from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ LABEL_MAX = 28
 """A row label wider than this is shortened (`abbreviate`) when the table would not fit otherwise."""
 PROSE_MAX = 24
 """A text column (cells with spaces) wider than this wraps when the table would not fit otherwise."""
+HEADER_MAX = 16
+"""A header's word longer than this (a model's name over a column) is broken over lines."""
 HEADLINES = ("overall", "accuracy", "pattern", "avr", "95% CI", "ci95")
 """Columns kept beside the label when a table names no `key` columns itself."""
 MARK = "*"
@@ -95,7 +98,7 @@ def tables_text(tables: list[Any], models: Mapping[str, Mapping[str, Any]] | Non
     buf = io.StringIO()
     con = Console(file=buf, width=width, color_system=None, force_terminal=False, legacy_windows=False)
     for t in tables:
-        for part in render(t, width, models or {}):
+        for part in render(t, width, models or {}, whole_labels=True):  # (a file is searched for names)
             con.print(part)
         con.print()
     return buf.getvalue()
@@ -155,23 +158,27 @@ def coverage_note(partial: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def _panels(widths: list[int], keep: list[int], width: int) -> list[list[int]]:
-    """Column indices per panel, the label (index 0) in each: the `keep` columns in the first panel,
-    every other column in the first panel it fits in (first fit), each panel in the table's order."""
+    """Column indices per panel: the label (index 0) and the `keep` columns in each (in the first only
+    when they would fill half a panel), every other column once, filled in the table's order (next fit),
+    so that reading the panels in turn reads the columns in order."""
 
     def cost(cols: list[int]) -> int:
         return 1 + sum(widths[c] + 3 for c in cols)
 
+    head = [0, *keep] if cost([0, *keep]) <= width // 2 else [0]
     panels = [[0, *keep]]
     for c in range(1, len(widths)):
         if c in keep:
             continue
-        for p in panels:
-            if cost([*p, c]) <= width:
-                p.append(c)
-                break
-        else:
-            panels.append([0, c])
+        if cost([*panels[-1], c]) > width and len(panels[-1]) > len(head if len(panels) > 1 else [0, *keep]):
+            panels.append(list(head))
+        panels[-1].append(c)
     return [sorted(p) for p in panels]
+
+
+def _header(text: str, width: int) -> str:
+    """A header in lines of at most `width` (a word longer than that is broken), so no header is cut."""
+    return "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or text
 
 
 def render(
@@ -196,8 +203,9 @@ def render(
     notes = [t.note] if t.note else []
     names = t.key or tuple(c for c in cols[1:] if c in HEADLINES)
 
-    def natural(i: int) -> int:
-        return max([0, *map(len, cols[i].split()), *(len(r[i]) for r in rows)])
+    def natural(i: int) -> int:  # a header's long word (a model's name over a column) breaks at HEADER_MAX
+        words = [min(len(w), HEADER_MAX) if i > 0 else len(w) for w in cols[i].split()]
+        return max([0, *words, *(len(r[i]) for r in rows)])
 
     widths = [natural(i) for i in range(len(cols))]
     if cols and 1 + sum(w + 3 for w in widths) > width and len(rows) > 1:
@@ -214,8 +222,8 @@ def render(
             rows = [[short[r[0]], *r[1:]] for r in rows]
             cols[0] += f" ({prefix}*)" if prefix else ""
             widths[0] = max([len(cols[0].split()[0]), *(len(r[0]) for r in rows)])
-        elif widths[0] > LABEL_MAX:  # names a person types next (`evalsweep models`): folded, whole
-            widths[0] = LABEL_MAX
+        elif widths[0] > max(LABEL_MAX, width // 2):  # names a person types next (`evalsweep models`),
+            widths[0] = max(LABEL_MAX, width // 2)  # a file's tables: whole, folded only past half the width
             wrap.add(0)
         for i in range(1, len(cols)):
             if widths[i] > PROSE_MAX and any(" " in r[i] for r in rows):
@@ -233,8 +241,9 @@ def render(
         for i in idx:
             if i in wrap:
                 rt.add_column(cols[i], overflow="fold", max_width=widths[i])
-            else:
-                rt.add_column(cols[i], no_wrap=i > 0, min_width=min(widths[i], width - 4))
+            else:  # (numbers never wrap: their header is broken into lines of the column's width instead)
+                rt.add_column(_header(cols[i], widths[i]) if i > 0 else cols[i], no_wrap=i > 0,
+                              min_width=min(widths[i], width - 4))
         for r in rows:
             rt.add_row(*(r[i] for i in idx))
         out.append(rt)
