@@ -299,6 +299,11 @@ class Lane:
             b.set_probing(False)
         if limits:
             self._learn(limits, (told or 0.0) if limited else None, own)
+            if isinstance(b, LocalBudget):  # how deep the key's token bucket is (runner.budgets.local)
+                if not limited and limits.get("remaining_tokens"):
+                    b.learn_depth(limits["remaining_tokens"])
+                elif limited and _tokens_spent(limits):
+                    b.shallow()
             if limited and _tokens_spent(limits):
                 # Refused for tokens: our charges ran ahead of the key's bucket. The key's tokens come
                 # back after its reset: the lane's token slots wait that long, requests are not paused
