@@ -221,3 +221,21 @@ async def test_a_429_for_tokens_holds_the_account_to_a_second_again():
     now[0] += 20.0
     await b.take(800)
     assert abs(b._tok_wait(800 * b._Tt) - (800 - 170) * b._Tt) < 1e-6  # a full bucket is a second's 970 again
+
+
+async def test_a_call_that_empties_the_bucket_itself_is_not_deferred_by_its_own_echo():
+    """A call charged more than the bucket holds (8 samples of max_tokens) goes when it is full and
+    empties it: its answer says remaining-tokens 0, stamped at its own admission. That is the lane's own
+    pacing, as after any call that spends the rest: no extra wait (the lane deferred its token slots a
+    second after every such answer, and a key's big calls went ~0.8 of its TPM)."""
+    now = [100.0]
+    lane = _lane(tpm=60_000)
+    b = lane.budget
+    b.clock = lambda: now[0]
+    b.reserve(0)
+    now[0] += 5.0  # the bucket is full
+    await b.take(1500)  # over a full bucket: goes now, the account ~0.5 s in debt
+    tat = b._tok_tat
+    echo = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 3.0, "remaining_requests": 50}
+    lane._on_answer(echo, False, own=b.near)
+    assert b._tok_tat == tat

@@ -209,9 +209,11 @@ class LocalBudget:
             if self.draining:
                 return
         now = self.clock()
-        self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
         self._tok_tat = max(self._tok_tat, now - self._span()) + c * self._Tt
         self._owed += held
+        # The key's remaining-tokens counts this call's charge: one that empties the bucket (a call
+        # over a full bucket, n samples of max_tokens) is the lane's own pacing, not another client's.
+        self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
 
     def _wake_tokens(self) -> None:
         """The head of `take`'s queue looks at the account again (it changed, or the head left)."""
