@@ -203,9 +203,10 @@ async def test_a_key_whose_bucket_holds_more_than_a_second_keeps_the_credit_of_c
     assert waiting.done()  # admitted on the credit, on no timer (the fake clock never moved)
 
 
-async def test_a_429_for_tokens_holds_the_account_to_a_second_again():
+async def test_each_429_for_tokens_halves_the_depth_believed_down_to_a_second():
     """The bucket's depth read from remaining-tokens is believed until the key refuses for tokens (its
-    TPM enforced over shorter windows than the headers count): then a second's worth, as before."""
+    TPM enforced over shorter windows than the headers count): each refusal halves it for good, down
+    to a second's worth, as before."""
     now = [100.0]
     lane = _lane(tpm=60_000)
     b = lane.budget
@@ -218,6 +219,9 @@ async def test_a_429_for_tokens_holds_the_account_to_a_second_again():
     refused = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 0.5, "remaining_requests": 90}
     lane._on_answer(refused, True, 0.5)
     lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)  # no longer believed
+    assert b.depth == 4_500
+    for _ in range(3):
+        lane._on_answer(refused, True, 0.5)
     now[0] += 20.0
     await b.take(800)
     assert abs(b._tok_wait(800 * b._Tt) - (800 - 170) * b._Tt) < 1e-6  # a full bucket is a second's 970 again

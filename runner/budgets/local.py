@@ -99,7 +99,7 @@ class LocalBudget:
         self.depth = 0.0
         """Tokens the key's bucket was seen holding (its answers' remaining-tokens; 0: unknown, a second
         of them is assumed): the account forgets credit only beyond that, not beyond a second."""
-        self._shallow = False  # refused for tokens since: the bucket is held to a second again
+        self._ceiling = math.inf  # at most this deep: halved by each 429 for tokens (`shallow`)
         self.draining = False  # `open()`: waiters leave without being charged (the run is stopping)
         self.set_limits(rpm, tpm)
 
@@ -147,22 +147,22 @@ class LocalBudget:
 
     def _span(self) -> float:
         """Seconds of token slots the key's bucket holds: a second's until its answers showed more."""
-        if not self.depth or self._shallow:
-            return WINDOW_S
         return max(WINDOW_S, min(self.depth, self.tpm or 0.0) * self._Tt)
 
     def learn_depth(self, remaining: float) -> None:
         """An answer's remaining-tokens, stamped at its admission: the key's bucket held at least that
         (providers hold a minute; a bucket of one second forgot the credit of every call charged more
         than it spent, max_tokens for ~half of it, whenever the credit came to a fuller bucket)."""
-        self.depth = max(self.depth, remaining)
+        self.depth = min(max(self.depth, remaining), self._ceiling)
 
     def shallow(self) -> None:
-        """Refused for tokens: the key's bucket held less than its answers showed (or it is enforced
-        over shorter windows): the account holds a second's tokens from now on."""
-        if self.depth and not self._shallow:
-            self._shallow = True
-            self._tok_tat = max(self._tok_tat, self.clock() - WINDOW_S)
+        """Refused for tokens: the key's bucket may hold less than its answers showed (its TPM enforced
+        over shorter windows, another client on it) or an answer's debt came first: the account is
+        believed half as deep from now on, down to a second's tokens (one stray refusal does not cost
+        a deep key a second's bucket, repeated ones do)."""
+        if self.depth:
+            self.depth = self._ceiling = self.depth / 2
+            self._tok_tat = max(self._tok_tat, self.clock() - self._span())
 
     def _tok_wait(self, need: float) -> float:
         """Until the bucket (at most `_span()` of tokens) holds `need` and what the calls in flight are
