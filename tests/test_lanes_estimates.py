@@ -243,3 +243,26 @@ async def test_a_call_that_empties_the_bucket_itself_is_not_deferred_by_its_own_
     echo = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 3.0, "remaining_requests": 50}
     lane._on_answer(echo, False, own=b.near)
     assert b._tok_tat == tat
+
+
+async def test_the_depth_is_read_from_a_real_answers_remaining_tokens():
+    """Against the mock on 127.0.0.1 reporting OpenAI's x-ratelimit-* headers (a minute's bucket, nearly
+    full): after one answer the account holds what the key's bucket holds, so two calls of 3 s of tokens
+    each (8 samples of max_tokens) go together after a quiet 10 s, not one per refill of a second."""
+    from providers.openai import OpenAIProvider
+    from tests.mock_openai import MockServer
+
+    srv = MockServer(report_limits=(6000, 600_000)).start()  # 10,000 tokens a second
+    prov = OpenAIProvider(srv.base_url)
+    now = [100.0]
+    lane = Lane(Endpoint(name="e", base_url=srv.base_url, rpm=6000, tpm=600_000), None, "k", provider=prov)
+    b = lane.budget
+    b.clock = lambda: now[0]
+    try:
+        await lane.call(lambda: prov.complete(_req(max_tokens=8), "ok-a", 1, 0, "k", {}), 102, charge=102)
+    finally:
+        await prov.close()
+        srv.stop()
+    now[0] += 10.0  # quiet: the key's bucket refills
+    await b.take(30_000)
+    assert b._tok_wait(30_000 * b._Tt) <= 0  # the second goes too
