@@ -94,7 +94,7 @@ class LocalBudget:
         self._owed = 0.0
         """Seconds of token slots held for the calls in flight beyond what the key charged at their
         admission (`charge`): the usage their answers are expected to settle (reasoning). Outside the
-        account's one-second clamp: prepaid by us, not yet by the key, it is never forgotten as idle."""
+        account's clamp (its bucket's depth): prepaid by us, not yet by the key, never forgotten as idle."""
         self._tok_q: deque[list[asyncio.Future[None] | None]] = deque()  # calls waiting in `take`, in order
         self.depth = 0.0
         """Tokens the key's bucket was seen holding (its answers' remaining-tokens; 0: unknown, a second
