@@ -8,7 +8,8 @@ the key's requests are spent (`x-ratelimit-remaining-requests: 0`, for as long a
 a second's attempts are refused with a Retry-After (the shortest one told), or a 429 tells one to
 wait far longer than the key's pace explains (KEYWIDE_S and KEYWIDE_SLOTS request intervals). A 429
 for tokens (`remaining-tokens: 0`) defers the lane's token slots by the key's reset and refunds the
-refused charge; it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
+refused charge (and halves the depth of the key's token bucket the account believes: answers' remaining-tokens
+show it, `runner.budgets.local`); it neither pauses requests nor cuts the rate. Headers on answers are stale (stamped at
 admission, a latency ago) and pause nothing; TPM is charged by what the model's answers really used
 (`runner.calls.estimates`) and reconciled with each answer's usage. A shared budget (Redis) makes every
 process on the key wait the same pause. A lane whose recent attempts are mostly refused slows down multiplicatively (at most once a second; below `FLOOR` only while most attempts are
@@ -299,6 +300,11 @@ class Lane:
             b.set_probing(False)
         if limits:
             self._learn(limits, (told or 0.0) if limited else None, own)
+            if isinstance(b, LocalBudget):  # how deep the key's token bucket is (runner.budgets.local)
+                if not limited and limits.get("remaining_tokens"):
+                    b.learn_depth(limits["remaining_tokens"])
+                elif limited and _tokens_spent(limits):
+                    b.shallow()
             if limited and _tokens_spent(limits):
                 # Refused for tokens: our charges ran ahead of the key's bucket. The key's tokens come
                 # back after its reset: the lane's token slots wait that long, requests are not paused

@@ -175,3 +175,94 @@ async def test_a_credit_lets_the_calls_waiting_for_tokens_go_at_once():
     for _ in range(5):
         await asyncio.sleep(0)
     assert all(t.done() for t in waiting)  # both went on the credit, before any timer fired
+
+
+async def test_a_key_whose_bucket_holds_more_than_a_second_keeps_the_credit_of_calls_charged_max_tokens():
+    """Charged prompt + max_tokens at admission (as the key counts it) and settled at the answer, a call
+    that spends less gives the rest back. An account one second deep forgot that credit whenever it came
+    to a fuller bucket, and a call charged more than a second of tokens waited for a full one: held to a
+    second while the key's bucket holds ten, the lane used ~0.9 of its TPM. An answer's remaining-tokens
+    shows how deep the bucket is; the waiting call goes on the credit the moment the answer settles."""
+    import asyncio
+
+    now = [100.0]
+    lane = _lane(tpm=60_000)  # 1,000 tokens a second (paced at 0.97 of it)
+    b = lane.budget
+    b.clock = lambda: now[0]
+    b.reserve(0)
+    lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)  # a deep bucket: 9 s of tokens
+    now[0] += 20.0  # idle: the bucket fills
+    first = [asyncio.create_task(b.take(4000)) for _ in range(2)]  # 2 x (prompt + max_tokens) go at once
+    waiting = asyncio.create_task(b.take(4000))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert all(t.done() for t in first) and not waiting.done()
+    b.reconcile(4000, 1000)  # the first answer spent 1,000 of its 4,000: 3,000 back, now
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert waiting.done()  # admitted on the credit, on no timer (the fake clock never moved)
+
+
+async def test_each_429_for_tokens_halves_the_depth_believed_down_to_a_second():
+    """The bucket's depth read from remaining-tokens is believed until the key refuses for tokens (its
+    TPM enforced over shorter windows than the headers count): each refusal halves it for good, down
+    to a second's worth, as before."""
+    now = [100.0]
+    lane = _lane(tpm=60_000)
+    b = lane.budget
+    b.clock = lambda: now[0]
+    b.reserve(0)
+    lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)
+    now[0] += 20.0
+    await b.take(800)
+    assert b._tok_wait(800 * b._Tt) <= 0  # 8,200 tokens left in the bucket
+    refused = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 0.5, "remaining_requests": 90}
+    lane._on_answer(refused, True, 0.5)
+    lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)  # no longer believed
+    assert b.depth == 4_500
+    for _ in range(3):
+        lane._on_answer(refused, True, 0.5)
+    now[0] += 20.0
+    await b.take(800)
+    assert abs(b._tok_wait(800 * b._Tt) - (800 - 170) * b._Tt) < 1e-6  # a full bucket is a second's 970 again
+
+
+async def test_a_call_that_empties_the_bucket_itself_is_not_deferred_by_its_own_echo():
+    """A call charged more than the bucket holds (8 samples of max_tokens) goes when it is full and
+    empties it: its answer says remaining-tokens 0, stamped at its own admission. That is the lane's own
+    pacing, as after any call that spends the rest: no extra wait (the lane deferred its token slots a
+    second after every such answer, and a key's big calls went ~0.8 of its TPM)."""
+    now = [100.0]
+    lane = _lane(tpm=60_000)
+    b = lane.budget
+    b.clock = lambda: now[0]
+    b.reserve(0)
+    now[0] += 5.0  # the bucket is full
+    await b.take(1500)  # over a full bucket: goes now, the account ~0.5 s in debt
+    tat = b._tok_tat
+    echo = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 3.0, "remaining_requests": 50}
+    lane._on_answer(echo, False, own=b.near)
+    assert b._tok_tat == tat
+
+
+async def test_the_depth_is_read_from_a_real_answers_remaining_tokens():
+    """Against the mock on 127.0.0.1 reporting OpenAI's x-ratelimit-* headers (a minute's bucket, nearly
+    full): after one answer the account holds what the key's bucket holds, so two calls of 3 s of tokens
+    each (8 samples of max_tokens) go together after a quiet 10 s, not one per refill of a second."""
+    from providers.openai import OpenAIProvider
+    from tests.mock_openai import MockServer
+
+    srv = MockServer(report_limits=(6000, 600_000)).start()  # 10,000 tokens a second
+    prov = OpenAIProvider(srv.base_url)
+    now = [100.0]
+    lane = Lane(Endpoint(name="e", base_url=srv.base_url, rpm=6000, tpm=600_000), None, "k", provider=prov)
+    b = lane.budget
+    b.clock = lambda: now[0]
+    try:
+        await lane.call(lambda: prov.complete(_req(max_tokens=8), "ok-a", 1, 0, "k", {}), 102, charge=102)
+    finally:
+        await prov.close()
+        srv.stop()
+    now[0] += 10.0  # quiet: the key's bucket refills
+    await b.take(30_000)
+    assert b._tok_wait(30_000 * b._Tt) <= 0  # the second goes too

@@ -94,8 +94,12 @@ class LocalBudget:
         self._owed = 0.0
         """Seconds of token slots held for the calls in flight beyond what the key charged at their
         admission (`charge`): the usage their answers are expected to settle (reasoning). Outside the
-        account's one-second clamp: prepaid by us, not yet by the key, it is never forgotten as idle."""
+        account's clamp (its bucket's depth): prepaid by us, not yet by the key, never forgotten as idle."""
         self._tok_q: deque[list[asyncio.Future[None] | None]] = deque()  # calls waiting in `take`, in order
+        self.depth = 0.0
+        """Tokens the key's bucket was seen holding (its answers' remaining-tokens; 0: unknown, a second
+        of them is assumed): the account forgets credit only beyond that, not beyond a second."""
+        self._ceiling = math.inf  # at most this deep: halved by each 429 for tokens (`shallow`)
         self.draining = False  # `open()`: waiters leave without being charged (the run is stopping)
         self.set_limits(rpm, tpm)
 
@@ -123,7 +127,7 @@ class LocalBudget:
         paces so; a lane asks for its tokens in `take`); seconds to wait for it."""
         now = self.clock()
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
-            self._tok_tat = now - WINDOW_S  # (the key's bucket is full: a second's tokens may go at once)
+            self._tok_tat = now - self._span()  # (the key's bucket is full: its tokens may go at once)
             self._burst, self._burst_until = self._per_window, now + WINDOW_S
             self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
         # The lane's own account at this admission: is it using its request / token rate (its next
@@ -137,15 +141,34 @@ class LocalBudget:
                 slot = max(slot, self._tat)
                 self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
         if self._Tt and tokens:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
-            self._tok_tat = max(self._tok_tat, now - WINDOW_S) + tokens * self._Tt
+            self._tok_tat = max(self._tok_tat, now - self._span()) + tokens * self._Tt
             slot = max(slot, self._tok_tat + self._owed)
         return slot - now
 
+    def _span(self) -> float:
+        """Seconds of token slots the key's bucket holds: a second's until its answers showed more."""
+        return max(WINDOW_S, min(self.depth, self.tpm or 0.0) * self._Tt)
+
+    def learn_depth(self, remaining: float) -> None:
+        """An answer's remaining-tokens, stamped at its admission: the key's bucket held at least that
+        (providers hold a minute; a bucket of one second forgot the credit of every call charged more
+        than it spent, max_tokens for ~half of it, whenever the credit came to a fuller bucket)."""
+        self.depth = min(max(self.depth, remaining), self._ceiling)
+
+    def shallow(self) -> None:
+        """Refused for tokens: the key's bucket may hold less than its answers showed (its TPM enforced
+        over shorter windows, another client on it) or an answer's debt came first: the account is
+        believed half as deep from now on, down to a second's tokens (one stray refusal does not cost
+        a deep key a second's bucket, repeated ones do)."""
+        if self.depth:
+            self.depth = self._ceiling = self.depth / 2
+            self._tok_tat = max(self._tok_tat, self.clock() - self._span())
+
     def _tok_wait(self, need: float) -> float:
-        """Until the bucket (at most a second of tokens) holds `need` and what the calls in flight are
+        """Until the bucket (at most `_span()` of tokens) holds `need` and what the calls in flight are
         expected to settle beyond their charge: a call over a full bucket goes when it is full."""
-        now = self.clock()
-        return max(self._tok_tat, now - WINDOW_S) + min(need + self._owed, WINDOW_S) - now
+        now, span = self.clock(), self._span()
+        return max(self._tok_tat, now - span) + min(need + self._owed, span) - now
 
     async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
         """Wait, in arrival order, until the key's bucket holds this call's tokens, then charge them.
@@ -186,9 +209,11 @@ class LocalBudget:
             if self.draining:
                 return
         now = self.clock()
-        self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
-        self._tok_tat = max(self._tok_tat, now - WINDOW_S) + c * self._Tt
+        self._tok_tat = max(self._tok_tat, now - self._span()) + c * self._Tt
         self._owed += held
+        # The key's remaining-tokens counts this call's charge: one that empties the bucket (a call
+        # over a full bucket, n samples of max_tokens) is the lane's own pacing, not another client's.
+        self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
 
     def _wake_tokens(self) -> None:
         """The head of `take`'s queue looks at the account again (it changed, or the head left)."""
@@ -264,10 +289,10 @@ class LocalBudget:
         if not self._Tt:
             return 0.0
         c = est if charge is None else charge
-        floor = self.clock() - WINDOW_S
+        floor = self.clock() - self._span()
         before = max(self._tok_tat, floor) + self._owed
         self._owed = max(0.0, self._owed - max(0, est - c) * self._Tt)
-        # Credit older than a second is gone (the key's bucket holds no more): a debt is not absorbed
+        # Credit beyond the bucket's depth is gone (the key's bucket holds no more): a debt is not absorbed
         # by it, as it would be were the account left running behind.
         self._tok_tat = max(self._tok_tat, floor) + (actual - c) * self._Tt
         moved = max(self._tok_tat, floor) + self._owed - before
