@@ -187,6 +187,19 @@ def frontier(views: list[SuiteView], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def over_time_title(v: SuiteView, snaps: list) -> str:
+    """Says which dates are shown: a paper's fixed snapshots (VRB's Fig. 7 right) are not release dates."""
+    if v.snapshot_dates:
+        return f"{v.label}: frontier at the paper's {len(snaps)} snapshot dates (models released by each)"
+    return f"{v.label}: frontier at successive release dates"
+
+
+def pooled_skills_title(v: SuiteView) -> str:
+    """Says who the pooled fit covers: the models the paper leaves out (v.left_out) are not in it."""
+    who = f"all models but the {len(v.left_out)} the paper leaves out" if v.left_out else "all models"
+    return f"{v.label}: skill effects, {who} (logistic regression, fixed effects)"
+
+
 def frontier_over_time(
     views: list[SuiteView], path: Path, snaps_per_plot: dict[tuple[str, str], list]
 ) -> Path | None:
@@ -238,7 +251,7 @@ def frontier_over_time(
             ax.axvline(floor, ls=":", color="#999999", lw=1)
         ax.set_xlabel(AXES[axis] + (" — free ($0) on the dotted line" if free else ""))
         ax.set_ylabel(ylabel)
-        _title(ax, f"{v.label}: frontier at successive release dates")
+        _title(ax, over_time_title(v, snaps))
         ax.grid(True, which="both", alpha=0.25)
         extra = [
             Line2D([], [], ls="", marker="o", color="#cccccc", label="any model (all dates)"),
@@ -336,7 +349,7 @@ def skill_effects(v: SuiteView, path: Path) -> Path:
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(skills)), skills, fontsize=8)
     ax.set_xlabel("average marginal effect on accuracy (pp), 95% CI")
-    _title(ax, f"{v.label}: skill effects, all models (logistic regression, fixed effects)", 10)
+    _title(ax, pooled_skills_title(v), 10)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -64,3 +64,18 @@ def test_without_the_hint_every_change_and_every_model(tmp_path: Path) -> None:
     assert v.left_out == [] and not v.snapshot_dates and v.paper_frontier == [] and v.threshold is None
     assert [p.name for p in v.front["price_in"]] == ["lfm2-vl-1.6b"]
     assert [s.when.isoformat() for s in v.snaps["price_in"]] == ["2024-01-01"]  # lfm2 on top from its release
+
+
+def test_titles_say_what_is_shown(tmp_path: Path) -> None:
+    """#38: the paper's three snapshot dates are not 'successive release dates'; the pooled skill fit leaves
+    the paper's excluded models out, so it is not over 'all models'."""
+    from report.plots import over_time_title, pooled_skills_title
+
+    fx = {"snapshots": list(paper.FRONTIER_SNAPSHOTS.values()), "excluded_models": ["lfm2-vl-1.6b"]}
+    [v] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([_run(tmp_path / "a", fx)])))
+    t = over_time_title(v, v.snaps["price_in"])
+    assert "successive release dates" not in t and "paper's 3 snapshot dates" in t
+    assert "all models but the 1 the paper leaves out" in pooled_skills_title(v)
+    [w] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([_run(tmp_path / "b", None)])))
+    assert "successive release dates" in over_time_title(w, w.snaps["price_in"])
+    assert "skill effects, all models (" in pooled_skills_title(w)
