@@ -118,10 +118,19 @@ def extractor(spec: RunSpec) -> str:
 
 
 def _scored(r: Row, it: Item, how: str) -> Row:
+    """A reasoning model's empty answer cut at the token limit (runner error_kind `reasoning_exhausted`) is
+    an answer the model gave, scored wrong as the reference does (run.py: the empty `Message` reads no
+    label); only a failed call stays an unscored error row."""
+    cut = r.get("error_kind") == "reasoning_exhausted"
+    if cut:
+        r = {**r, "error": None, "text": r.get("text") or ""}
     text = None if r.get("error") else r.get("text")
     ext, step = EXTRACTORS[how](text, it.labels)
-    return scored_row(r, extracted=ext, gold=it.solution, score=float(ext == it.solution), extract_step=step,
-                      dataset=it.dataset, category=it.category, skills=list(it.skills), severity=it.severity)  # fmt: skip
+    out = scored_row(r, extracted=ext, gold=it.solution, score=float(ext == it.solution), extract_step=step,
+                     dataset=it.dataset, category=it.category, skills=list(it.skills), severity=it.severity)  # fmt: skip
+    if cut:
+        out.update(cut_at_limit=True, finish_reason=r.get("finish_reason"))
+    return out
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
