@@ -128,3 +128,11 @@ def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "made by revision 1 of the vrb suite's requests; this version builds revision 2 (images resized" in err
+
+
+def test_interval_line_says_the_references_averaged_hdi_bounds() -> None:
+    """#38: the reference's bands are per-answer 94% HDI bounds averaged (bambi `average_by`), not 94% HDIs
+    of the average: the recorded line says so."""
+    line = deviations(RunSpec("vrb", {}))[0]
+    assert "94% HDI bounds averaged over the answers" in line and "average_by" in line
+    assert "94% HDIs;" not in line
