@@ -262,6 +262,11 @@ def frontier_over_time(
     return _save(fig, path)
 
 
+def _without(v: SuiteView) -> str:
+    """A title's note: the models the paper's figures leave out (VRB's EXCLUDE_MODELS) are not drawn."""
+    return f" (without the {len(v.left_out)} models the paper leaves out)" if v.left_out else ""
+
+
 def _rows_height(n: int) -> float:
     return max(2.5, 0.28 * n + 1.2)
 
@@ -269,7 +274,7 @@ def _rows_height(n: int) -> float:
 def leaderboard(v: SuiteView, path: Path) -> Path:
     """Forest plot: each model's headline score with its 95% CI, best at the top."""
     k, label = _scale(v)
-    es = [e for e in v.entries if e.accuracy is not None][::-1]
+    es = [e for e in v.entries if e.accuracy is not None and e.model not in v.left_out][::-1]
     fig = Figure(figsize=(8, _rows_height(len(es))))
     ax = fig.subplots()
     y = np.arange(len(es))
@@ -285,7 +290,7 @@ def leaderboard(v: SuiteView, path: Path) -> Path:
         ax.axvline(v.threshold * k, ls="-.", color="#d62728", lw=1, label="paper: usefulness threshold")
     ax.set_yticks(y, [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label + " with 95% CI")
-    _title(ax, f"{v.label}: leaderboard", 10)
+    _title(ax, f"{v.label}: leaderboard{_without(v)}", 10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(
         handles=_legend_handles(es, frontier=False) + ax.get_legend_handles_labels()[0],
@@ -302,7 +307,7 @@ def category_range(v: SuiteView, path: Path, kind: str = "by_category") -> Path:
     the black tick is the model's overall score."""
     k, label = _scale(v)
     per = v.breakdowns[kind]
-    es: list[Entry] = [e for e in v.entries if e.model in per][::-1]
+    es: list[Entry] = [e for e in v.entries if e.model in per and e.model not in v.left_out][::-1]
     cats = list(dict.fromkeys(c for e in es for c in per[e.model]))
     cmap = colormaps["tab10" if len(cats) <= 10 else "tab20"]
     fig = Figure(figsize=(9, _rows_height(len(es))))
@@ -328,7 +333,7 @@ def category_range(v: SuiteView, path: Path, kind: str = "by_category") -> Path:
         )
     ax.set_yticks(range(len(es)), [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label)
-    _title(ax, f"{v.label}: best to worst {kind.removeprefix('by_')} per model", 10)
+    _title(ax, f"{v.label}: best to worst {kind.removeprefix('by_')} per model{_without(v)}", 10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
@@ -381,7 +386,7 @@ def skill_effects_by_model(v: SuiteView, path: Path) -> Path:
 def severity(v: SuiteView, path: Path) -> Path:
     """Accuracy by image-quality severity: one line per model; the mean over models in black."""
     k, label = _scale(v)
-    per = v.breakdowns["by_severity"]
+    per = {m: d for m, d in v.breakdowns["by_severity"].items() if m not in v.left_out}
     order = levels(per, "by_severity")
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
@@ -402,7 +407,7 @@ def severity(v: SuiteView, path: Path) -> Path:
     ax.plot(range(len(order)), mean, "-s", color="k", lw=2.2, label="mean over models")
     ax.set_xticks(range(len(order)), order)
     ax.set_ylabel(label)
-    _title(ax, f"{v.label}: accuracy by image-quality severity", 10)
+    _title(ax, f"{v.label}: accuracy by image-quality severity{_without(v)}", 10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()

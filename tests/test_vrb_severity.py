@@ -94,7 +94,7 @@ def test_score_leaves_the_reference_exclusions_out_and_prints_the_paper(tmp_path
     by_title = {t.title.split(" (")[0].split(":")[1].strip(): t for t in rep.tables}
     acc = next(t for t in rep.tables if t.title.startswith("vrb: accuracy % (chance"))
     assert "usefulness threshold 94%" in acc.title and acc.columns[-2:] == ["vs 94%", "paper"]
-    assert "left out of the severity mean, the severity analyses and the frontier" in acc.note
+    assert "left out of every per-model table, the severity mean and analyses and the frontier" in acc.note
     sev = next(t for t in rep.tables if t.title == "vrb: accuracy % by image-quality severity")
     assert sev.rows[-2][0] == "mean over models" and sev.rows[-1][0] == "paper (Fig. 10, §4.3)"
     assert sev.rows[-1][sev.columns.index("no_error")] == "38"

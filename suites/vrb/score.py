@@ -276,10 +276,13 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Table]:
-    order = ranked(models, "accuracy")
+    left_out = extra.get("frontier", {}).get("excluded_models") or []
+    # the paper's per-model views never show the reference's EXCLUDE_MODELS; --exclude-models none keeps them
+    order = [m for m in ranked(models, "accuracy") if m not in left_out]
     dsets = _ordered({d for v in models.values() for d in v["by_dataset"]}, ())
     th = extra.get("usefulness_threshold", paper.USEFULNESS_THRESHOLD)
-    left_out = extra.get("frontier", {}).get("excluded_models") or []
+    gone = (f"; left out of every per-model table, the severity mean and analyses and the frontier, as the "
+            f"paper's figures (kept with --exclude-models none): {', '.join(left_out)}" if left_out else "")  # fmt: skip
     out = [
         Table(
             title=f"vrb: accuracy % (chance {100 * extra['chance']:.0f}%; the paper's usefulness threshold "
@@ -306,8 +309,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             f"'vs {100 * th:.0f}%': points to the paper's minimum capability threshold for classroom use (§1, "
             "§3.3: the share of items the three annotators agreed on); 'paper': the accuracy its text gives "
             "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text)"
-            + (f"; left out of the severity mean, the severity analyses and the frontier, as the paper's "
-               f"figures: {', '.join(left_out)}" if left_out else ""),  # fmt: skip
+            + gone,
             key=("accuracy", "95% CI"),
         )
     ]
@@ -319,12 +321,11 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
         cols = _ordered({c for v in models.values() for c in v[key]}, known)
         if cols:
             rows = [[m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in order]
-            note = BREAKDOWN_NOTE.get(key, "")
+            note = BREAKDOWN_NOTE.get(key, "") + gone
             if key == "by_severity" and (sm := extra.get("severity_mean")):
                 rows.append(["mean over models", *(_pct(sm["mean"].get(c)) for c in cols)])
                 rows.append(["paper (Fig. 10, §4.3)", *(sm["paper"].get(c, "-") for c in cols)])
-                note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + (
-                    f", without {', '.join(sm['excluded_models'])} as the paper" if sm["excluded_models"] else "")
+                note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + gone
             out.append(Table(title=f"vrb: {title}", columns=["model", *cols], rows=rows, note=note))
     eff = extra.get("skill_effects", {}).get("effects")
     if eff:
