@@ -360,3 +360,16 @@ def test_empty_answer_cut_at_the_limit_is_wrong(root: Path, tmp_path: Path) -> N
     q2 = by_item["x/Q2"]
     assert (q2["score"], q2["error"], q2["extracted"], q2["cut_at_limit"]) == (0.0, None, None, True)
     assert by_item["y/Q2"]["score"] is None and by_item["y/Q2"]["error_kind"] == "error"
+
+
+def test_gap_beside_the_papers_accuracy(root: Path, tmp_path: Path) -> None:
+    """#38: where the paper's text gives a model's accuracy, the table prints ours − the paper's in points;
+    '≈45' reads 45, 'mid-20s' and no value give '-'."""
+    rows = [row(m, k, t) for m in ("google/gemini-3-flash", "qwen/qwen3-vl-8b", "gemma-3-4b", "other")
+            for k, t in (("x/Q1", "A"), ("x/Q2", "C"), ("y/Q1", "4"), ("y/Q2", "A"))]  # fmt: skip
+    acc = next(t for t in run(rows, root, tmp_path).tables if t.title.startswith("vrb: accuracy % (chance"))
+    assert acc.columns[-2:] == ["paper", "gap"]
+    got = {r[0]: (r[2], r[-2], r[-1]) for r in acc.rows}
+    assert got["google/gemini-3-flash"] == ("50.0", "78", "-28.0")
+    assert got["qwen/qwen3-vl-8b"] == ("50.0", "≈45", "+5.0")
+    assert got["gemma-3-4b"][1:] == ("mid-20s", "-") and got["other"][1:] == ("-", "-")

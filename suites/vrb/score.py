@@ -288,7 +288,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             title=f"vrb: accuracy % (chance {100 * extra['chance']:.0f}%; the paper's usefulness threshold "
             f"{100 * th:.0f}%)",
             columns=["model", "n", "accuracy", "95% CI", *dsets, "no answer", "errors", "failures wrong",
-                     f"vs {100 * th:.0f}%", "paper"],  # fmt: skip
+                     f"vs {100 * th:.0f}%", "paper", "gap"],  # fmt: skip
             rows=[
                 [
                     m,
@@ -301,6 +301,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     _pct(v.get("accuracy_failures_wrong")),
                     "-" if v["accuracy"] is None else f"{100 * (v['accuracy'] - th):+.1f}",
                     paper.accuracy(m),
+                    paper.gap(None if v["accuracy"] is None else 100 * v["accuracy"], paper.accuracy(m)),
                 ]
                 for m, v in ((m, models[m]) for m in order)
             ],
@@ -308,7 +309,8 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             + "; over answered items; 'failures wrong': the reference's count, failed calls as wrong answers; "
             f"'vs {100 * th:.0f}%': points to the paper's minimum capability threshold for classroom use (§1, "
             "§3.3: the share of items the three annotators agreed on); 'paper': the accuracy its text gives "
-            "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text)"
+            "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text); 'gap': accuracy − paper, points, "
+            "where the paper gives a number ('≈' read as the number; the model and the protocol together)"
             + gone,
             key=("accuracy", "95% CI"),
         )
@@ -325,6 +327,9 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             if key == "by_severity" and (sm := extra.get("severity_mean")):
                 rows.append(["mean over models", *(_pct(sm["mean"].get(c)) for c in cols)])
                 rows.append(["paper (Fig. 10, §4.3)", *(sm["paper"].get(c, "-") for c in cols)])
+                mean = sm["mean"]
+                rows.append(["gap (mean − paper, points)", *(paper.gap(None if mean.get(c) is None else
+                             100 * mean[c], sm["paper"].get(c, "-")) for c in cols)])  # fmt: skip
                 note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + gone
             out.append(Table(title=f"vrb: {title}", columns=["model", *cols], rows=rows, note=note))
     eff = extra.get("skill_effects", {}).get("effects")
@@ -332,7 +337,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
         out.append(
             Table(
                 title="vrb: skill effects, pooled over models (average marginal effect, percentage points)",
-                columns=["skill", "AME pp", "95% CI", "items", "paper (Fig. 9)"],
+                columns=["skill", "AME pp", "95% CI", "items", "paper (Fig. 9)", "gap pp"],
                 rows=[
                     [
                         s,
@@ -340,11 +345,12 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                         "-" if e["ci95_pp"] is None else f"[{e['ci95_pp'][0]:+.1f}, {e['ci95_pp'][1]:+.1f}]",
                         e["n_items"],
                         paper.SKILL_AME_PP.get(s, (None, "-"))[1],
+                        paper.gap(e["ame_pp"], paper.SKILL_AME_PP.get(s, (None, "-"))[1]),
                     ]
                     for s, e in eff.items()
                 ],
                 note=extra["skill_effects"]["formula"] + "; " + _pool_note(extra["skill_effects"])
-                + "; paper: §4.2.2's values for Fig. 9"
+                + "; paper: §4.2.2's values for Fig. 9; gap: AME − paper, points"
                 + (f"; skills not among the paper's ten, left out of the fits: "
                    f"{', '.join(extra['skill_effects']['unknown_skills'])}"
                    if extra["skill_effects"].get("unknown_skills") else ""),  # fmt: skip
