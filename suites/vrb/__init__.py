@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="exclude_models",
         default=None,
         metavar="M1,M2|none",
-        help="models left out of the pooled skill and category effects, the severity mean and analyses and the "
-        "frontier (default: the reference's list, score.py REFERENCE_EXCLUDED, where those models are in the "
+        help="models left out of the per-model tables and views, the pooled skill and category effects, the "
+        "severity mean and analyses and the frontier, as the paper's figures (default: the reference's list, score.py REFERENCE_EXCLUDED, where those models are in the "
         "run; 'none' keeps every model)",
     )
     parser.add_argument(
