@@ -123,6 +123,7 @@ def _leaderboard(v: SuiteView, scale: float) -> str:
         r["weights"] = {True: "open", False: "proprietary"}.get(r["open_weights"], "unknown")
         r["kind"] = {True: "reasoning", False: "non-reasoning"}.get(r["reasoning"], "unknown")
         r["cost_cover"] = f"{r['priced_calls']}/{r['calls']}"
+        r["display_name"] = v.name(r["model"])  # † on a model the paper's figures leave out
         if r["run_cost_usd"] is None and r["priced_calls"]:
             r["cost_cover"] += f" (≥ {usd(r['priced_cost_usd'])})"  # the known part, never the total
     return table(
@@ -269,6 +270,11 @@ def suite_section(v: SuiteView, images: dict[str, Path]) -> str:
             ],
         ),
     ]
+    if v.left_out:
+        out.append(f'<p class="note">† Left out of the groups, the leaderboard plot, the category ranges and '
+                   f"the severity lines, as the paper's figures leave them out (scored with "
+                   f"<code>--exclude-models none</code> they are kept): "
+                   f"{esc(', '.join(v.name(m) for m in v.left_out))}.</p>")  # fmt: skip
     out += ["<h3>Value frontier</h3>", _frontier_section(v, scale)]
     if "by_category" in v.breakdowns:
         out += [

@@ -187,6 +187,19 @@ def frontier(views: list[SuiteView], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def over_time_title(v: SuiteView, snaps: list) -> str:
+    """Says which dates are shown: a paper's fixed snapshots (VRB's Fig. 7 right) are not release dates."""
+    if v.snapshot_dates:
+        return f"{v.label}: frontier at the paper's {len(snaps)} snapshot dates (models released by each)"
+    return f"{v.label}: frontier at successive release dates"
+
+
+def pooled_skills_title(v: SuiteView) -> str:
+    """Says who the pooled fit covers: the models the paper leaves out (v.left_out) are not in it."""
+    who = f"all models but the {len(v.left_out)} the paper leaves out" if v.left_out else "all models"
+    return f"{v.label}: skill effects, {who} (logistic regression, fixed effects)"
+
+
 def frontier_over_time(
     views: list[SuiteView], path: Path, snaps_per_plot: dict[tuple[str, str], list]
 ) -> Path | None:
@@ -238,7 +251,7 @@ def frontier_over_time(
             ax.axvline(floor, ls=":", color="#999999", lw=1)
         ax.set_xlabel(AXES[axis] + (" — free ($0) on the dotted line" if free else ""))
         ax.set_ylabel(ylabel)
-        _title(ax, f"{v.label}: frontier at successive release dates")
+        _title(ax, over_time_title(v, snaps))
         ax.grid(True, which="both", alpha=0.25)
         extra = [
             Line2D([], [], ls="", marker="o", color="#cccccc", label="any model (all dates)"),
@@ -249,6 +262,11 @@ def frontier_over_time(
     return _save(fig, path)
 
 
+def _without(v: SuiteView) -> str:
+    """A title's note: the models the paper's figures leave out (VRB's EXCLUDE_MODELS) are not drawn."""
+    return f" (without the {len(v.left_out)} models the paper leaves out)" if v.left_out else ""
+
+
 def _rows_height(n: int) -> float:
     return max(2.5, 0.28 * n + 1.2)
 
@@ -256,7 +274,7 @@ def _rows_height(n: int) -> float:
 def leaderboard(v: SuiteView, path: Path) -> Path:
     """Forest plot: each model's headline score with its 95% CI, best at the top."""
     k, label = _scale(v)
-    es = [e for e in v.entries if e.accuracy is not None][::-1]
+    es = [e for e in v.entries if e.accuracy is not None and e.model not in v.left_out][::-1]
     fig = Figure(figsize=(8, _rows_height(len(es))))
     ax = fig.subplots()
     y = np.arange(len(es))
@@ -272,7 +290,7 @@ def leaderboard(v: SuiteView, path: Path) -> Path:
         ax.axvline(v.threshold * k, ls="-.", color="#d62728", lw=1, label="paper: usefulness threshold")
     ax.set_yticks(y, [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label + " with 95% CI")
-    _title(ax, f"{v.label}: leaderboard", 10)
+    _title(ax, f"{v.label}: leaderboard{_without(v)}", 10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(
         handles=_legend_handles(es, frontier=False) + ax.get_legend_handles_labels()[0],
@@ -289,7 +307,7 @@ def category_range(v: SuiteView, path: Path, kind: str = "by_category") -> Path:
     the black tick is the model's overall score."""
     k, label = _scale(v)
     per = v.breakdowns[kind]
-    es: list[Entry] = [e for e in v.entries if e.model in per][::-1]
+    es: list[Entry] = [e for e in v.entries if e.model in per and e.model not in v.left_out][::-1]
     cats = list(dict.fromkeys(c for e in es for c in per[e.model]))
     cmap = colormaps["tab10" if len(cats) <= 10 else "tab20"]
     fig = Figure(figsize=(9, _rows_height(len(es))))
@@ -315,7 +333,7 @@ def category_range(v: SuiteView, path: Path, kind: str = "by_category") -> Path:
         )
     ax.set_yticks(range(len(es)), [e.info.display_name for e in es], fontsize=8)
     ax.set_xlabel(label)
-    _title(ax, f"{v.label}: best to worst {kind.removeprefix('by_')} per model", 10)
+    _title(ax, f"{v.label}: best to worst {kind.removeprefix('by_')} per model{_without(v)}", 10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
@@ -336,7 +354,7 @@ def skill_effects(v: SuiteView, path: Path) -> Path:
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(skills)), skills, fontsize=8)
     ax.set_xlabel("average marginal effect on accuracy (pp), 95% CI")
-    _title(ax, f"{v.label}: skill effects, all models (logistic regression, fixed effects)", 10)
+    _title(ax, pooled_skills_title(v), 10)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -368,7 +386,7 @@ def skill_effects_by_model(v: SuiteView, path: Path) -> Path:
 def severity(v: SuiteView, path: Path) -> Path:
     """Accuracy by image-quality severity: one line per model; the mean over models in black."""
     k, label = _scale(v)
-    per = v.breakdowns["by_severity"]
+    per = {m: d for m, d in v.breakdowns["by_severity"].items() if m not in v.left_out}
     order = levels(per, "by_severity")
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
@@ -389,7 +407,7 @@ def severity(v: SuiteView, path: Path) -> Path:
     ax.plot(range(len(order)), mean, "-s", color="k", lw=2.2, label="mean over models")
     ax.set_xticks(range(len(order)), order)
     ax.set_ylabel(label)
-    _title(ax, f"{v.label}: accuracy by image-quality severity", 10)
+    _title(ax, f"{v.label}: accuracy by image-quality severity{_without(v)}", 10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()

@@ -82,7 +82,8 @@ def group_rows(v: SuiteView) -> list[dict[str, Any]]:
     rows = []
     for grouping, (attr, names) in GROUPINGS.items():
         for flag, gname in names.items():
-            es = [e for e in v.entries if getattr(e.info, attr) is flag and e.accuracy is not None]
+            mine = [e for e in v.entries if getattr(e.info, attr) is flag and e.accuracy is not None]
+            es = [e for e in mine if e.model not in v.left_out]  # as the paper's Fig. 5 (VRB: EXCLUDE_MODELS)
             if not es:
                 continue
             best = es[0]  # entries are ranked
@@ -98,6 +99,7 @@ def group_rows(v: SuiteView) -> list[dict[str, Any]]:
                     "best_ci_hi": best.ci95[1] if best.ci95 else None,
                     "median_accuracy": float(np.median([e.accuracy for e in es])),
                     "on_price_frontier": sum(v.on(e, "price_in") for e in es),
+                    "left_out": len(mine) - len(es),
                 }
             )
     return rows

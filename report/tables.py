@@ -81,10 +81,12 @@ class SuiteView:
         return any(p.name == e.model for p in self.front.get(axis, []))
 
     def name(self, model: str) -> str:
+        """The display name; a model the paper's figures leave out (left_out) is marked † wherever shown."""
+        mark = " †" if model in self.left_out else ""
         for e in self.entries:
             if e.model == model:
-                return e.info.display_name
-        return model
+                return e.info.display_name + mark
+        return model + mark
 
 
 def _stat(v: Any) -> Stat | None:

@@ -128,3 +128,28 @@ def test_a_run_made_with_the_old_requests_is_not_resumed_into(tmp_path: Path, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "made by revision 1 of the vrb suite's requests; this version builds revision 2 (images resized" in err
+
+
+def test_interval_line_says_the_references_averaged_hdi_bounds() -> None:
+    """#38: the reference's bands are per-answer 94% HDI bounds averaged (bambi `average_by`), not 94% HDIs
+    of the average: the recorded line says so."""
+    line = deviations(RunSpec("vrb", {}))[0]
+    assert "94% HDI bounds averaged over the answers" in line and "average_by" in line
+    assert "94% HDIs;" not in line
+
+
+def test_reference_exclusions_leave_the_per_model_tables(tmp_path: Path) -> None:
+    """#38: the paper's per-model views never show EXCLUDE_MODELS: our tables leave them out (the note names
+    them); --exclude-models none shows them."""
+    root = make_data(tmp_path / "vrb")
+    models = ["openai/gpt-5-2025-08-07-high", "a", "b"]
+    rows = [row(m, k, t) for m in models for k, t in (("x/Q1", "A"), ("x/Q2", "C"), ("y/Q1", "4"), ("y/Q2", "D"))]
+
+    def shown(opts: dict) -> list[set]:
+        tabs = SUITE.score(rows, RunSpec("vrb", {"data_dir": str(root), **opts}), tmp_path).tables
+        return [({r[0] for r in t.rows} & set(models), t.note) for t in tabs if t.columns[0] == "model"]
+
+    got = shown({})
+    assert len(got) == 4 and all(names == {"a", "b"} for names, _ in got)
+    assert all("openai/gpt-5-2025-08-07-high" in note and "--exclude-models none" in note for _, note in got)
+    assert all(names == set(models) for names, _ in shown({"exclude_models": "none"}))

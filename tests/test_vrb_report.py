@@ -64,3 +64,38 @@ def test_without_the_hint_every_change_and_every_model(tmp_path: Path) -> None:
     assert v.left_out == [] and not v.snapshot_dates and v.paper_frontier == [] and v.threshold is None
     assert [p.name for p in v.front["price_in"]] == ["lfm2-vl-1.6b"]
     assert [s.when.isoformat() for s in v.snaps["price_in"]] == ["2024-01-01"]  # lfm2 on top from its release
+
+
+def test_titles_say_what_is_shown(tmp_path: Path) -> None:
+    """#38: the paper's three snapshot dates are not 'successive release dates'; the pooled skill fit leaves
+    the paper's excluded models out, so it is not over 'all models'."""
+    from report.plots import over_time_title, pooled_skills_title
+
+    fx = {"snapshots": list(paper.FRONTIER_SNAPSHOTS.values()), "excluded_models": ["lfm2-vl-1.6b"]}
+    [v] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([_run(tmp_path / "a", fx)])))
+    t = over_time_title(v, v.snaps["price_in"])
+    assert "successive release dates" not in t and "paper's 3 snapshot dates" in t
+    assert "all models but the 1 the paper leaves out" in pooled_skills_title(v)
+    [w] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([_run(tmp_path / "b", None)])))
+    assert "successive release dates" in over_time_title(w, w.snaps["price_in"])
+    assert "skill effects, all models (" in pooled_skills_title(w)
+
+
+def test_left_out_models_leave_the_groups_and_are_marked(tmp_path: Path) -> None:
+    """#38: the paper's excluded models (EXCLUDE_MODELS) are out of the Groups table's count, best and median
+    (audit: proprietary median 51.9% over 32 models vs 54.3% over 28), marked † wherever they are named."""
+    from report.rows import group_rows
+
+    models = {m: {"price_in": p, "release_date": d, "open_weights": False} for m, (p, _, d, _) in MODELS.items()}
+    scores = {m: {"accuracy": a, "ci95": [a - 0.1, a + 0.1], "n": 10} for m, (_, a, _, _) in MODELS.items()}
+    fx = {"snapshots": list(paper.FRONTIER_SNAPSHOTS.values()), "excluded_models": ["lfm2-vl-1.6b"]}
+    run = make_run(tmp_path, "vrb", "vrb", models, scores, [], extra={"frontier": fx})
+    [v] = views_of(*(lambda lr: (lr.entries, lr.extras))(load_runs([run])))
+    [g] = [r for r in group_rows(v) if r["group"] == "proprietary"]
+    assert (g["models"], g["best_model"], g["left_out"]) == (4, "future", 1)
+    assert g["median_accuracy"] == pytest.approx((0.5 + 0.7) / 2)  # with lfm2 (0.9): 0.7
+    assert v.name("lfm2-vl-1.6b").endswith(" †") and not v.name("late").endswith("†")
+    out = tmp_path / "rep"
+    report_main([run], out)
+    page = (out / "index.html").read_text()
+    assert "† Left out of the groups" in page and "lfm2-vl-1.6b †" in page

@@ -344,3 +344,32 @@ def test_skill_accuracy_is_the_references_set() -> None:
     out = breakdowns({"d/1": 1.0, "d/2": 0.0, "d/3": 1.0, "d/4": 1.0}, items)
     assert {k: (v["accuracy"], v["n"]) for k, v in out["by_skill"].items()} == {"Counting": (0.5, 2)}
     assert out["by_category"]["Odd One Out"]["n"] == 4  # categories keep minor/medium items
+
+
+def test_empty_answer_cut_at_the_limit_is_wrong(root: Path, tmp_path: Path) -> None:
+    """#38: a reasoning model's empty answer cut by the token limit (the runner's `reasoning_exhausted` row,
+    finish_reason length, no text) is scored wrong as the reference does; a failed call stays unscored."""
+    cut = row("m", "x/Q2", None, error="reasoning exhausted the token limit before any answer (finish_reason=length)")
+    cut.update(error_kind="reasoning_exhausted", finish_reason="length")
+    rows = [row("m", "x/Q1", "A"), cut, row("m", "y/Q2", None, error="HTTP 500 after 6 attempts")]
+    rep = run(rows, root, tmp_path)
+    m = rep.models["m"]
+    assert m["accuracy"] == pytest.approx(1 / 2) and m["n"] == 2  # x/Q1 right, x/Q2 wrong; y/Q2 out
+    assert (m["no_answer"], m["errors"]) == (1, 1)
+    by_item = {s["item"]: s for s in rep.scored}
+    q2 = by_item["x/Q2"]
+    assert (q2["score"], q2["error"], q2["extracted"], q2["cut_at_limit"]) == (0.0, None, None, True)
+    assert by_item["y/Q2"]["score"] is None and by_item["y/Q2"]["error_kind"] == "error"
+
+
+def test_gap_beside_the_papers_accuracy(root: Path, tmp_path: Path) -> None:
+    """#38: where the paper's text gives a model's accuracy, the table prints ours − the paper's in points;
+    '≈45' reads 45, 'mid-20s' and no value give '-'."""
+    rows = [row(m, k, t) for m in ("google/gemini-3-flash", "qwen/qwen3-vl-8b", "gemma-3-4b", "other")
+            for k, t in (("x/Q1", "A"), ("x/Q2", "C"), ("y/Q1", "4"), ("y/Q2", "A"))]  # fmt: skip
+    acc = next(t for t in run(rows, root, tmp_path).tables if t.title.startswith("vrb: accuracy % (chance"))
+    assert acc.columns[-2:] == ["paper", "gap"]
+    got = {r[0]: (r[2], r[-2], r[-1]) for r in acc.rows}
+    assert got["google/gemini-3-flash"] == ("50.0", "78", "-28.0")
+    assert got["qwen/qwen3-vl-8b"] == ("50.0", "≈45", "+5.0")
+    assert got["gemma-3-4b"][1:] == ("mid-20s", "-") and got["other"][1:] == ("-", "-")

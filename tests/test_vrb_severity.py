@@ -93,13 +93,19 @@ def test_score_leaves_the_reference_exclusions_out_and_prints_the_paper(tmp_path
     assert rep.models["poor"]["meets_usefulness_threshold"] is False and x["usefulness_threshold"] == 0.94
     by_title = {t.title.split(" (")[0].split(":")[1].strip(): t for t in rep.tables}
     acc = next(t for t in rep.tables if t.title.startswith("vrb: accuracy % (chance"))
-    assert "usefulness threshold 94%" in acc.title and acc.columns[-2:] == ["vs 94%", "paper"]
-    assert "left out of the severity mean, the severity analyses and the frontier" in acc.note
+    assert "usefulness threshold 94%" in acc.title and acc.columns[-3:] == ["vs 94%", "paper", "gap"]
+    assert "left out of every per-model table, the severity mean and analyses and the frontier" in acc.note
     sev = next(t for t in rep.tables if t.title == "vrb: accuracy % by image-quality severity")
-    assert sev.rows[-2][0] == "mean over models" and sev.rows[-1][0] == "paper (Fig. 10, §4.3)"
-    assert sev.rows[-1][sev.columns.index("no_error")] == "38"
+    assert sev.rows[-3][0] == "mean over models" and sev.rows[-2][0] == "paper (Fig. 10, §4.3)"
+    ne = sev.columns.index("no_error")
+    assert sev.rows[-2][ne] == "38"
+    # #38: the gap row, mean − paper in points, where the paper gives a number
+    assert sev.rows[-1][0].startswith("gap") and abs(float(sev.rows[-1][ne]) - (float(sev.rows[-3][ne]) - 38)) < 0.11
+    assert sev.rows[-1][sev.columns.index("minor")] == "-"
     skills = next(t for t in rep.tables if t.title.startswith("vrb: skill effects"))
-    assert skills.columns[-1] == "paper (Fig. 9)" and [r[-1] for r in skills.rows if r[0] == "Folding"] == ["-9"]
+    assert skills.columns[-2:] == ["paper (Fig. 9)", "gap pp"]
+    [fold] = [r for r in skills.rows if r[0] == "Folding"]
+    assert fold[-2] == "-9" and (abs(float(fold[-1]) - (float(fold[1]) + 9)) < 0.11 if fold[1] != "-" else fold[-1] == "-")
     assert any(k.startswith("image-error severity regression") for k in by_title)
     assert any(t.title.startswith("vrb: accuracy % by model tier") for t in rep.tables)
     every = SUITE.score(rows, RunSpec(suite="vrb", options={"data_dir": str(root), "exclude_models": "none"}),

@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="exclude_models",
         default=None,
         metavar="M1,M2|none",
-        help="models left out of the pooled skill and category effects, the severity mean and analyses and the "
-        "frontier (default: the reference's list, score.py REFERENCE_EXCLUDED, where those models are in the "
+        help="models left out of the per-model tables and views, the pooled skill and category effects, the "
+        "severity mean and analyses and the frontier, as the paper's figures (default: the reference's list, score.py REFERENCE_EXCLUDED, where those models are in the "
         "run; 'none' keeps every model)",
     )
     parser.add_argument(
@@ -118,7 +118,8 @@ def deviations(spec: RunSpec) -> list[str]:
         "skill and category effects: a fixed-effects logit (model, dataset, category dummies; the reference: "
         "Bayesian, random model and dataset effects), as is the severity regression (the reference: random "
         "category, model and dataset effects); intervals from an item bootstrap, 95% (the reference's code: "
-        "94% HDIs; the paper's Fig. 9: 95% bootstrap)",
+        "each answer's 94% HDI bounds averaged over the answers (bambi `average_by`, interpret/utils.py::"
+        "average_over), a band much wider than an interval for the average; the paper's Fig. 9: 95% bootstrap)",
         "failed calls left out of accuracy, with coverage below 100% (the reference counts them wrong: "
         "`accuracy_failures_wrong`)",
         MAX_TOKENS_DEVIATION,

@@ -11,8 +11,8 @@ the category's observed share of right answers (the score equation of its dummy)
 the reference's posterior, shrunk by its priors, lies close to it. `estimand="standardised"` (recorded)
 instead averages P(correct | category = c) over every answer, models, datasets and skills as observed:
 how hard the task format is with the skill mix held fixed. 95% CIs: percentile bootstrap over items
-(200 resamples, refitted; the reference: a 94% HDI). Same item set as the skill effects
-(suites.vrb.score.EFFECT_ITEMS).
+(200 resamples, refitted; the reference: per-answer 94% HDI bounds averaged, bambi `average_by`). Same
+item set as the skill effects (suites.vrb.score.EFFECT_ITEMS).
 """
 
 from __future__ import annotations

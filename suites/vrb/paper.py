@@ -62,3 +62,18 @@ def accuracy(model: str) -> str:
     """The paper's accuracy for `model` where its text names it, else "-"."""
     name = model.lower()
     return next((v for pat, v in ACCURACY if re.search(pat, name)), "-")
+
+
+def number(value: str) -> float | None:
+    """The paper's value as a number where the text gives one ("≈45" reads 45; "mid-20s" and "-" none)."""
+    try:
+        return float(value.replace("≈", "").replace("+", ""))
+    except ValueError:
+        return None
+
+
+def gap(ours: float | None, value: str) -> str:
+    """ours − the paper's value, in the table's unit, signed ("-" where either is missing): as JEEBench's gap,
+    it mixes the models' and the protocol's differences."""
+    theirs = number(value)
+    return "-" if ours is None or theirs is None else f"{ours - theirs:+.1f}"

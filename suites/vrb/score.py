@@ -118,10 +118,19 @@ def extractor(spec: RunSpec) -> str:
 
 
 def _scored(r: Row, it: Item, how: str) -> Row:
+    """A reasoning model's empty answer cut at the token limit (runner error_kind `reasoning_exhausted`) is
+    an answer the model gave, scored wrong as the reference does (run.py: the empty `Message` reads no
+    label); only a failed call stays an unscored error row."""
+    cut = r.get("error_kind") == "reasoning_exhausted"
+    if cut:
+        r = {**r, "error": None, "text": r.get("text") or ""}
     text = None if r.get("error") else r.get("text")
     ext, step = EXTRACTORS[how](text, it.labels)
-    return scored_row(r, extracted=ext, gold=it.solution, score=float(ext == it.solution), extract_step=step,
-                      dataset=it.dataset, category=it.category, skills=list(it.skills), severity=it.severity)  # fmt: skip
+    out = scored_row(r, extracted=ext, gold=it.solution, score=float(ext == it.solution), extract_step=step,
+                     dataset=it.dataset, category=it.category, skills=list(it.skills), severity=it.severity)  # fmt: skip
+    if cut:
+        out.update(cut_at_limit=True, finish_reason=r.get("finish_reason"))
+    return out
 
 
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
@@ -267,16 +276,19 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Table]:
-    order = ranked(models, "accuracy")
+    left_out = extra.get("frontier", {}).get("excluded_models") or []
+    # the paper's per-model views never show the reference's EXCLUDE_MODELS; --exclude-models none keeps them
+    order = [m for m in ranked(models, "accuracy") if m not in left_out]
     dsets = _ordered({d for v in models.values() for d in v["by_dataset"]}, ())
     th = extra.get("usefulness_threshold", paper.USEFULNESS_THRESHOLD)
-    left_out = extra.get("frontier", {}).get("excluded_models") or []
+    gone = (f"; left out of every per-model table, the severity mean and analyses and the frontier, as the "
+            f"paper's figures (kept with --exclude-models none): {', '.join(left_out)}" if left_out else "")  # fmt: skip
     out = [
         Table(
             title=f"vrb: accuracy % (chance {100 * extra['chance']:.0f}%; the paper's usefulness threshold "
             f"{100 * th:.0f}%)",
             columns=["model", "n", "accuracy", "95% CI", *dsets, "no answer", "errors", "failures wrong",
-                     f"vs {100 * th:.0f}%", "paper"],  # fmt: skip
+                     f"vs {100 * th:.0f}%", "paper", "gap"],  # fmt: skip
             rows=[
                 [
                     m,
@@ -289,6 +301,7 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                     _pct(v.get("accuracy_failures_wrong")),
                     "-" if v["accuracy"] is None else f"{100 * (v['accuracy'] - th):+.1f}",
                     paper.accuracy(m),
+                    paper.gap(None if v["accuracy"] is None else 100 * v["accuracy"], paper.accuracy(m)),
                 ]
                 for m, v in ((m, models[m]) for m in order)
             ],
@@ -296,9 +309,9 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             + "; over answered items; 'failures wrong': the reference's count, failed calls as wrong answers; "
             f"'vs {100 * th:.0f}%': points to the paper's minimum capability threshold for classroom use (§1, "
             "§3.3: the share of items the three annotators agreed on); 'paper': the accuracy its text gives "
-            "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text)"
-            + (f"; left out of the severity mean, the severity analyses and the frontier, as the paper's "
-               f"figures: {', '.join(left_out)}" if left_out else ""),  # fmt: skip
+            "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text); 'gap': accuracy − paper, points, "
+            "where the paper gives a number ('≈' read as the number; the model and the protocol together)"
+            + gone,
             key=("accuracy", "95% CI"),
         )
     ]
@@ -310,19 +323,21 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
         cols = _ordered({c for v in models.values() for c in v[key]}, known)
         if cols:
             rows = [[m, *(_pct(models[m][key].get(c, {}).get("accuracy")) for c in cols)] for m in order]
-            note = BREAKDOWN_NOTE.get(key, "")
+            note = BREAKDOWN_NOTE.get(key, "") + gone
             if key == "by_severity" and (sm := extra.get("severity_mean")):
                 rows.append(["mean over models", *(_pct(sm["mean"].get(c)) for c in cols)])
                 rows.append(["paper (Fig. 10, §4.3)", *(sm["paper"].get(c, "-") for c in cols)])
-                note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + (
-                    f", without {', '.join(sm['excluded_models'])} as the paper" if sm["excluded_models"] else "")
+                mean = sm["mean"]
+                rows.append(["gap (mean − paper, points)", *(paper.gap(None if mean.get(c) is None else
+                             100 * mean[c], sm["paper"].get(c, "-")) for c in cols)])  # fmt: skip
+                note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + gone
             out.append(Table(title=f"vrb: {title}", columns=["model", *cols], rows=rows, note=note))
     eff = extra.get("skill_effects", {}).get("effects")
     if eff:
         out.append(
             Table(
                 title="vrb: skill effects, pooled over models (average marginal effect, percentage points)",
-                columns=["skill", "AME pp", "95% CI", "items", "paper (Fig. 9)"],
+                columns=["skill", "AME pp", "95% CI", "items", "paper (Fig. 9)", "gap pp"],
                 rows=[
                     [
                         s,
@@ -330,11 +345,12 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                         "-" if e["ci95_pp"] is None else f"[{e['ci95_pp'][0]:+.1f}, {e['ci95_pp'][1]:+.1f}]",
                         e["n_items"],
                         paper.SKILL_AME_PP.get(s, (None, "-"))[1],
+                        paper.gap(e["ame_pp"], paper.SKILL_AME_PP.get(s, (None, "-"))[1]),
                     ]
                     for s, e in eff.items()
                 ],
                 note=extra["skill_effects"]["formula"] + "; " + _pool_note(extra["skill_effects"])
-                + "; paper: §4.2.2's values for Fig. 9"
+                + "; paper: §4.2.2's values for Fig. 9; gap: AME − paper, points"
                 + (f"; skills not among the paper's ten, left out of the fits: "
                    f"{', '.join(extra['skill_effects']['unknown_skills'])}"
                    if extra["skill_effects"].get("unknown_skills") else ""),  # fmt: skip
