@@ -19,6 +19,8 @@ LABEL_MAX = 28
 """A row label wider than this is shortened (`abbreviate`) when the table would not fit otherwise."""
 PROSE_MAX = 24
 """A text column (cells with spaces) wider than this wraps when the table would not fit otherwise."""
+ROOM_MIN = 16
+"""Each panel keeps room for a column this wide beside its label and key columns."""
 HEADER_MAX = 16
 """A header's word longer than this (a model's name over a column) is broken over lines."""
 HEADLINES = ("overall", "accuracy", "pattern", "avr", "95% CI", "ci95")
@@ -159,13 +161,13 @@ def coverage_note(partial: Mapping[str, Mapping[str, Any]]) -> str:
 
 def _panels(widths: list[int], keep: list[int], width: int) -> list[list[int]]:
     """Column indices per panel: the label (index 0) and the `keep` columns in each (in the first only
-    when they would fill half a panel), every other column once, filled in the table's order (next fit),
+    when they leave no room for another), every other column once, filled in the table's order (next fit),
     so that reading the panels in turn reads the columns in order."""
 
     def cost(cols: list[int]) -> int:
         return 1 + sum(widths[c] + 3 for c in cols)
 
-    head = [0, *keep] if cost([0, *keep]) <= width // 2 else [0]
+    head = [0, *keep] if cost([0, *keep]) <= width - ROOM_MIN - 3 else [0]
     panels = [[0, *keep]]
     for c in range(1, len(widths)):
         if c in keep:
@@ -222,9 +224,14 @@ def render(
             rows = [[short[r[0]], *r[1:]] for r in rows]
             cols[0] += f" ({prefix}*)" if prefix else ""
             widths[0] = max([len(cols[0].split()[0]), *(len(r[0]) for r in rows)])
-        elif widths[0] > max(LABEL_MAX, width // 2):  # names a person types next (`evalsweep models`),
-            widths[0] = max(LABEL_MAX, width // 2)  # a file's tables: whole, folded only past half the width
-            wrap.add(0)
+        else:  # names a person types next (`evalsweep models`), a file's tables: whole, folded where the
+            # label would leave the key columns and one more no room beside it
+            keys = [i for i, c in enumerate(cols) if i > 0 and c in names]
+            other = max([ROOM_MIN, *(widths[i] for i in range(1, len(cols)) if i not in keys)])
+            room = max(LABEL_MAX, width - 1 - sum(widths[i] + 3 for i in keys) - 3 - 3 - min(other, width // 3))
+            if widths[0] > room:
+                widths[0] = room
+                wrap.add(0)
         for i in range(1, len(cols)):
             if widths[i] > PROSE_MAX and any(" " in r[i] for r in rows):
                 widths[i] = PROSE_MAX
