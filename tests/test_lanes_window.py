@@ -5,7 +5,9 @@ Plus the send hook of the aiohttp providers, against the mock server."""
 from __future__ import annotations
 
 import math
+import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ from providers.openai import OpenAIProvider
 from runner.budgets.local import MARGIN_S, SLACK_S, WINDOW_S, LocalBudget
 from runner.config import Endpoint
 from runner.lanes import Lane
+from tests.helpers import cli, rows, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 
@@ -295,3 +298,24 @@ def test_a_cut_factor_does_not_hold_the_lane_on_the_faster_rates_sends():
     first = [t for t in stamps if t < cut + WINDOW_S]
     assert len(first) >= 12 // 2  # the faster second's last half leaves the window within ~0.5 s
     assert _max_in_window(stamps, WINDOW_S) <= 12
+
+
+def test_a_100_rpm_key_is_used_at_its_rate_against_a_server_enforcing_it(tmp_path: Path):
+    """#40: 100 RPM (1.67/s) against the mock enforcing it over sliding seconds: no 429, and the rate
+    the server saw is the key's, not floor(1.67) = 1 a second (0.60 of it before)."""
+    srv = MockServer(rpm_per_key=100).start()
+    try:
+        cfg = write_config(
+            tmp_path / "c.toml", srv.base_url, ["ok-a"], key_env="MOCK_KEY_F", extra_endpoint="rpm = 100\n"
+        )
+        data = write_dataset(tmp_path / "d.jsonl", 16)
+        out = tmp_path / "run"
+        # In a subprocess, so the runner and the mock (a thread here) do not share a GIL.
+        r = cli(*run_args(data, "ok-a", cfg, str(out)), env={**os.environ, "MOCK_KEY_F": "f-key"})
+    finally:
+        srv.stop()
+    assert r.returncode == 0 and len(rows(out)) == 16, r.stderr
+    assert srv.rejected_429 == 0
+    ts = sorted(srv.times["f-key"])
+    rpm = (len(ts) - 1) / (ts[-1] - ts[0]) * 60.0
+    assert rpm >= 0.9 * 100, rpm  # before: 59.6
