@@ -4,7 +4,10 @@ Plus the send hook of the aiohttp providers, against the mock server."""
 
 from __future__ import annotations
 
+import math
+import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,7 @@ from providers.openai import OpenAIProvider
 from runner.budgets.local import MARGIN_S, SLACK_S, WINDOW_S, LocalBudget
 from runner.config import Endpoint
 from runner.lanes import Lane
+from tests.helpers import cli, rows, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 
@@ -195,3 +199,123 @@ def test_a_bunch_of_429s_widens_the_window_once():
         lane._on_answer(None, True)
     assert lane.budget.margin == pytest.approx(MARGIN_S + 0.004)
     assert lane.rate_limited == 20
+
+
+@pytest.mark.parametrize("rpm", [100, 150, 400, 500])
+def test_a_rate_that_is_not_whole_requests_a_second_is_reached(rpm: int):
+    """#40: 100 RPM is 1.67 a second: a one-second guard of floor(1.67) = 1 held such a key to 0.60 of
+    its limit (150: 0.80, 400: 0.90). A lane alone reaches its rate, never above ceil(rate) in a second
+    nor above the rate over longer windows (the fresh key's burst aside)."""
+    clock = Clock()
+    b = LocalBudget(rpm, None, 64, clock=clock)
+    t0, stamps = clock.t, []
+    while clock.t < t0 + 120.0:
+        _admit(b, clock)
+        stamps.append(clock.t)
+    minutes = (stamps[-1] - t0) / 60.0
+    assert len(stamps) >= 0.99 * rpm * minutes, (len(stamps), rpm * minutes)
+    rate = rpm / 60.0
+    assert _max_in_window(stamps, 1.0) <= math.ceil(rate)
+    for k in (2, 3, 5, 10):
+        assert _max_in_window([t for t in stamps if t > t0 + 1.0], float(k)) <= math.floor(rate * k) + 1
+
+
+@pytest.mark.parametrize(("rpm", "n"), [(1200, 3), (400, 3), (150, 2), (500, 7)])
+def test_processes_pacing_shares_of_a_key_stay_within_its_second_together(rpm: int, n: int):
+    """#40: a shared budget's fallback paces 1/n of the key in each of n processes, on clocks with no
+    phase between them: each second of theirs must add up within the key's (the longer guard a lane
+    alone gets would let each send ceil(rate/n) in one second: 3 x 7 = 21 > 20 at 1200 RPM, the reason
+    17b99e9 reverted it). The worst case: every process's sends fall in the same second."""
+    clock = Clock()
+    b = LocalBudget(rpm / n, None, 64, clock=clock)
+    b.split(n)
+    t0, stamps = clock.t, []
+    while clock.t < t0 + 60.0:
+        _admit(b, clock)
+        stamps.append(clock.t)
+    assert n * _max_in_window(stamps, 1.0) <= max(n, math.floor(rpm / 60.0 + 1e-9))
+
+
+@pytest.mark.parametrize("rpm", [100, 150, 400])
+def test_a_rate_that_is_not_whole_stays_within_a_bucket_holding_a_seconds_share(rpm: int):
+    """#40: providers refill a token bucket holding a second of the rate (the bench's server; OpenAI's
+    limits are described as such): at 100 RPM it holds 1.67, so two requests closer than 0.2 s are
+    refused even when the second is within ceil(rate) a second. Sends bunched by a stalled loop (their
+    stamps move to when they left) must still conform: any window of w seconds holds at most
+    rate x (1 + w) requests."""
+    clock = Clock()
+    b = LocalBudget(rpm, None, 64, clock=clock)
+    rnd = random.Random(7)
+    t0, stamps = clock.t, []
+    while clock.t < t0 + 60.0:
+        _admit(b, clock)
+        mark = b.on_sent()
+        if rnd.random() < 0.3:  # this send leaves late (a loop stall): it may meet the next one
+            clock.t += rnd.random() * 0.5
+        mark()
+        stamps.append(clock.t)
+        if rnd.random() < 0.1:
+            clock.t += rnd.random() * 3  # no work for a while: the lane catches up afterwards
+    rate, level, last = rpm / 60.0, rpm / 60.0, stamps[0]
+    for t in sorted(stamps):
+        level = min(rate, level + (t - last) * rate)
+        last = t
+        assert level >= 1.0 - 1e-9, (t - t0, level)
+        level -= 1.0
+
+
+@pytest.mark.parametrize(("rpm", "factor"), [(3000, 0.25), (3000, 0.35), (100, 0.9), (400, 0.8)])
+def test_a_rate_the_factor_reduced_is_held_to_its_whole_share(rpm: int, factor: float):
+    """#40: after 429s the AIMD factor cuts the rate below the key's real, unknown limit: a fractional
+    share of it must not round up to ceil a second (12.5/s would send 13 where the key took 10). With
+    7345ff3 a lane configured at 3000 RPM against a key of 600 kept 44% of its requests refused."""
+    clock = Clock()
+    b = LocalBudget(rpm, None, 64, clock=clock)
+    b.set_factor(factor)
+    t0, stamps = clock.t, []
+    while clock.t < t0 + 30.0:
+        _admit(b, clock)
+        stamps.append(clock.t)
+    assert _max_in_window(stamps, WINDOW_S) <= math.floor(rpm * factor / 60.0)
+
+
+def test_a_cut_factor_does_not_hold_the_lane_on_the_faster_rates_sends():
+    """#40: a lane whose factor was just cut goes on at its new rate once the last second's sends allow
+    it. A guard longer than a second would count the sends of the faster rate just refused and hold
+    the lane a whole second: a quiet second, which the AIMD reads as room and answers by raising the
+    factor again (7345ff3: 1 send in the second after the cut from 25/s to 12.5/s, then 17.5/s)."""
+    clock = Clock()
+    b = LocalBudget(3000, None, 64, clock=clock)
+    b.set_factor(0.5)  # 25/s: whole
+    t0 = clock.t
+    while clock.t < t0 + 2.0:
+        _admit(b, clock)
+    b.set_factor(0.25)  # 12.5/s
+    cut, stamps = clock.t, []
+    while clock.t < cut + 2 * WINDOW_S:
+        _admit(b, clock)
+        stamps.append(clock.t)
+    first = [t for t in stamps if t < cut + WINDOW_S]
+    assert len(first) >= 12 // 2  # the faster second's last half leaves the window within ~0.5 s
+    assert _max_in_window(stamps, WINDOW_S) <= 12
+
+
+def test_a_100_rpm_key_is_used_at_its_rate_against_a_server_enforcing_it(tmp_path: Path):
+    """#40: 100 RPM (1.67/s) against the mock enforcing it over sliding seconds: no 429, and the rate
+    the server saw is the key's, not floor(1.67) = 1 a second (0.60 of it before)."""
+    srv = MockServer(rpm_per_key=100).start()
+    try:
+        cfg = write_config(
+            tmp_path / "c.toml", srv.base_url, ["ok-a"], key_env="MOCK_KEY_F", extra_endpoint="rpm = 100\n"
+        )
+        data = write_dataset(tmp_path / "d.jsonl", 16)
+        out = tmp_path / "run"
+        # In a subprocess, so the runner and the mock (a thread here) do not share a GIL.
+        r = cli(*run_args(data, "ok-a", cfg, str(out)), env={**os.environ, "MOCK_KEY_F": "f-key"})
+    finally:
+        srv.stop()
+    assert r.returncode == 0 and len(rows(out)) == 16, r.stderr
+    assert srv.rejected_429 == 0
+    ts = sorted(srv.times["f-key"])
+    rpm = (len(ts) - 1) / (ts[-1] - ts[0]) * 60.0
+    assert rpm >= 0.9 * 100, rpm  # before: 59.6

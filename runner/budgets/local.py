@@ -7,7 +7,8 @@ slots it missed, up to `BURST_S` of them, spending the burst the provider's one-
 instead of throwing it away; a sliding log of the last second's requests guarantees that no window of
 1 s + `MARGIN_S` ever holds more than a second's share of the limit (providers enforce per-minute
 limits over short windows: 60,000 RPM may mean 1,000 per second; the margin covers the jitter of
-their arrival clock). The log counts each request from when its bytes leave (the aiohttp providers
+their arrival clock); a key whose rate is not whole requests a second is held over longer windows
+too, so it is used at its rate (`_guards`). The log counts each request from when its bytes leave (the aiohttp providers
 report it through `providers.http.SENT`; until then it counts in every window), not from its
 admission: a loop stall or a new connection's handshake between the two cannot crowd a window.
 Slots are spaced for a window `SLACK_S` wider than the guard's, so the guard rarely binds: a request
@@ -44,6 +45,42 @@ Work = tuple[Hashable, Callable[[], float]]
 _NO_WORK: Work = (None, lambda: 0.0)
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
+
+
+def _guards(rate: float, exact: bool) -> tuple[tuple[int, float], ...]:
+    """The window guard for `rate` requests a second, as (requests, seconds) pairs: no window of sends
+    of that many seconds may hold more than that many requests. By default a second's whole share.
+
+    `exact`: `rate` is the key's own limit, paced by this process alone. A key whose rate is not whole
+    (100 RPM = 1.67/s) would be held by a second's whole share to floor(rate): 0.60 of the key (150 RPM:
+    0.80, 400 RPM: 0.90). It gets instead the fewest whole seconds whose share is the rate to 1% (100
+    RPM: 5 in any 3 s), ceil(rate) in any second (a provider counting a sliding second), and what a
+    token bucket holding a second of the rate admits (the providers' model): k requests need k - rate
+    of refill beyond the full bucket, so at most k - 1 in any (k - rate) / rate seconds (100 RPM: never
+    2 within 0.2 s, nor 3 within 0.8 s).
+
+    Not exact, the whole share (floor), for two reasons:
+      - a key's 1/N share (a shared budget's fallback: N processes pacing it independently, no phase
+        between them): their seconds add up within the key's, where ceil would not (3 x ceil(6.67) = 21
+        > 20: the reason 17b99e9 reverted the longer window);
+      - a rate the AIMD factor reduced after 429s: the key's real limit is below it and unknown, so
+        its share must not round up (the key refuses that extra request), and a window longer than
+        a second would count the sends of the faster rate just refused and hold the lane a whole
+        second, a quiet second that raises the factor again: with 7345ff3 a lane configured at
+        3000 RPM against a key of 600 settled at 44% of its requests refused (at a factor under
+        FLOOR, where a minority of 429s no longer slows it)."""
+    whole = max(1, math.floor(rate * WINDOW_S + 1e-9))
+    if not exact or rate < 1:
+        return ((whole, WINDOW_S),)
+    for k in range(1, 61):
+        share = math.floor(rate * k * WINDOW_S + 1e-9)
+        if share >= 0.99 * rate * k * WINDOW_S:
+            if k == 1:
+                return ((whole, WINDOW_S),)
+            full = rate * WINDOW_S  # the bucket's capacity
+            bucket = tuple((c - 1, (c - full) / rate) for c in range(whole + 1, share + 1))
+            return (*bucket, (math.ceil(full), WINDOW_S), (share, k * WINDOW_S))
+    return ((whole, WINDOW_S),)
 
 
 def _wake_one(fut: asyncio.Future[None]) -> None:
@@ -91,6 +128,7 @@ class LocalBudget:
         self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
         self.probing = False
         self.near = (False, False)
+        self.parts = 1  # processes pacing the key independently, this one at 1/parts (`split`)
         self._owed = 0.0
         """Seconds of token slots held for the calls in flight beyond what the key charged at their
         admission (`charge`): the usage their answers are expected to settle (reasoning). Outside the
@@ -107,6 +145,12 @@ class LocalBudget:
         self.rpm, self.tpm = rpm, tpm
         self._rescale()
 
+    def split(self, parts: int) -> None:
+        """This budget paces 1/`parts` of a key beside `parts - 1` processes doing the same, each on
+        its own clock (a shared budget's fallback): its window guard is one whose shares add up."""
+        self.parts = max(1, parts)
+        self._rescale()
+
     def set_factor(self, f: float) -> None:
         self.factor = f
         self._rescale()
@@ -116,6 +160,8 @@ class LocalBudget:
         self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
         self._Tt = 60.0 / (self.tpm * f * TPM_SHARE) if self.tpm else 0.0  # seconds per token
         self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
+        self._guard = _guards(self.rpm * f / 60.0, self.parts == 1 and f >= 1.0) if self.rpm else ()
+        self._keep = max((s for _, s in self._guard), default=WINDOW_S)  # the log's span
         cap = self.max_concurrency if self.rpm or self.tpm else max(1, math.ceil(self.max_concurrency * f))
         if not self.max_concurrency:  # (a shared budget's fallback holding no lease: none)
             cap = 0
@@ -228,23 +274,46 @@ class LocalBudget:
             return self.paused_until - now
         if self._per_window:
             log_ = self._log
-            span = WINDOW_S + min(MARGIN_MAX, self.margin + self.late)
-            for _ in range(2):
-                while log_ and log_[0][1] == _SENT and log_[0][0] + span <= now:
-                    log_.popleft()[1] = _GONE
-                if len(log_) < self._per_window:
-                    break
-                wait = log_[-self._per_window][0] + span - now
+            extra = min(MARGIN_MAX, self.margin + self.late)
+            if len(self._guard) > 1:
+                wait = self._guards_wait(now, extra)
                 if wait > 0:
                     return wait
-                # Out of order: a request stamped when it left (after later admissions) sits before
-                # older stamps; order the log and look again (an unsent one still counts: see on_sent).
-                self._log = log_ = deque(sorted(log_, key=_stamp))
-            else:  # full of requests admitted a window ago and still not sent: look again soon
-                return 0.01
+            else:
+                span = WINDOW_S + extra
+                for _ in range(2):
+                    while log_ and log_[0][1] == _SENT and log_[0][0] + span <= now:
+                        log_.popleft()[1] = _GONE
+                    if len(log_) < self._per_window:
+                        break
+                    wait = log_[-self._per_window][0] + span - now
+                    if wait > 0:
+                        return wait
+                    # Out of order: a request stamped when it left (after later admissions) sits before
+                    # older stamps; order the log and look again (an unsent one still counts: see on_sent).
+                    self._log = log_ = deque(sorted(log_, key=_stamp))
+                else:  # full of requests admitted a window ago and still not sent: look again soon
+                    return 0.01
             self._last = entry = [now, _SENT]
             log_.append(entry)
         return 0.0
+
+    def _guards_wait(self, now: float, extra: float) -> float:
+        """Seconds until every window of the guard has room for one more request (0: now). A request
+        not yet sent counts in every window; one sent counts in those holding its stamp."""
+        log_ = self._log
+        while log_ and log_[0][1] == _SENT and log_[0][0] + self._keep + extra <= now:
+            log_.popleft()[1] = _GONE
+        pending = sum(1 for e in log_ if e[1] == _PENDING)
+        sent = sorted((e[0] for e in log_ if e[1] == _SENT), reverse=True)  # the latest first
+        wait = 0.0
+        for count, secs in self._guard:
+            i = count - 1 - pending  # the window has room once this send (and older ones) left it
+            if i < 0:  # full of requests admitted and still not sent: look again soon
+                return 0.01
+            if i < len(sent):
+                wait = max(wait, sent[i] + secs + extra - now)
+        return wait
 
     def sent_within(self, seconds: float) -> int:
         """Requests admitted in the last `seconds` (an unsent one counts: it can only leave later)."""

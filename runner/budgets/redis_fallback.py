@@ -73,6 +73,7 @@ def fall_back(b: Any, e: BaseException) -> None:
         b.max_concurrency,
     )
     local = b._local_factory(b.rpm / n if b.rpm else None, b.tpm / n if b.tpm else None, cap)
+    local.split(n)  # (its window guard's seconds add up with the others': floor of its share, not ceil)
     local.set_factor(b.factor)
     if b.probing:
         local.set_probing(True)
