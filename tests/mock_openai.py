@@ -362,9 +362,9 @@ _QUOTA = {
 def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
     """An answer when `tools` are offered: a call to the first tool (multiply 12.5 by 8) until a `tool`
     message came back, then a final answer quoting its content. `tool-bad-args` sends arguments that
-    are not JSON, `tool-never` never calls (a model that ignores the tools)."""
+    are not JSON, `tool-never` never calls (a model that ignores the tools), `tool-always` never stops calling."""
     last = (body.get("messages") or [{}])[-1]
-    if last.get("role") == "tool" or model == "tool-never":
+    if (last.get("role") == "tool" and model != "tool-always") or model == "tool-never":
         msg: dict[str, Any] = {"role": "assistant", "content": f"The answer is {last.get('content', '7')}."}
         reason = "stop"
     else:

@@ -98,8 +98,9 @@ def _rows(path: Path) -> list[dict]:
 
 def test_cot_tools_chain_end_to_end(tmp_path: Path, srv: MockServer):
     """gpt-4-0613 calls multiply and then answers; tool-bad-args sends arguments that are not JSON (the
-    error goes back as the tool's result: a clear row, no crash); tool-never answers without a call."""
-    models = ["gpt-4-0613", "tool-bad-args", "tool-never"]
+    error goes back as the tool's result: a clear row, no crash); tool-never answers without a call;
+    tool-always calls until the round limit ends its chain (no answer: scored 0, not a failed call)."""
+    models = ["gpt-4-0613", "tool-bad-args", "tool-never", "tool-always"]
     cfg = write_config(tmp_path / "c.toml", srv.base_url, models)
     out = tmp_path / "run"
     args = ["run", "jeebench", "--variant", "cot-tools", "--models", ",".join(models), "--config", str(cfg),
@@ -125,7 +126,11 @@ def test_cot_tools_chain_end_to_end(tmp_path: Path, srv: MockServer):
     got = {m: s["tools"] for m, s in scores["models"].items()}
     assert got == {"gpt-4-0613": {"calls": 2, "malformed": 0, "at_limit": 0},
                    "tool-bad-args": {"calls": 2, "malformed": 2, "at_limit": 0},
-                   "tool-never": {"calls": 0, "malformed": 0, "at_limit": 0}}  # fmt: skip
+                   "tool-never": {"calls": 0, "malformed": 0, "at_limit": 0},
+                   "tool-always": {"calls": 2 * (ROUNDS + 1), "malformed": 0, "at_limit": 2}}  # fmt: skip
+    assert {p for m, p in by if m == "tool-always"} == {"answer", *(f"tool{k}" for k in range(1, ROUNDS + 1))}
+    limited = [r for r in _rows(out / "scored.jsonl") if r["model"] == "tool-always"]
+    assert [(r["extracted"], r["score"]) for r in limited] == [(None, 0.0), (None, 0.0)]
     for s in scores["models"].values():  # the mock's answers read as no answer: unread, never a failed call
         assert s["failed"] == {"questions": 0, "samples": 0} and s["n"] == 2
     table = scores["tables"][0]
