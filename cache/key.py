@@ -19,7 +19,9 @@ from core.types import Request, TextPart
 def key_material(req: Request, model_id: str, params: dict[str, Any]) -> dict[str, Any]:
     msgs: list[Any] = []
     for m in req.messages:
-        if isinstance(m.content, str):
+        if m.tool_calls is not None or m.tool_call_id is not None:
+            msgs.append({"role": m.role, "content": m.content, "tool_calls": m.tool_calls, "id": m.tool_call_id})
+        elif isinstance(m.content, str):
             msgs.append({"role": m.role, "content": m.content})
         else:
             msgs.append(
@@ -43,6 +45,7 @@ def key_material(req: Request, model_id: str, params: dict[str, Any]) -> dict[st
         "seed": d.seed,
         "params": params,
         "pass": req.pass_,
+        **({"tools": req.tools} if req.tools else {}),
     }
 
 

@@ -45,6 +45,9 @@ class Completion:
     """A stream cut mid-answer: how (the provider's mid-stream error words, the timeout), for its row."""
     received_chars: int = 0
     """A cut stream's output received before the cut (characters): what it consumed, without usage."""
+    tool_calls: list[list[dict[str, Any]] | None] = field(default_factory=list)
+    """Per sample, the assistant's `tool_calls` as sent (plain dicts, arguments still a JSON string:
+    a malformed one is the suite's to report, not a failed call); empty when none were asked for."""
 
 
 class TextPart(BaseModel):
@@ -111,9 +114,14 @@ Part = TextPart | ImagePart
 
 
 class Message(BaseModel):
+    """One chat turn. `tool_calls` (an assistant's, as the OpenAI wire has them) and `tool_call_id`
+    (a `tool` message answering one of them) carry a function-calling chain (JEEBench §4.2)."""
+
     model_config = ConfigDict(frozen=True)
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str | list[Part]
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
 
 
 class Decoding(BaseModel):
@@ -156,6 +164,8 @@ class Request(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     prefix: tuple[int, int] | None = None
     resent: bool = False
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI Chat Completions `tools` (JSON-schema functions) offered to the model; sent and keyed."""
 
     @property
     def target(self) -> str:

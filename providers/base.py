@@ -223,6 +223,9 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """OpenAI chat format; images become base64 data URLs (encoded once per file, cached)."""
     out: list[dict[str, Any]] = []
     for m in messages:
+        if m.tool_calls is not None or m.tool_call_id is not None:
+            out.append(tool_turn(m))
+            continue
         if isinstance(m.content, str):
             out.append({"role": m.role, "content": m.content})
             continue
@@ -237,6 +240,16 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 parts.append({"type": "image_url", "image_url": url})
         out.append({"role": m.role, "content": parts})
     return out
+
+
+def tool_turn(m: Message) -> dict[str, Any]:
+    """An assistant turn that called tools, or a `tool` turn answering one (OpenAI wire format)."""
+    d: dict[str, Any] = {"role": m.role, "content": m.content if isinstance(m.content, str) else ""}
+    if m.tool_calls is not None:
+        d["tool_calls"] = m.tool_calls
+    if m.tool_call_id is not None:
+        d["tool_call_id"] = m.tool_call_id
+    return d
 
 
 def wire_body(
@@ -258,6 +271,8 @@ def wire_body(
         body["seed"] = d.seed
     if n > 1:
         body["n"] = n
+    if req.tools:
+        body["tools"] = req.tools
     if shape is not None:
         shape.chat(body, d.max_tokens)
     if params:

@@ -188,6 +188,7 @@ def openai_chat(body: Any, n: int) -> Completion:
         choices = flooded(body, choices, n)
     texts: list[str | None] = [None] * n
     reasons: list[str | None] = [None] * n
+    tool_calls: list[list[dict[str, Any]] | None] = []
     seen = [False] * n
     for i, ch in enumerate(choices):
         if not isinstance(ch, dict):
@@ -203,6 +204,12 @@ def openai_chat(body: Any, n: int) -> Completion:
         if not isinstance(msg, dict):
             raise malformed(f"choices[{i}].message is {type(msg).__name__}, not an object")
         texts[idx] = content_text(msg.get("content"), f"choices[{i}].message.content")
+        calls = msg.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+                raise malformed(f"choices[{i}].message.tool_calls is not a list of objects")
+            tool_calls = tool_calls or [None] * n
+            tool_calls[idx] = calls
         reasons[idx] = finish(ch.get("finish_reason"), f"choices[{i}].finish_reason")
         seen[idx] = True
     if not any(seen):
@@ -213,7 +220,9 @@ def openai_chat(body: Any, n: int) -> Completion:
     details = openai_usage(usage)
     ins = usage.get("prompt_tokens")
     outs = output_billed(body.get("model"), ins, usage.get("completion_tokens"), details[2], usage.get("total_tokens"))
-    return checked(texts, reasons, ins, outs, seen, details)
+    done = checked(texts, reasons, ins, outs, seen, details)
+    done.tool_calls = tool_calls
+    return done
 
 
 def anthropic_message(body: Any) -> Completion:

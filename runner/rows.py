@@ -49,7 +49,7 @@ def answer_row(
 
 def hit_row(req: Request, s: int, key: str, v: dict[str, Any]) -> Row:
     """A sample answered from the cache (value as cache.store keeps it): no call, no latency."""
-    return answer_row(
+    row = answer_row(
         req,
         s,
         key,
@@ -62,6 +62,9 @@ def hit_row(req: Request, s: int, key: str, v: dict[str, Any]) -> Row:
         finish=v.get("finish_reason"),
         lane=None,
     )
+    if v.get("tool_calls") is not None:
+        row["tool_calls"] = v["tool_calls"]
+    return row
 
 
 def error_row(

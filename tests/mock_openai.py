@@ -270,7 +270,7 @@ class MockServer(Threaded):
             request.transport.abort()
             return web.Response(status=500)
         n = 1 if model.startswith("no-n-") else int(body.get("n", 1))
-        out = chat_completion(model, prompt, n)
+        out = tool_completion(model, body) if body.get("tools") else chat_completion(model, prompt, n)
         data = orjson.dumps(out)
         if model == "garbage-once" and seen == 1:
             data = data[: len(data) // 2]
@@ -357,6 +357,28 @@ _QUOTA = {
         "code": "insufficient_quota",
     }
 }
+
+
+def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """An answer when `tools` are offered: a call to the first tool (multiply 12.5 by 8) until a `tool`
+    message came back, then a final answer quoting its content. `tool-bad-args` sends arguments that
+    are not JSON, `tool-never` never calls (a model that ignores the tools), `tool-always` never stops calling."""
+    last = (body.get("messages") or [{}])[-1]
+    if (last.get("role") == "tool" and model != "tool-always") or model == "tool-never":
+        msg: dict[str, Any] = {"role": "assistant", "content": f"The answer is {last.get('content', '7')}."}
+        reason = "stop"
+    else:
+        name = body["tools"][0]["function"]["name"]
+        args = '{"a": 12.5, "b": ' if model == "tool-bad-args" else '{"a": 12.5, "b": 8}'
+        call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
+        msg, reason = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+    return {
+        "id": "chatcmpl-tools",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": msg, "finish_reason": reason}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:

@@ -266,6 +266,9 @@ def rows_from(
     for i, s in enumerate(group):
         text = texts[i]
         finish = comp.finish_reasons[i] if i < len(comp.finish_reasons) else None
+        calls = comp.tool_calls[i] if i < len(comp.tool_calls) else None
+        if calls is not None and text is None:  # a turn that only called tools answered: its calls are the answer
+            text = ""
         usage = usages[i]
         cost = (
             comp.reported_cost / n
@@ -292,6 +295,8 @@ def rows_from(
         )
         if flag:
             row["usage_flag"] = flag
+        if calls is not None:
+            row["tool_calls"] = calls
         rows.append(row)
         if cache is not None and m.provider_cacheable:
             cache.put(
@@ -303,6 +308,7 @@ def rows_from(
                     "finish_reason": finish,
                     "model": m.model_id,
                     "t": row["t"],
+                    **({"tool_calls": calls} if calls is not None else {}),
                     **({"learned": made} if (made := learned.made_with(m)) else {}),
                 },
             )

@@ -4,7 +4,7 @@ load (data.py) → prompt (prompts.py) → extract (extract.py: rules, then an o
 score (metrics.py: the paper's rules, marks, self-consistency) → aggregate and report (report.py:
 Table 2, marks, calibration, confidence thresholding).
 
-    evalsweep run jeebench --variant normal|cot|cot-1shot|cot-sc|cot-critique|cot-exam [--judge MODEL]
+    evalsweep run jeebench --variant normal|cot|cot-1shot|cot-sc|cot-critique|cot-exam|cot-tools [--judge MODEL]
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ from suites.jeebench.report import (
     thresholding,
 )
 from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
+from suites.jeebench.tools import CALCULATOR, PASSES, ROUNDS, counts, final, next_round
+from suites.jeebench.tools import VARIANT as TOOLS
 
 SYSTEM = Message(role="system", content="")
 """inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
@@ -157,14 +159,18 @@ def build(spec: RunSpec) -> Iterator[Request]:
             decoding={"temperature": temp, "max_tokens": MAX_TOKENS, "n": n},
             sim=answer_sim(it),
             meta={"type": it.type, "subject": it.subject},
+            tools=CALCULATOR if variant == TOOLS else None,
         )
 
 
 def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     """cot-critique: the critique pass after each answer. --judge: a judge pass on any answer or critique
-    the rules cannot read. Judge rows need nothing further."""
-    if row.get("error") or row.get("pass") not in ("answer", "critique"):
+    the rules cannot read. Judge rows need nothing further. cot-tools: a row that called tools leads to the
+    next tool round (tools.next_round); the judge reads only a chain's last row."""
+    if row.get("error") or row.get("pass") not in ("answer", "critique", *PASSES):
         return []
+    if row.get("tool_calls"):
+        return next_round(req, row)
     it = items_by_id().get(req.item)
     if it is None:
         return []
@@ -187,7 +193,7 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     cut = row["pass"] == "critique" and row.get("finish_reason") in CUT  # no new answer to read
     if judge and not cut and extract(row.get("text"), it.type, it.question) is None:
         j = judge_request(req, row, judge, JUDGE[it.type], sim=judge_sim(it, row.get("text")))
-        out.append(j if row["pass"] == "answer" else j.model_copy(update={"pass_": CRITIQUE_JUDGE}))
+        out.append(j.model_copy(update={"pass_": CRITIQUE_JUDGE}) if row["pass"] == "critique" else j)
     return out
 
 
@@ -198,7 +204,7 @@ def _read(row: Row | None, judge_row: Row | None, it: Item) -> tuple[Answer, str
     """(answer, stage) of one response: the rules, else the judge's extraction. Stage `judge-error`: the
     rules could not read it and the judge call failed, so it was never read (not a wrong answer). A critique
     cut at its token limit states no new answer (extract_critique): no judge is asked."""
-    if row is None or row.get("error"):
+    if row is None or row.get("error") or row.get("tool_calls"):  # a chain ended still calling: no answer
         return None, None
     if row.get("pass") == "critique" and row.get("finish_reason") in CUT:
         return None, None
@@ -219,6 +225,8 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
     sample whose call failed (or whose needed judge pass failed) is left out: it is not a vote."""
     by: dict[tuple[int, str], Row] = {(r["sample"], r["pass"]): r for r in model_rows}
     samples = sorted({s for s, p in by if p == "answer"})
+    for s in samples:  # cot-tools: a sample's answer is the last row of its tool chain
+        by[(s, "answer")] = final(by, s)
     answers: list[Answer] = []
     stages, sources, errors, failed = [], [], 0, None
     for s in samples:
@@ -286,11 +294,15 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         srows: list[Row] = []
         qs: list[dict[str, Any]] = []
         failed = [0, 0]  # questions with no answered sample, samples whose call failed
+        tool_use: dict[str, int] = {}
         for item, grp in groups:
             it = items.get(item)
             if it is None:
                 raise SuiteError(f"{run_dir}: results hold item {item!r}, which is not in the JEEBench data")
             q = _question(grp, it)
+            if variant == TOOLS:
+                used = counts(grp)
+                tool_use = {k: tool_use.get(k, 0) + v for k, v in used.items()}
             if not q["planned"]:
                 continue  # only follow-up rows survived (cannot happen in a complete run)
             row = _scored(model, it, q, variant, ts, tm, marks, ex)
@@ -302,6 +314,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 qs.append(q)
         models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir, ex)
         models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
+        if variant == TOOLS:
+            models[model]["tools"] = tool_use
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
     asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
     extra["random_baseline"] = rand = random_row(asked)
@@ -426,6 +440,13 @@ def deviations(
             "stopped for length at 512); their temperature and the prompts of the other 315 questions are not "
             "released (T=0 and the same framing assumed); a critique stopped at that cap states no new answer (read "
             "as none, scored 0)"
+        )
+    if variant == TOOLS:
+        out.append(
+            f"§4.2's calculator functions and round limit are not released: ours are add, subtract, multiply and "
+            f"divide(a, b) as OpenAI tools, at most {ROUNDS} tool rounds after the answer (a chain still calling "
+            "then has no answer, scored 0); a malformed call (arguments not JSON, an unknown function) is answered "
+            "with an error message as its result and counted; the paper reports only gpt-4-0613's overall scores"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")

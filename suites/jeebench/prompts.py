@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from suites.jeebench.data import Item
 
-VARIANTS = ("normal", "cot", "cot-1shot", "cot-sc", "cot-critique", "cot-exam")
+VARIANTS = ("normal", "cot", "cot-1shot", "cot-sc", "cot-critique", "cot-exam", "cot-tools")
 
 PREFIX = {
     "MCQ": "In this problem, only one option will be correct. Give a detailed solution and end the solution with "
@@ -50,7 +50,7 @@ def prompt(item: Item, variant: str, few_shot: dict[str, dict[str, dict[str, str
     prefix, q = PREFIX[item.type], question_text(item)
     if variant == "normal":
         p = prefix + "\n\nProblem: " + q
-    elif variant in ("cot", "cot-sc", "cot-critique"):
+    elif variant in ("cot", "cot-sc", "cot-critique", "cot-tools"):
         p = prefix + "\n\nProblem: " + q + "\nSolution: " + COT_SUFFIX
     elif variant == "cot-1shot":
         if few_shot is None:

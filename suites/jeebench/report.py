@@ -15,10 +15,12 @@ from suites.jeebench.exam import ci0 as _ci0
 from suites.jeebench.exam import threshold_tables
 from suites.jeebench.extract import Answer
 from suites.jeebench.metrics import Marks, mark_totals, marks_for, option_shares, self_consistency
-from suites.jeebench.paper import FIG6, REPLAY, T2_COLS, TABLE2, TABLE2_ROWS
+from suites.jeebench.paper import FIG6, REPLAY, SEC42_FUNCTION_CALLING, T2_COLS, TABLE2, TABLE2_ROWS
 from suites.stats import ci_list, ci_method
 
 N_BINS = 10
+SEC42_TOOLS = "gpt-4-0613 CoT + calculator"
+"""The paper's row a cot-tools run's gap is taken against (§4.2)."""
 GRID = np.round(np.arange(0.0, 1.0 + 1e-9, 0.125), 3)
 PAPER_TAU = (0.125, 0.75)
 """§4.5.3 / Fig. 7: the paper's optimum (τ_single, τ_multiple) on GPT-4's validation years."""
@@ -229,7 +231,9 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
             title=f"jeebench ({variant}): scores (the paper's Table 2 layout)",
             columns=["model", "variant", *cols, "overall", "gap", "95% CI", "questions"],
             rows=rows,
-            note=note + "; rows `paper: ...` are the paper's Table 2 (gpt-4-0314 and the models it names); " + GAP_NOTE,
+            note=note + "; rows `paper: ...` are the paper's Table 2 (gpt-4-0314 and the models it names); " + GAP_NOTE
+            + ("; cot-tools: gap = overall − §4.2's gpt-4-0613 CoT + calculator (0.274), its only figures being "
+               "gpt-4-0613's overall with and without the calculator" if variant == "cot-tools" else ""),
             key=("overall", "gap", "95% CI"),
         )
     ]
@@ -301,6 +305,8 @@ GAP_NOTE = (
 
 def gap(overall: float | None, variant: str, name: str | None = None) -> float | None:
     """Ours − the paper's Table 2 overall: against row `name`, else the paper's GPT-4 row of this method."""
+    if variant == "cot-tools" and name is None:  # §4.2: the paper's gpt-4-0613 with its calculator
+        return None if overall is None else round(overall - SEC42_FUNCTION_CALLING[SEC42_TOOLS], 3)
     rows = TABLE2_ROWS.get(variant, ())
     ref = name if name is not None else (rows[-1] if rows else None)
     if overall is None or ref not in TABLE2:
@@ -314,6 +320,9 @@ def table2_paper_rows(variant: str) -> list[list[Any]]:
     cols = [*SUBJECTS, *TYPES, "overall"]
     out = [[f"paper: {name}", variant, *(TABLE2[name][c] for c in cols), None, None, 515]
            for name in TABLE2_ROWS.get(variant, ())]  # fmt: skip
+    if variant == "cot-tools":  # §4.2 gives gpt-4-0613's overall only, with and without the calculator
+        out += [[f"paper: {name} (§4.2)", variant, *[None] * (len(cols) - 1), v,
+                 gap(v, variant), None, 515] for name, v in SEC42_FUNCTION_CALLING.items()]  # fmt: skip
     for name, (v, _, vals, unread) in REPLAY.items():
         if v == variant:
             row = dict(zip(T2_COLS, vals, strict=True))
