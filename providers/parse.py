@@ -164,15 +164,15 @@ FLOODS = [0]
 
 def flooded(body: dict[str, Any], choices: list[Any], n: int) -> list[Any]:
     """A server that sent more choices than the `n` asked (one seen sending 50,000 for n=1): keep the
-    first `n`, count output tokens for them only (their share), and say so."""
+    first `n`. Its usage is billed as reported, all of it: the provider charges what it generated, and
+    billing a share would let a --max-cost ceiling under-count real spend (the warning says so)."""
     FLOODS[0] += 1
     if FLOODS[0] % 1000 == 1:
-        log.warning("the server sent %d choices for n=%d (%d such answers so far): keeping %d, and their "
-                    "share of the output tokens", len(choices), n, FLOODS[0], n)
-    usage = body.get("usage")
-    outs = tokens(usage.get("completion_tokens")) if isinstance(usage, dict) else None
-    if outs is not None:
-        body["usage"] = {**usage, "completion_tokens": -(-outs * n // len(choices))}
+        usage = body.get("usage")
+        outs = tokens(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+        billed = f"all {outs:,} output tokens it reported" if outs is not None else "the usage it reported"
+        log.warning("the server sent %d choices for n=%d (%d such answers so far): keeping the first %d; "
+                    "the row bills %s, for every choice sent", len(choices), n, FLOODS[0], n, billed)
     return choices[:n]
 
 

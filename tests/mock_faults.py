@@ -154,7 +154,9 @@ async def inject(
         good["choices"][0]["message"]["content"] += "\n" + echo_all(key)
     elif kind == "choices_flood":  # a broken server: 50,000 choices whatever `n` asked
         good["choices"] = [{**good["choices"][0], "index": i} for i in range(50_000)]
-        good["usage"]["completion_tokens"] *= 50_000
+        u = good["usage"]
+        u["total_tokens"] += u["completion_tokens"] * 49_999  # consistent usage, as a real server sends
+        u["completion_tokens"] *= 50_000
     else:
         raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULTS)}")
     return web.json_response(good)

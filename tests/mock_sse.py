@@ -113,6 +113,9 @@ class StreamFaults:
         """Streams the mock cut (stall, cut, error), per fault."""
         self._seen: Counter[bytes] = Counter()
         self.enabled = True
+        self.served: list[tuple[int, int]] = []
+        """(input, output) tokens of every stream started, whole or cut: a provider bills what it
+        generated, so a stream cut mid-answer is billed its whole answer (`bill`)."""
 
     @web.middleware
     async def middleware(
@@ -132,6 +135,8 @@ class StreamFaults:
         answer = orjson.loads(resp.body)  # type: ignore[arg-type]
         chat = request.path.endswith("/chat/completions")
         self.streamed[str(body.get("model"))] += 1
+        usage = answer.get("usage") or {}
+        self.served.append((int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
         if chat:
             self.stream_options.append(body.get("stream_options"))
             opts = body.get("stream_options")
@@ -144,6 +149,10 @@ class StreamFaults:
         if fault == "hang":
             await asyncio.sleep(self.stall_s)
         return await self._send(request, frames, fault, chat)
+
+    def bill(self, price_in: float, price_out: float) -> float:
+        """What the streams served would be billed, in USD, at these prices per million tokens."""
+        return sum(i * price_in + o * price_out for i, o in self.served) / 1e6
 
     async def _keep_alive(self, out: web.StreamResponse) -> None:
         """SSE comments only (https://html.spec.whatwg.org/multipage/server-sent-events.html: a line

@@ -1,7 +1,7 @@
 """Issue 31.12, against the mock server on 127.0.0.1: a 200 carrying an error JSON shows the server's
-message; a server sending 50,000 choices for n=1 is recorded as the one asked (tokens and cost its
-share) with a warning; `score` names an unreadable mid-file line; a timed-out row records how long it
-waited; a gold answer that is none of the choices is refused naming the dataset row."""
+message; a server sending 50,000 choices for n=1 is recorded as the one asked, billed for all the
+tokens it reported, with a warning saying so; `score` names an unreadable mid-file line; a timed-out
+row records how long it waited; a gold answer that is none of the choices is refused naming the dataset row."""
 
 from __future__ import annotations
 
@@ -38,9 +38,12 @@ def test_odd_200s_and_timeouts_are_recorded_truthfully(tmp_path: Path, srv: Mock
     got = {x["item"]: x for x in rows(tmp_path / "run")}
     plain = got["q3"]
     assert got["q0"]["error"] is None and got["q0"]["text"]
-    assert got["q0"]["usage"]["output_tokens"] == plain["usage"]["output_tokens"]  # not 50,000 times it
-    assert got["q0"]["cost_usd"] < 2 * plain["cost_usd"]
-    assert "sent 50000 choices for n=1" in (tmp_path / "run" / "log.txt").read_text()
+    outs = plain["usage"]["output_tokens"]
+    assert got["q0"]["usage"]["output_tokens"] == 50_000 * outs  # #39: billed as the server reported it
+    assert got["q0"]["cost_usd"] > 1000 * plain["cost_usd"]
+    log = (tmp_path / "run" / "log.txt").read_text()
+    assert "sent 50000 choices for n=1" in log and "share" not in log
+    assert f"the row bills all {50_000 * outs:,} output tokens it reported" in log
     assert "model overloaded, try later" in got["q1"]["error"] and "no choices" not in got["q1"]["error"]
     assert "timed out" in got["q2"]["error"] and got["q2"]["latency_s"] >= 0.9  # timeout_s = 1, not 0
 

@@ -159,12 +159,14 @@ class Spend:
 
 
 def _real(rows: list[Row], worst: float) -> float:
-    """What a call's rows were billed: their cost; an answer without usage (no cost), or a stream cut
-    mid-answer whose consumption is unknown, at its worst case (the provider billed what it generated)."""
+    """What a call's rows were billed: their cost; an answer without usage (no cost) at its worst case; a
+    stream cut mid-answer at its worst case at least: its row counts what arrived, but the provider bills
+    what it generated, past the cut too (100 cut streams billed $10.33 at the mock while rows said $9.45)."""
     each = worst / max(1, len(rows))
     return sum(
-        r["cost_usd"] if r["cost_usd"] is not None
-        else each if r["error"] is None or r.get("finish_reason") == "partial" else 0.0
+        max(each, r["cost_usd"] or 0.0) if r.get("finish_reason") == "partial"
+        else r["cost_usd"] if r["cost_usd"] is not None
+        else each if r["error"] is None else 0.0
         for r in rows
         if not r["cached"]
     )
