@@ -286,3 +286,37 @@ async def test_an_idle_process_lends_its_share_and_takes_it_back_with_work(redis
         await p.aclose()
     for p in procs:
         await p.client.aclose()
+
+
+async def test_a_process_waiting_for_the_keys_concurrency_does_not_poll_redis(redis_server: RedisServer):
+    """#40: a process whose calls wait for a lease another holds asks Redis on its back-off only (at most
+    every RETRY_MAX_S, plus its heartbeat), not on the 0.1 s sync meant for calls in flight (with 6 --join
+    workers on a key capped at 4 that polling was ~80 script calls per API call)."""
+    a, b = _budget(redis_server.url, tpm=None, rpm=None, max_concurrency=1), _budget(
+        redis_server.url, tpm=None, rpm=None, max_concurrency=1)
+    release = asyncio.Event()
+
+    async def hold(x: RedisBudget) -> None:
+        await x.acquire()
+        wait = x.reserve(0)
+        while wait > 0:
+            await asyncio.sleep(wait)
+            wait = x.confirm()
+        await release.wait()
+        x.release()
+
+    ta = asyncio.create_task(hold(a))
+    while not a.admitted:
+        await asyncio.sleep(0.01)
+    tb = asyncio.create_task(hold(b))
+    await asyncio.sleep(0.5)  # b's back-off reaches its longest step
+    before = b.calls
+    await asyncio.sleep(2.0)
+    polled = b.calls - before
+    assert b.admitted == 0
+    release.set()
+    await asyncio.wait_for(asyncio.gather(ta, tb), 10)
+    assert b.admitted == 1  # ... and it gets the lease once a's call ends
+    await a.aclose()
+    await b.aclose()
+    assert polled <= 10, polled  # 2 s at RETRY_MAX_S = 0.25 s: 8 (it was ~28 with the 0.1 s sync)

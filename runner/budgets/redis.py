@@ -450,7 +450,9 @@ class RedisBudget:
                     waiting = self._again or self._new
                     if spare > 0 and (over > 0 or not waiting and now - self._idle_since > KEEP_S):
                         await self._eval(self._held - (over if over > 0 else spare))
-                    elif self._used or self._news() or now - self._call.last > self.lease_ms / 3000:
+                    # (pauses and factor picked up every SYNC_S only for calls holding leases: one
+                    # waiting for a lease hears them with its grant, and polls on its back-off alone)
+                    elif self._bound or self._flying or self._news() or now - self._call.last > self.lease_ms / 3000:
                         await self._eval(self._held)
         except Exception as e:  # noqa: BLE001 - (a CancelledError is not one: it ends the task)
             self._fall_back(e)
