@@ -273,6 +273,15 @@ class AsyncCache:
         elif self._timer is None:
             self._timer = self._loop.call_later(self._flush_every_s, self._flush)
 
+    @property
+    def pending(self) -> dict[str, dict[str, Any]]:
+        """Values not yet committed (a disk-full stop counts them as not written)."""
+        return self._pending
+
+    def retry(self) -> None:
+        """Commit what a full disk refused, now (space may have come back)."""
+        self._flush()
+
     def _flush(self) -> None:
         """Commit the pending values (one transaction); checkpoint on the thread now and then."""
         if self._timer is not None:

@@ -205,6 +205,9 @@ class Config(BaseModel):
     endpoints: list[Endpoint] = Field(default_factory=list)
     models: list[ModelCfg] = Field(default_factory=list)
     cache_dir: str | None = None
+    disk_full_wait_s: float = Field(600.0, ge=0)
+    """A full disk stops the run; answers received and not yet written are held this long while space is
+    freed (0: not held: they are paid again on resume, and the stop message counts them)."""
     shared: Shared = Field(default_factory=Shared)
     source: str | None = Field(None, exclude=True)
 

@@ -114,6 +114,7 @@ def test_cache_on_the_full_disk_too_the_stop_message_counts_exactly_what_is_paid
 
     out, cache_dir = small_disk / "run", small_disk / "cache"
     cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint="max_concurrency = 8\n")
+    cfg.write_text("disk_full_wait_s = 0\n" + cfg.read_text())  # (not held: the count is the way out)
     data = write_dataset(tmp_path / "d.jsonl", N)
     args = run_args(data, "ok-a", cfg, out, "--cache-dir", str(cache_dir))
     p = _run(args, limit=False)
@@ -127,3 +128,39 @@ def test_cache_on_the_full_disk_too_the_stop_message_counts_exactly_what_is_paid
     assert p.returncode == 0, p.stderr[-2000:]
     assert len(list(final_rows(out / "results.jsonl"))) == N
     assert mock.total == N + repaid  # exactly the answers the message said would be paid again
+
+
+def test_answers_held_while_the_disk_is_full_are_written_when_space_comes_back(
+    tmp_path: Path, mock: MockServer, small_disk: Path | None
+):
+    """The cache on the same full disk (#39 item 5): the answers received in flight are held, the stop
+    says so once; space freed while it waits, they are written and the resume pays for none of them
+    twice (before: the run ended at once, and the resume paid those answers again)."""
+    if small_disk is None:
+        pytest.skip("needs a tmpfs (root): the cache must fill up with the run directory")
+    import time
+
+    out, cache_dir = small_disk / "run", small_disk / "cache"
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a"], extra_endpoint="max_concurrency = 8\n")
+    cfg.write_text("disk_full_wait_s = 120\n" + cfg.read_text())
+    data = write_dataset(tmp_path / "d.jsonl", N)
+    args = run_args(data, "ok-a", cfg, out, "--cache-dir", str(cache_dir))
+    err = tmp_path / "err.txt"
+    with err.open("w") as f:
+        p = subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                             stdout=subprocess.DEVNULL, stderr=f, text=True)
+        deadline = time.monotonic() + 120
+        while p.poll() is None and "could not be written" not in err.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        held = "could not be written" in err.read_text()
+        subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)  # space comes back
+        assert p.wait(timeout=120) == 4
+    said = err.read_text()
+    assert "Traceback" not in said, said[-3000:]
+    if held:  # (a run whose in-flight answers all fitted holds none: nothing to wait for)
+        assert "none is paid again" in said, said[-2000:]
+    sent = mock.total
+    p2 = _run(args, limit=False)
+    assert p2.returncode == 0, p2.stderr[-2000:]
+    assert len(list(final_rows(out / "results.jsonl"))) == N
+    assert mock.total == N and max(mock.prompts.values()) == 1, (sent, mock.total)  # 0 paid twice
