@@ -2,8 +2,8 @@
 a run that has no rows of its own yet (a new benchmark, tomorrow's sweep), instead of a guess.
 
 One small JSON per model in the cache folder (beside runner.calls.learned's), keyed by where the model
-is served (its cache id). Each run directory's contribution is stored under its own path and replaced
-when that run ends again, so a resumed run is never counted twice; the last `KEEP_RUNS` runs are kept.
+is served (its cache id). Each session of a run adds what its own answers spent (counted as they were
+written, never re-read), so a resumed run is never counted twice; the last `KEEP_RUNS` sessions are kept.
 Writing it is best effort: a run never fails for its history.
 """
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 Seen = dict[str, list[float]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
-(runner.remaining.finished_rows)."""
+(runner.scheduler counts them as rows are written)."""
 
 
 def path_for(cache_dir: Path, cache_id: str) -> Path:
@@ -44,8 +44,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def record(cache_dir: Path, run_dir: Path, seen: dict[str, Seen], cache_ids: dict[str, str]) -> None:
-    """Store this run directory's per-pass totals for each of its models (`seen`: by model name)."""
-    key = str(run_dir.resolve())
+    """Store this session's per-pass totals for each of its models (`seen`: by model name)."""
+    key = f"{run_dir.resolve()}#{time.time_ns()}"
     for name, passes in seen.items():
         cid = cache_ids.get(name)
         if cid is None or not passes:
@@ -69,9 +69,9 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
         return {}
     doc = _load(path_for(cache_dir, cache_id))
     out: Seen = {}
-    not_this = None if skip is None else str(skip.resolve())
+    not_this = None if skip is None else f"{skip.resolve()}#"
     for run, entry in doc.get("runs", {}).items():
-        if run == not_this or not isinstance(entry, dict):
+        if (not_this is not None and run.startswith(not_this)) or not isinstance(entry, dict):
             continue
         for k, v in (entry.get("seen") or {}).items():
             if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v):

@@ -39,7 +39,6 @@ from runner.lock import LOCK, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
 from runner.preflight import preflight
 from runner.protocol import judges_of
-from runner.remaining import finished_rows
 from runner.results import read_manifest, write_error
 from runner.resume import check_settings
 from runner.rundir import RunPlan, lock_plan, out_of, prepare
@@ -330,9 +329,8 @@ async def _main(
             refused = {m: why for m, why in sched.refused.items() if m in r.models or m in judges_of(r.spec)}
             finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models,
                             spend.summary(ceilings) if ceilings else None, refused)
-        if cache is not None and not sched.fault:  # tomorrow's dry run prices and forecasts from it
-            _, seen = finished_rows(r.run_dir)
-            history.record(cache.directory, r.run_dir, seen, {m: models[m].cache_id for m in seen if m in models})
+        if cache is not None and r.spent:  # tomorrow's dry run prices and forecasts from it
+            history.record(cache.directory, r.run_dir, r.spent, {m: models[m].cache_id for m in r.spent if m in models})
     if sched.fault:
         kept = (
             ""

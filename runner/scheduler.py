@@ -37,6 +37,19 @@ Looked = dict[int, tuple[str, dict[str, Any] | None]]
 """A request's samples still to answer -> (cache key, the local cache's answer or None)."""
 
 
+def _spent(by_pass: dict[str, list[float]], row: Row) -> None:
+    out = (row.get("usage") or {}).get("output_tokens")
+    if out is not None:
+        s = by_pass.setdefault(row["pass"], [0, 0])
+        s[0] += out
+        s[1] += 1
+    lat = row.get("latency_s")
+    if isinstance(lat, int | float) and lat > 0:
+        s = by_pass.setdefault(f"latency:{row['pass']}", [0.0, 0])
+        s[0] += lat
+        s[1] += 1
+
+
 class Scheduler:
     def __init__(
         self,
@@ -435,6 +448,8 @@ class Scheduler:
                 run.answered[row["model"]] = run.answered.get(row["model"], 0) + 1
             if row["error"] is None:
                 stats.ok += 1
+                if not row["cached"]:  # what the model spent, for tomorrow's forecast (runner.history)
+                    _spent(run.spent.setdefault(row["model"], {}), row)
             else:
                 kind = row.get("error_kind")
                 if kind == "skipped":

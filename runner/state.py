@@ -63,6 +63,9 @@ class RunCtx:
     answered: dict[str, int] = field(default_factory=dict)
     """Per model, first-pass identities with a final row (resumed or written now): the invariant's
     cheap check (runner.run.account reads the file only when this falls short of the plan)."""
+    spent: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """Per model and pass, [output tokens, rows] of the answers received in this session (and under
+    `latency:<pass>`, [seconds, rows]): its record in runner.history, kept as rows are written."""
     join: bool = False
     leases: Any = None
     """runner.budgets.leases.Leases for a --join worker: which (model, item shard) units this process runs."""

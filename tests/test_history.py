@@ -42,13 +42,23 @@ def test_a_new_run_is_priced_from_what_the_model_spent_before(tmp_path: Path):
     assert abs(history.prior(cache, m.cache_id)["latency:answer"][0] / 6 - mean_lat) < 1e-9
 
 
-def test_a_run_recorded_again_replaces_its_record(tmp_path: Path):
+def test_each_session_adds_what_its_own_answers_spent(tmp_path: Path):
     cache, run = tmp_path / "cache", tmp_path / "run"
     history.record(cache, run, {"a": {"answer": [100, 2]}}, {"a": "m@x"})
-    history.record(cache, run, {"a": {"answer": [300, 5]}}, {"a": "m@x"})  # the same run, resumed and ended
+    history.record(cache, run, {"a": {"answer": [200, 3]}}, {"a": "m@x"})  # the same run, resumed: its new rows
     history.record(cache, tmp_path / "other", {"a": {"answer": [40, 1]}}, {"a": "m@x"})
     assert history.prior(cache, "m@x") == {"answer": [340, 6]}
     assert history.prior(cache, "m@x", skip=run) == {"answer": [40, 1]}  # a run's own rows count from its folder
+
+
+def test_a_resumed_run_records_only_its_new_answers(tmp_path: Path):
+    cache = tmp_path / "cache"
+    argv = ["run", "jeebench", "--models", "sim/strong", "--out", str(tmp_path / "r"), "--cache-dir", str(cache),
+            "--no-live", "--no-score"]
+    assert main([*argv, "--limit", "4"]) == 0
+    assert main([*argv, "--limit", "6"]) == 0  # resumed: 2 new answers
+    m = build_models(load_config(None), ["sim/strong"])["sim/strong"]
+    assert history.prior(cache, m.cache_id)["answer"][1] == 6  # 4 + 2, the first four never counted twice
     history.path_for(cache, "m@x").write_text("{not json")
     assert history.prior(cache, "m@x") == {}  # a damaged record is no prior, and no crash
 
