@@ -4,17 +4,22 @@ counts, lanes; a joined run's merged counts), written even on a full disk."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from core.term import plural
 from core.types import row_identity
 from runner import join_view
 from runner.atomic import write_json
+from runner.batch.plan import fmt_duration
 from runner.budgets.leases import worker_name
 from runner.deviations import write as write_devs
 from runner.pool import ModelEntry
@@ -136,3 +141,35 @@ def account(run: RunCtx, sched: Scheduler) -> None:
                 row = error_row(r, s, "", "internal error: the call ended without a row", "internal")
                 sched._emit(run, stats, [row])
                 log.error("no row for %s %s sample %d: wrote an error row", model, req.item, s)
+
+
+def unpaid_for(runs: list[RunCtx], cache: Any) -> int:
+    """Answers received and paid that reached neither results.jsonl nor the cache: paid again on resume."""
+    lost = set(cache.unwritten) | set(cache.pending) if cache is not None and cache.broken is None else None
+    return sum(
+        1 for r in runs for row in r.writer.unsaved()
+        if row["error"] is None and not row.get("cached") and (lost is None or row["key"] in lost)
+    )
+
+
+async def hold_unwritten(runs: list[RunCtx], cache: Any, wait_s: float, given_up: Callable[[], bool]) -> None:
+    """A full disk: the answers received but not written are held while space is freed (retried every
+    second, up to `wait_s`), so none of them is paid again; said once, with the count and the way out."""
+    held = unpaid_for(runs, cache)
+    if not held:
+        return
+    where = ", ".join(str(r.run_dir) for r in runs[:3]) + (f" (and {len(runs) - 3} more)" if len(runs) > 3 else "")
+    print(f"\nevalsweep: the disk is full: {plural(held, 'answer')} received (and paid) could not be written. "
+          f"Free space where {where} and the cache live: they are written as soon as it fits (waiting up to "
+          f"{fmt_duration(wait_s)}; Ctrl-C gives up, and they are paid again on resume).", file=sys.stderr, flush=True)
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end and not given_up():
+        await asyncio.sleep(1.0)
+        for r in runs:
+            r.writer.flush()
+        if cache is not None:
+            cache.retry()
+        if not unpaid_for(runs, cache):
+            print(f"evalsweep: space came back: the {plural(held, 'answer')} held are written; none is paid "
+                  "again.", file=sys.stderr, flush=True)
+            return

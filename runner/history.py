@@ -25,7 +25,7 @@ KEEP_RUNS = 20
 
 log = logging.getLogger(__name__)
 
-Seen = dict[str, list[float]]
+Seen = dict[str, list[Any]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
 (runner.scheduler counts them as rows are written)."""
 
@@ -79,3 +79,18 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
                 s[0] += v[0]
                 s[1] += v[1]
     return out
+
+
+def tally(by_pass: Seen, row: dict[str, Any]) -> None:
+    """Add a success row to its model's per-pass totals: its output tokens, and its latency when it was a
+    call (not an answer from a cache)."""
+    out = (row.get("usage") or {}).get("output_tokens")
+    if out is not None:
+        s = by_pass.setdefault(row["pass"], [0, 0])
+        s[0] += out
+        s[1] += 1
+    lat = row.get("latency_s")
+    if isinstance(lat, int | float) and lat > 0 and not row.get("cached"):
+        s = by_pass.setdefault(f"latency:{row['pass']}", [0.0, 0])
+        s[0] += lat
+        s[1] += 1

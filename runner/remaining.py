@@ -13,6 +13,7 @@ from typing import Any
 
 from cache.key import cache_keys
 from core.types import Request, Row, row_identity
+from runner import history
 from runner.pool import ModelEntry, estimate_tokens
 from runner.results import read_at, results_files, scan
 from suites.base import _no_follow_up, get_suite
@@ -82,16 +83,7 @@ def finished_rows(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], di
             if r.get("error") is not None:
                 continue
             done[row_identity(r["model"], r["item"], r["sample"], r["pass"])] = (path, off)
-            out = (r.get("usage") or {}).get("output_tokens")
-            if out is not None:
-                s = seen.setdefault(r["model"], {}).setdefault(r["pass"], [0, 0])
-                s[0] += out
-                s[1] += 1
-            lat = r.get("latency_s")
-            if isinstance(lat, int | float) and lat > 0 and not r.get("cached"):
-                s = seen.setdefault(r["model"], {}).setdefault(f"latency:{r['pass']}", [0.0, 0])
-                s[0] += lat
-                s[1] += 1
+            history.tally(seen.setdefault(r["model"], {}), r)
     return done, seen
 
 

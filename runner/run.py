@@ -33,7 +33,7 @@ from runner.calls.gate import REFUSED
 from runner.calls.halt import HALTED
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
-from runner.ending import account, finish_manifest, not_running, warn_exhausted
+from runner.ending import account, finish_manifest, hold_unwritten, not_running, unpaid_for, warn_exhausted
 from runner.lanes import worst_state
 from runner.lock import LOCK, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
@@ -294,7 +294,7 @@ async def _main(
                 in_flight += sum(not b.ended for b in r.batcher.batches.values())
                 await r.batcher.close()
         if sched.fault is not None and cfg.disk_full_wait_s > 0:
-            await _hold(runs, cache, cfg.disk_full_wait_s, lambda: interrupted)
+            await hold_unwritten(runs, cache, cfg.disk_full_wait_s, lambda: interrupted)
         if cache is not None:
             await cache.aclose()
         if budgets:
@@ -303,7 +303,7 @@ async def _main(
             await detach(budgets)
         await close_models(models)
     unsaved = sum(r.writer.flush() for r in runs)
-    repaid = _unpaid_for(runs, cache)
+    repaid = unpaid_for(runs, cache)
     if failed is not None:  # a run directory that cannot be read (a bad row): said as before, exit 2
         for r in runs:
             not_running(r.run_dir / "manifest.json", failed)
@@ -372,42 +372,6 @@ async def _main(
         )
         return 3
     return 0
-
-
-def _unpaid_for(runs: list[RunCtx], cache: AsyncCache | None) -> int:
-    """Answers received and paid that reached neither results.jsonl nor the cache: paid again on resume."""
-    lost = set(cache.unwritten) | set(cache.pending) if cache is not None and cache.broken is None else None
-    return sum(
-        1 for r in runs for row in r.writer.unsaved()
-        if row["error"] is None and not row.get("cached") and (lost is None or row["key"] in lost)
-    )
-
-
-async def _hold(runs: list[RunCtx], cache: AsyncCache | None, wait_s: float, given_up: Callable[[], bool]) -> None:
-    """A full disk: the answers received but not written are held while space is freed (retried every
-    second, up to `wait_s`), so none of them is paid again; said once, with the count and the way out."""
-    held = _unpaid_for(runs, cache)
-    if not held:
-        return
-    where = ", ".join(str(r.run_dir) for r in runs[:3]) + (f" (and {len(runs) - 3} more)" if len(runs) > 3 else "")
-    print(f"\nevalsweep: the disk is full: {plural(held, 'answer')} received (and paid) could not be written. "
-          f"Free space where {where} and the cache live: they are written as soon as it fits (waiting up to "
-          f"{fmt_s(wait_s)}; Ctrl-C gives up, and they are paid again on resume).", file=sys.stderr, flush=True)
-    end = time.monotonic() + wait_s
-    while time.monotonic() < end and not given_up():
-        await asyncio.sleep(1.0)
-        for r in runs:
-            r.writer.flush()
-        if cache is not None:
-            cache.retry()
-        if not _unpaid_for(runs, cache):
-            print(f"evalsweep: space came back: the {plural(held, 'answer')} held are written; none is paid "
-                  "again.", file=sys.stderr, flush=True)
-            return
-
-
-def fmt_s(s: float) -> str:
-    return f"{s / 60:g} min" if s >= 60 else f"{s:g} s"
 
 
 async def _load(

@@ -17,6 +17,7 @@ from typing import Any
 from cache.key import cache_keys
 from cache.store import AsyncCache
 from core.types import Request, Row, row_identity
+from runner import history
 from runner.calls import learned
 from runner.calls.call import Breaker, send
 from runner.calls.fanout import WINDOW, Fanout
@@ -35,19 +36,6 @@ PREFETCH = 128
 """Requests whose cache keys are looked up in one query (~2 us a key instead of ~11 us one by one)."""
 Looked = dict[int, tuple[str, dict[str, Any] | None]]
 """A request's samples still to answer -> (cache key, the local cache's answer or None)."""
-
-
-def _spent(by_pass: dict[str, list[float]], row: Row) -> None:
-    out = (row.get("usage") or {}).get("output_tokens")
-    if out is not None:
-        s = by_pass.setdefault(row["pass"], [0, 0])
-        s[0] += out
-        s[1] += 1
-    lat = row.get("latency_s")
-    if isinstance(lat, int | float) and lat > 0:
-        s = by_pass.setdefault(f"latency:{row['pass']}", [0.0, 0])
-        s[0] += lat
-        s[1] += 1
 
 
 class Scheduler:
@@ -449,7 +437,7 @@ class Scheduler:
             if row["error"] is None:
                 stats.ok += 1
                 if not row["cached"]:  # what the model spent, for tomorrow's forecast (runner.history)
-                    _spent(run.spent.setdefault(row["model"], {}), row)
+                    history.tally(run.spent.setdefault(row["model"], {}), row)
             else:
                 kind = row.get("error_kind")
                 if kind == "skipped":
