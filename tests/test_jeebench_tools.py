@@ -145,5 +145,8 @@ def test_round_limit_and_bad_calls_are_answers_not_crashes():
     assert run_call({"function": {"name": "sqrt", "arguments": '{"a": 4}'}})[1] is False
     assert run_call({"function": {"name": "add", "arguments": '{"a": "__import__", "b": 1}'}})[1] is False
     assert run_call({"function": {"name": "divide", "arguments": '{"a": 1, "b": 0}'}}) == ("error: division by zero", True)
+    # arguments as an object, no id: what Ollama's, Gemini's and some vLLM tool parsers send on OpenAI-compatible
+    # endpoints (https://docs.rs/agent-block-testkit/0.34.1/agent_block_testkit/shapes/openai/, "broken-but-observed")
+    assert run_call({"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}) == ("5.0", True)
     assert run_call("nonsense")[1] is False
     assert ROUNDS >= 1

@@ -58,8 +58,9 @@ def run_call(call: Any) -> tuple[str, bool]:
     name = fn.get("name")
     if name not in OPS:
         return f"error: no function named {name!r}; the functions are {', '.join(OPS)}", False
-    try:
-        args = orjson.loads(fn.get("arguments") or "")
+    raw = fn.get("arguments")
+    try:  # (the spec's JSON string; Ollama's, Gemini's and some vLLM parsers' already an object)
+        args = raw if isinstance(raw, dict) else orjson.loads(raw or "")
     except (orjson.JSONDecodeError, TypeError):
         return f"error: the arguments are not JSON: {str(fn.get('arguments'))[:200]!r}", False
     if not isinstance(args, dict):
