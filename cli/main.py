@@ -49,6 +49,11 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-score", action="store_true", help="do not score and report when the calls are done")
     p.add_argument(
+        "--resend-partial",
+        action="store_true",
+        help="on resume, send again the streams cut mid-answer (billed, no answer; kept as error rows otherwise)",
+    )
+    p.add_argument(
         "--tables",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -195,6 +200,8 @@ def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str)
     from cli.progress import watch
     from runner.run import execute
 
+    for p in plans:
+        p.resend_partial = a.resend_partial
     return execute(
         plans,
         cfg,
@@ -220,6 +227,8 @@ def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
     from cache.store import default_cache_dir
     from cli.dryrun import dry_run
 
+    for p in plans:
+        p.resend_partial = a.resend_partial
     cache = None
     if not (a.no_cache or a.refresh):
         cache = a.cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())

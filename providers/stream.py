@@ -447,7 +447,8 @@ def finished(asm: Assembler, cut: StreamCut | None, model: str, counter: Counter
     comp.cut, comp.received_chars = str(cut), asm.chars
     log.warning(
         "%s: answer cut mid-stream (%s) after %d characters of output; kept as an error row "
-        "(finish_reason %r) with the usage reported before the cut, not re-sent (rerunning the command sends it again)",
+        "(finish_reason %r) with the usage reported before the cut, not re-sent (a rerun keeps it; "
+        "--resend-partial sends it again)",
         model, cut, asm.chars, PARTIAL,
     )
     return comp

@@ -71,9 +71,12 @@ class Plan:
         return 0.5 * self.max_output_tokens
 
 
-def finished_rows(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
+def finished_rows(
+    run_dir: Path | None, partial: bool = False
+) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
     """Identities with a successful row (where it is), and per model and pass [output tokens, rows]
-    (and under `latency:<pass>`, [seconds, rows] of the calls not served from the cache)."""
+    (and under `latency:<pass>`, [seconds, rows] of the calls not served from the cache). `partial`:
+    a stream cut mid-answer (billed, kept unless `--resend-partial`) counts as finished too."""
     done: dict[str, tuple[Path, int]] = {}
     seen: dict[str, dict[str, list[Any]]] = {}
     if run_dir is None:
@@ -81,6 +84,8 @@ def finished_rows(run_dir: Path | None) -> tuple[dict[str, tuple[Path, int]], di
     for path in results_files(run_dir):  # `--join` workers' files too
         for off, r in scan(path):
             if r.get("error") is not None:
+                if partial and r.get("finish_reason") == "partial":
+                    done.setdefault(row_identity(r["model"], r["item"], r["sample"], r["pass"]), (path, off))
                 continue
             done[row_identity(r["model"], r["item"], r["sample"], r["pass"])] = (path, off)
             history.tally(seen.setdefault(r["model"], {}), r)
@@ -140,7 +145,8 @@ def remaining(
             suite.check(p.spec)
         done: Container[str]
         seen: dict[str, dict[str, list[int]]]
-        done, seen = (known, {}) if known is not None else finished_rows(p.out)
+        kept = not getattr(p, "resend_partial", False)  # (cut streams: billed, not sent again)
+        done, seen = (known, {}) if known is not None else finished_rows(p.out, kept)
         if prior is not None:
             for m in dict.fromkeys(p.models):
                 own = seen.setdefault(m, {})

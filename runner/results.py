@@ -261,9 +261,11 @@ Loc = int | tuple[Path, int]
 """Where a row is: an offset in the file asked about, or (another file of the run, offset)."""
 
 
-def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
+def index(path: Path, partial: set[str] | None = None) -> tuple[dict[str, Loc], dict[str, Loc]]:
     """Per identity, the location of its best row over every results file of the run directory:
     (done = successes, final = best of any kind). Rows of `path` itself are plain offsets.
+    With `partial`, a stream cut mid-answer (`finish_reason` "partial": billed, no answer) counts as
+    done too, its identity added to `partial`, so a resume does not pay for it again (#39).
 
     A row without a well-typed identity is bad input, named by file and line (ConfigError: exit 2)."""
     done: dict[str, Loc] = {}
@@ -281,8 +283,13 @@ def index(path: Path) -> tuple[dict[str, Loc], dict[str, Loc]]:
             if r.get("error") is None:
                 done[ident] = loc
                 final[ident] = loc
+                if partial:
+                    partial.discard(ident)
             elif ident not in done:
                 final[ident] = loc
+                if partial is not None and r.get("finish_reason") == "partial":  # providers.stream.PARTIAL
+                    done[ident] = loc
+                    partial.add(ident)
     return done, final
 
 

@@ -58,7 +58,9 @@ def load(plan: Any, run: RunCtx, models: dict[str, ModelEntry], cache: Path | No
     from runner.results import index
 
     if not run.join:  # (a --join worker's rows were read by prepare: its leases need them first)
-        run.done = index(run.writer.path)[0]
+        if run.partial is not None:
+            run.partial.clear()
+        run.done = index(run.writer.path, run.partial)[0]
     if count:
         total = count_of(run)
         for m in run.models:
@@ -73,8 +75,14 @@ def load(plan: Any, run: RunCtx, models: dict[str, ModelEntry], cache: Path | No
     done = sum(x.finished for x in left)
     total = sum(run.stats[m].total for m in run.models)
     how = f"{sum(x.cached for x in left):,} cached" if cache is not None else "cache not read"
-    return [f"[{run.name}] resuming: {done:,} of {total:,} rows already done, {how}, "
-            f"{sum(x.calls for x in left):,} to call"]
+    lines = [f"[{run.name}] resuming: {done:,} of {total:,} rows already done, {how}, "
+             f"{sum(x.calls for x in left):,} to call"]
+    if run.partial:
+        lines.append(
+            f"[{run.name}] {len(run.partial):,} streams cut mid-answer were billed and have no answer: kept as "
+            "error rows, not paid again (--resend-partial sends them again)"
+        )
+    return lines
 
 
 def count_of(run: RunCtx) -> int:

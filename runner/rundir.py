@@ -36,6 +36,8 @@ class RunPlan:
     out: Path | None = None
     join: bool = False
     """--join: one of several workers sharing this run directory (runner.budgets.leases)."""
+    resend_partial: bool = False
+    """--resend-partial: send again the streams cut mid-answer (billed, no answer); else they are kept."""
 
 
 def out_of(plan: RunPlan) -> Path:
@@ -128,7 +130,8 @@ def _prepare(
     write_devs(out, run_name, own, manifest["model_deviations"], manifest["request_shaping"], plan.spec.suite)
     write_json(man_path, manifest)  # said before anything is sent (`execute`): no morning surprise
     results = out / (results_name() if plan.join else RESULTS)
-    done = index(results)[0] if read else {}
+    partial: set[str] | None = None if plan.resend_partial else set()
+    done = index(results, partial)[0] if read else {}
     writer = ResultsWriter(results)
     writer.keep = {n: (out / n).read_bytes() for n in ("manifest.json", "config.json")}
     return RunCtx(
@@ -141,4 +144,5 @@ def _prepare(
         done=done,
         lock=lock,
         join=plan.join,
+        partial=partial,
     )

@@ -67,6 +67,9 @@ class RunCtx:
     """Per model and pass, [output tokens, rows] of the answers received in this session (and under
     `latency:<pass>`, [seconds, rows]): its record in runner.history, kept as rows are written."""
     join: bool = False
+    partial: set[str] | None = None
+    """Identities whose final row is a stream cut mid-answer (billed, no answer), kept as final on resume
+    (runner.results.index); None: `--resend-partial`, they are sent again."""
     leases: Any = None
     """runner.budgets.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
     loaded: asyncio.Event | None = None

@@ -2,7 +2,7 @@
 `--max-cost 10` (before: billed $112.90 while the run said $0.00). The mock keeps its own bill of every
 stream it served (the whole answer it generated, cut or not), at the run's model's prices; it stays
 within the ceiling, the calls not sent end as rows naming the ceiling, and going on with a higher one
-sends those and retries the cut ones (no answer), each once: nothing else."""
+sends exactly those: the cut ones were billed and are kept (`--resend-partial` sends them again)."""
 
 from __future__ import annotations
 
@@ -55,10 +55,13 @@ def test_100_cut_streams_under_a_10_dollar_ceiling_then_going_on(tmp_path: Path,
     before = Counter(mock.prompts)
     assert main([*args, "--max-cost", "100"]) == 3  # every stream cut again: 3, calls failed
     second = rows(out)[100:]
-    # the skipped calls, and the cut ones once more: a cut stream has no answer, and a failed call is
-    # never scored, so going on retries it (by design, as its warning says); nothing else is sent
-    assert sorted(r["item"] for r in second) == sorted(r["item"] for r in first)
-    assert len(second) == 100 and all(r.get("finish_reason") == "partial" for r in second)
-    assert mock.total == 100 + len(cut) and set(before.values()) == {1}
-    assert sorted(Counter(mock.prompts).values()) == [1] * len(skipped) + [2] * len(cut)
+    # exactly the skipped calls: the cut ones were billed, and a rerun does not pay for them again
+    assert sorted(r["item"] for r in second) == sorted(r["item"] for r in skipped)
+    assert len(second) == len(skipped) and all(r.get("finish_reason") == "partial" for r in second)
+    assert mock.total == 100 and set(before.values()) == {1}
+    assert set(Counter(mock.prompts).values()) == {1}  # 0 requests paid twice
     assert mock.sse.bill(PRICE_IN, PRICE_OUT) <= 100
+
+    # asked for, the cut ones (all 100 now) are sent again, each once
+    assert main([*args, "--max-cost", "1000", "--resend-partial"]) == 3
+    assert len(rows(out)) == 200 + len(skipped) and set(Counter(mock.prompts).values()) == {2}

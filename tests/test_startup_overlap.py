@@ -78,10 +78,10 @@ def test_a_later_runs_finished_rows_are_read_while_the_first_run_calls(
     seen: list[bool] = []
     real = results.index
 
-    def index(path: Path) -> Any:
+    def index(path: Path, *a: Any) -> Any:
         if path.parent == tmp_path / "r1":  # the second run's scan waits for the sweep's first call
             seen.append(first.wait(GUARD_S))
-        return real(path)
+        return real(path, *a)
 
     monkeypatch.setattr(results, "index", index)
     monkeypatch.setattr(rundir, "index", index)

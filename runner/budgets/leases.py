@@ -329,7 +329,7 @@ async def open_leases(run: Any, shared: Any) -> Leases:
     )
 
     def refresh() -> None:
-        run.done.update(index(run.writer.path)[0])
+        run.done.update(index(run.writer.path, run.partial)[0])
 
     leases.on_takeover = refresh
     log.info("[%s] --join: worker %s, results in %s", run.name, leases.owner, run.writer.path.name)
