@@ -44,12 +44,14 @@ def test_cut_streams_are_charged_and_the_ceiling_stops_them(tmp_path: Path, mock
 class _Inflated(MockServer):
     """A provider billing 3,000 output tokens for a 50-token limit, and once 10^9 prompt tokens."""
 
+    absurd = True
+
     async def _handle(self, request):  # type: ignore[override]
         resp = await super()._handle(request)
         body = orjson.loads(resp.body)
         if "usage" in body:
             body["usage"]["completion_tokens"] = 3000
-            if self.total == 3:  # one absurd bill, among sane ones
+            if self.absurd and self.total == 3:  # one absurd bill, among sane ones
                 body["usage"]["prompt_tokens"] = 10**9
             body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"] + 3000
         return web.json_response(body, status=resp.status)
@@ -70,5 +72,27 @@ def test_inflated_usage_is_billed_flagged_once_and_sets_no_absurd_ceiling(tmp_pa
         assert code == 5, said[-2000:]
         m = re.search(r"--max-cost (\S+)", said.split("Go on with a higher ceiling")[-1])
         assert m and float(m.group(1)) < 10, said[-800:]  # from the run's rate, not the $1,000 row
+    finally:
+        srv.stop()
+
+
+def test_output_billed_past_the_limit_cannot_run_the_bill_past_the_ceiling(tmp_path: Path):
+    """Every answer billed 3,000 output tokens for a 50-token limit, 4 calls in flight. Before: calls were
+    reserved at their limit, so each let 60x its reservation out; the provider's bill passed the ceiling.
+    Now the model's first answer (it goes alone) teaches its real worst case."""
+    srv = _Inflated()
+    srv.absurd = False
+    srv.start()
+    try:
+        data = write_dataset(tmp_path / "d.jsonl", 40)
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a"], extra_endpoint="max_concurrency = 4\n")
+        ceiling = 0.05
+        code = main(run_args(data, "ok-a", cfg, tmp_path / "run", "--max-tokens", "50", "--max-cost", str(ceiling)))
+        got = rows(tmp_path / "run")
+        sent = [r for r in got if r.get("error_kind") != "skipped"]
+        per_call = max(r["cost_usd"] for r in sent)  # what the provider bills a call, as it reports it
+        assert code == 5 and len(sent) == srv.total and len(got) == 40
+        assert srv.total * per_call <= ceiling  # the provider's bill, by its own usage
+        assert srv.total >= int(ceiling / per_call) - 1  # and the ceiling is still used
     finally:
         srv.stop()

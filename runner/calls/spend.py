@@ -94,6 +94,14 @@ class Spend:
     out_usd: float
     max_out: int
     shape: Any = None
+    past_limit: float = 1.0
+    """The most this model's calls were billed for output, as a multiple of what their requests allowed:
+    later worst cases count it, so a provider billing past the limit (3,000 tokens for 1,024) cannot run
+    the bill past the ceiling once it has done so (a model's first call goes alone: runner.calls.gate)."""
+
+    def _out(self, req: Request) -> int:
+        mx = req.decoding.max_tokens
+        return (self.shape.limit(mx) if self.shape is not None else mx) or self.max_out
 
     def worst(self, req: Request, n: int) -> float:
         chars = images = 0
@@ -101,10 +109,15 @@ class Spend:
             chars += len(text_of(msg.content))
             if not isinstance(msg.content, str):
                 images += sum(p.type == "image" for p in msg.content)
-        mx = req.decoding.max_tokens
-        out = (self.shape.limit(mx) if self.shape is not None else mx) or self.max_out
         tin = chars // CHARS_PER_TOKEN + IMAGE_TOKENS * images + 8 * len(req.messages)
-        return n * (tin * self.in_usd + out * self.out_usd)
+        return n * (tin * self.in_usd + self._out(req) * self.past_limit * self.out_usd)
+
+    def _learn(self, req: Request, rows: list[Row]) -> None:
+        """Output billed past the request's limit raises the model's later worst cases (row by row: a
+        sample's usage is its own)."""
+        most = max(((r.get("usage") or {}).get("output_tokens") or 0 for r in rows if not r["cached"]), default=0)
+        if isinstance(most, int | float) and most > self._out(req) * self.past_limit:
+            self.past_limit = most / max(1, self._out(req))
 
     async def paid(
         self,
@@ -135,6 +148,7 @@ class Spend:
         finally:
             _HELD.reset(token)
         real = _real(rows, usd)
+        self._learn(req, rows)
         for c in self.ceilings:
             c.settle(usd, real)
         return rows
