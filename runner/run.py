@@ -319,7 +319,8 @@ async def _main(
     stopped = spend.reached(ceilings) and not sched.fault and not interrupted
     for r in runs:
         warn_exhausted(r, models)
-        r_err = sum(st.errors + st.skipped for st in r.stats.values())
+        # (a stream cut mid-answer in an earlier session, kept as its final row: still an error of the run)
+        r_err = sum(st.errors + st.skipped for st in r.stats.values()) + len(r.partial or ())
         n_err += r_err
         status = ("aborted" if sched.fault else "interrupted" if interrupted else "stopped" if stopped
                   else "complete_with_errors" if r_err else "complete")

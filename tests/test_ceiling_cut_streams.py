@@ -61,6 +61,8 @@ def test_100_cut_streams_under_a_10_dollar_ceiling_then_going_on(tmp_path: Path,
     assert mock.total == 100 and set(before.values()) == {1}
     assert set(Counter(mock.prompts).values()) == {1}  # 0 requests paid twice
     assert mock.sse.bill(PRICE_IN, PRICE_OUT) <= 100
+    # nothing left but the kept rows: nothing sent, and the exit still says the run has error rows
+    assert main([*args, "--max-cost", "100"]) == 3 and mock.total == 100
 
     # asked for, the cut ones (all 100 now) are sent again, each once
     assert main([*args, "--max-cost", "1000", "--resend-partial"]) == 3
