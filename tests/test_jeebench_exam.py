@@ -54,7 +54,7 @@ def _qs() -> list[dict]:
 
 
 def test_exam_2023_and_fig8(tmp_path: Path) -> None:
-    th = thresholding(_qs(), Marks(), 0.0, 0.5)
+    th = thresholding(_qs(), Marks())
     # 2016's MCQs are all wrong with one letter at 8/8: the total is flat along tau_single up to 1.0 (-1 each);
     # only τ > 1 would skip them, so every τ ties and the middle, 0.5, is chosen; 2016's multi answers are
     # right at 8/8 at every τ but 0 (every letter), so 0.125-1.0 tie and the lower middle, 0.5, is chosen
@@ -73,7 +73,7 @@ def test_exam_2023_and_fig8(tmp_path: Path) -> None:
 
 
 def test_table6_and_fig7_tables_carry_the_papers_numbers() -> None:
-    th = thresholding(_qs(), Marks(), 0.0, 0.5)
+    th = thresholding(_qs(), Marks())
     models = {"m": {"overall": 0.5, "thresholding": th}}
     t6 = table6(models, ["m"])
     assert t6 is not None and t6.columns[-4:] == ["paper +", "paper −", "paper total", "gap"]
@@ -146,7 +146,7 @@ def test_released_cot_extracts_give_tables_5_and_6() -> None:
     assert stale == [(2023, 2, 29, "6", "16")]
     t5 = mcq_marks(rows)
     assert (t5["positive"], t5["negative"], t5["total"]) == (489, -181, 308)
-    th = thresholding(qs, Marks(), 0.0, 0.5)
+    th = thresholding(qs, Marks())
     assert tuple(th["test"]["single_sample"].values()) == (109, -43, 66)
     assert tuple(th["test_all_types"]["single_sample"].values()) == (144, -43, 101)  # every type
 
@@ -171,3 +171,27 @@ def test_table1_year_random_and_table5_rows_beside_the_papers() -> None:
     m["m"]["marks_mcq"]["questions"] = 296
     assert mcq_marks_table(m, "cot-exam").rows[0][-1] == 7.0 - 198  # type: ignore[union-attr]
     assert len(mcq_marks_table(m, "normal").rows) == 1  # type: ignore[union-attr]  (Table 5 has no normal row)
+
+
+def _sc_rows(split: dict[str, list[str]]) -> list[dict]:
+    """Eight cot-sc samples per question, in the runner's (model, item) order."""
+    return [{"model": "m", "item": item, "sample": s, "pass": "answer", "text": f"The answer is {a}."}
+            for item, answers in sorted(split.items()) for s, a in enumerate(answers)]  # fmt: skip
+
+
+def test_table6_cot_sc_row_is_the_majority_vote_whatever_the_runs_thresholds(tmp_path: Path) -> None:
+    """Table 6's CoT+SC row is the paper's plain majority vote (118/49/69 beside it); a run thresholded at the
+    paper's own 0.125/0.75 (its Table 2 then thresholded, recorded) must not change that row. Before: the
+    row took the run's thresholds and kept its label and its gap against the unthresholded 69."""
+    multi = [it for it in load_items() if it.year == 2022 and it.type == "MCQ(multiple)" and len(it.gold) == 2]
+    it = multi[0]
+    a, b = it.gold
+    # a in 5/8, b in 8/8: the majority (>= 1/2) answers both (+4); at 0.75 only b (+1, partial)
+    split = {it.id: [f"({a}) and ({b})"] * 5 + [f"({b})"] * 3}
+    got = {}
+    for taus in ({}, {"tau_single": 0.125, "tau_multiple": 0.75}):
+        spec = RunSpec("jeebench", {"variant": "cot-sc", **taus})
+        rep = score(_sc_rows(split), spec, tmp_path, Sink())
+        got[bool(taus)] = rep.models["m"]["thresholding"]["test"]["cot_sc"]
+        assert rep.models["m"]["marks"]["total"] == (1.0 if taus else 4.0)  # Table 2's answers: thresholded
+    assert got[True] == got[False] == {"positive": 4.0, "negative": 0.0, "total": 4.0}

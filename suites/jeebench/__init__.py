@@ -312,7 +312,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
             if row["score"] is not None:
                 srows.append(row)
                 qs.append(q)
-        models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir, ex)
+        models[model] = _model_scores(model, srows, qs, variant, marks, run_dir, ex)
         models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
         if variant == TOOLS:
             models[model]["tools"] = tool_use
@@ -345,8 +345,6 @@ def _model_scores(
     qs: list[dict[str, Any]],
     variant: str,
     marks: Marks,
-    ts: float,
-    tm: float,
     run_dir: Path,
     ex: str = "reference",
 ) -> dict[str, Any]:
@@ -374,7 +372,7 @@ def _model_scores(
             reliability_png(cal, png, f"{model} ({variant})")
             cal["png"] = png.name
             s["calibration"] = cal
-        s["thresholding"] = thresholding(qs, marks, ts, tm, ex)
+        s["thresholding"] = thresholding(qs, marks, ex)
     return s
 
 
