@@ -54,7 +54,7 @@ def _qs() -> list[dict]:
 
 
 def test_exam_2023_and_fig8(tmp_path: Path) -> None:
-    th = thresholding(_qs(), Marks(), 0.0, 0.5)
+    th = thresholding(_qs(), Marks())
     # 2016's MCQs are all wrong with one letter at 8/8: the total is flat along tau_single up to 1.0 (-1 each);
     # only τ > 1 would skip them, so every τ ties and the middle, 0.5, is chosen; 2016's multi answers are
     # right at 8/8 at every τ but 0 (every letter), so 0.125-1.0 tie and the lower middle, 0.5, is chosen
@@ -63,9 +63,10 @@ def test_exam_2023_and_fig8(tmp_path: Path) -> None:
     assert e["questions"] == 65 and e["total"] == e["paper_tau"] == 229  # 5/8 clears 0.125 and 0.5
     rows = exam_rows("m", "cot-sc", {"thresholding": th})
     assert [r[2] for r in rows] == ["SC + thresholding (tuned: tau 0.5/0.5)", "SC + thresholding (the paper's tau 0.125/0.75)"]
-    assert rows[0][3:] == [229, 229, 360.0, "top 10% (>= 90th percentile)"]
+    # the last column: the gap, scaled − the paper's GPT-4 (77/360)
+    assert rows[0][3:] == [229, 229, 360.0, "top 10% (>= 90th percentile)", 283.0]
     assert exam_rows("m", "cot", {"marks_by_year": {"2023": {"total": 44.0, "questions": 65}}})[0][3:] == [
-        44.0, 229, 69.2, "below the top 20% (< 80th percentile)"]  # fmt: skip
+        44.0, 229, 69.2, "below the top 20% (< 80th percentile)", -7.8]  # fmt: skip
     assert exam_rows("m", "cot", {"marks_by_year": {"2023": {"total": 44.0, "questions": 60}}}) == []
     png = fig8_png(rows, tmp_path / "fig8.png", "t")
     assert png is not None and png.read_bytes()[:4] == b"\x89PNG"
@@ -73,7 +74,7 @@ def test_exam_2023_and_fig8(tmp_path: Path) -> None:
 
 
 def test_table6_and_fig7_tables_carry_the_papers_numbers() -> None:
-    th = thresholding(_qs(), Marks(), 0.0, 0.5)
+    th = thresholding(_qs(), Marks())
     models = {"m": {"overall": 0.5, "thresholding": th}}
     t6 = table6(models, ["m"])
     assert t6 is not None and t6.columns[-4:] == ["paper +", "paper −", "paper total", "gap"]
@@ -82,9 +83,13 @@ def test_table6_and_fig7_tables_carry_the_papers_numbers() -> None:
     assert TABLE6["single_sample"] == (109, -43, 66)
     f7 = fig7_table(models, ["m"])
     assert f7 is not None and len(f7.rows) == 18
-    marked = {(r[1], r[2]): r[-1] for r in f7.rows if r[-1]}
+    marked = {(r[1], r[2]): r[-2] for r in f7.rows if r[-2]}
     assert marked == {("MCQ", 0.125): "paper's optimum", ("MCQ", 0.5): "chosen", ("MCQ(multiple)", 0.5): "chosen",
                       ("MCQ(multiple)", 0.75): "paper's optimum"}  # fmt: skip
+    # the gap, on the chosen point only: chosen − the paper's optimum (0.125 / 0.75)
+    assert f7.columns[-1] == "gap"
+    assert {(r[1], r[2]): r[-1] for r in f7.rows if r[-1] is not None} == {("MCQ", 0.5): 0.375,
+                                                                          ("MCQ(multiple)", 0.5): -0.25}
 
 
 def test_table2_prints_the_papers_rows() -> None:
@@ -146,17 +151,19 @@ def test_released_cot_extracts_give_tables_5_and_6() -> None:
     assert stale == [(2023, 2, 29, "6", "16")]
     t5 = mcq_marks(rows)
     assert (t5["positive"], t5["negative"], t5["total"]) == (489, -181, 308)
-    th = thresholding(qs, Marks(), 0.0, 0.5)
+    th = thresholding(qs, Marks())
     assert tuple(th["test"]["single_sample"].values()) == (109, -43, 66)
     assert tuple(th["test_all_types"]["single_sample"].values()) == (144, -43, 101)  # every type
 
 
 def test_table1_year_random_and_table5_rows_beside_the_papers() -> None:
     t1 = table1(load_items())
-    assert t1.rows[-1] == ["Total", 236, 123, 156, 515, 236, 123, 156, 515]  # Table 1's totals, both sides
-    assert all(r[1:5] == r[5:9] for r in t1.rows)  # the bundled data are the paper's 515
-    assert random_table(random_row(load_items()), "cot").rows[1] == [
-        "paper: Random", 0.108, 0.105, 0.103, 0.0, 0.25, 0.144, 0.0, 0.105]  # fmt: skip
+    assert t1.rows[-1] == ["Total", 236, 123, 156, 515, 236, 123, 156, 515, 0]  # both sides and the gap
+    assert all(r[1:5] == r[5:9] and r[-1] == 0 for r in t1.rows)  # the bundled data are the paper's 515
+    assert t1.columns[-1] == "gap" and table1(load_items()[:10]).rows[-1][-1] == 10 - 515
+    rt = random_table(random_row(load_items()), "cot")
+    assert rt.rows[1] == ["paper: Random", 0.108, 0.105, 0.103, 0.0, 0.25, 0.144, 0.0, 0.105, None]
+    assert rt.columns[-1] == "gap" and rt.rows[0][-1] == 0.0  # ours is the paper's row on all 515
     rows = [{"year": 2023, "score": 0.5}, {"year": 2016, "score": 1.0}, {"year": 2017, "score": 0.0}]
     assert latest_vs_rest(rows) == {"2023": 0.5, "other years": 0.5}
     t = year_table({"m": {"by_year": {2016: 1.0, 2017: 0.0, 2023: 0.5}, "latest_vs_rest": latest_vs_rest(rows)}},
@@ -171,3 +178,36 @@ def test_table1_year_random_and_table5_rows_beside_the_papers() -> None:
     m["m"]["marks_mcq"]["questions"] = 296
     assert mcq_marks_table(m, "cot-exam").rows[0][-1] == 7.0 - 198  # type: ignore[union-attr]
     assert len(mcq_marks_table(m, "normal").rows) == 1  # type: ignore[union-attr]  (Table 5 has no normal row)
+
+
+def _sc_rows(split: dict[str, list[str]]) -> list[dict]:
+    """Eight cot-sc samples per question, in the runner's (model, item) order."""
+    return [{"model": "m", "item": item, "sample": s, "pass": "answer", "text": f"The answer is {a}."}
+            for item, answers in sorted(split.items()) for s, a in enumerate(answers)]  # fmt: skip
+
+
+def test_table6_cot_sc_row_is_the_majority_vote_whatever_the_runs_thresholds(tmp_path: Path) -> None:
+    """Table 6's CoT+SC row is the paper's plain majority vote (118/49/69 beside it); a run thresholded at the
+    paper's own 0.125/0.75 (its Table 2 then thresholded, recorded) must not change that row. Before: the
+    row took the run's thresholds and kept its label and its gap against the unthresholded 69."""
+    multi = [it for it in load_items() if it.year == 2022 and it.type == "MCQ(multiple)" and len(it.gold) == 2]
+    it = multi[0]
+    a, b = it.gold
+    # a in 5/8, b in 8/8: the majority (>= 1/2) answers both (+4); at 0.75 only b (+1, partial)
+    split = {it.id: [f"({a}) and ({b})"] * 5 + [f"({b})"] * 3}
+    got = {}
+    for taus in ({}, {"tau_single": 0.125, "tau_multiple": 0.75}):
+        spec = RunSpec("jeebench", {"variant": "cot-sc", **taus})
+        rep = score(_sc_rows(split), spec, tmp_path, Sink())
+        got[bool(taus)] = rep.models["m"]["thresholding"]["test"]["cot_sc"]
+        assert rep.models["m"]["marks"]["total"] == (1.0 if taus else 4.0)  # Table 2's answers: thresholded
+    assert got[True] == got[False] == {"positive": 4.0, "negative": 0.0, "total": 4.0}
+
+
+def test_fig6_calibration_table_prints_the_gap() -> None:
+    """Fig. 6 (§4.5.2): ours, the paper's MCE 0.136 / ACE 0.098, and the gap ours − the paper's."""
+    s = {"overall": 0.3, "by_subject": {}, "by_type": {}, "n": 515, "answered": 0,
+         "marks": {"positive": 0, "negative": 0, "total": 0}, "calibration": {"MCE": 0.2, "ACE": 0.05, "pairs": 8}}  # fmt: skip
+    (cal,) = [t for t in tables({"m": s}, "cot-sc") if "Fig. 6" in t.title]
+    assert cal.columns[-2:] == ["gap MCE", "gap ACE"]
+    assert cal.rows == [["m", 0.2, 0.05, 8, 0.064, -0.048], ["paper: GPT-4+CoT+SC@8", 0.136, 0.098, None, None, None]]

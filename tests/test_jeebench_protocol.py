@@ -170,3 +170,27 @@ def test_unread_count_recorded_at_scoring(tmp_path: Path) -> None:
     assert devs[-2].startswith("calls that failed are left out (the authors' inference.py retries")
     assert "m 1 questions, 1 samples" in devs[-2] and rep.models["m"]["failed"] == {"questions": 1, "samples": 1}
     json.dumps(rep.extra)
+
+
+def test_a_failed_critique_call_is_counted_and_recorded(tmp_path: Path) -> None:
+    """cot-critique: a critique call that failed keeps the CoT answer it would have replaced (scored as plain
+    CoT): counted per model and recorded. Before: `source: original`, `failed` 0, nothing recorded."""
+    items = load_items()[:2]
+    rows = [
+        {"model": "m", "item": items[0].id, "sample": 0, "pass": "answer", "text": "The answer is (B)."},
+        {"model": "m", "item": items[0].id, "sample": 0, "pass": "critique", "text": None, "error": "HTTP 500",
+         "error_kind": "server"},
+        {"model": "m", "item": items[1].id, "sample": 0, "pass": "answer", "text": "The answer is (B)."},
+        {"model": "m", "item": items[1].id, "sample": 0, "pass": "critique",
+         "text": "The given solution is wrong. The correct answer is (C)."},
+    ]  # fmt: skip
+    rep = score(rows, RunSpec("jeebench", {"variant": "cot-critique"}, limit=2), tmp_path, Sink())
+    assert [(r["extracted"], r["source"]) for r in rep.scored] == [("B", "original"), ("C", "critique")]
+    s = rep.models["m"]
+    assert s["critique_failed"] == 1 and s["critique_used"] == 1 and s["failed"] == {"questions": 0, "samples": 0}
+    (line,) = [d for d in rep.extra["protocol"]["deviations"] if d.startswith("critique calls that failed")]
+    assert line.endswith(": m 1") and "scored as plain CoT" in line
+    # no failure, no line
+    ok = score(rows[2:], RunSpec("jeebench", {"variant": "cot-critique"}, limit=2), tmp_path, Sink())
+    assert ok.models["m"]["critique_failed"] == 0
+    assert not [d for d in ok.extra["protocol"]["deviations"] if d.startswith("critique calls that failed")]

@@ -136,7 +136,7 @@ def test_thresholding_picks_validation_best_and_reports_test_years() -> None:
         {"year": 2022, "type": "MCQ(multiple)", "gold": "AB", "answers": ["ABC"] * 4 + ["AB"] * 4},
         {"year": 2022, "type": "Integer", "gold": "5", "answers": [5.0] * 8},  # not in Table 6
     ]
-    th = thresholding(qs, Marks(), tau_single=0.0, tau_multiple=0.5)
+    th = thresholding(qs, Marks())
     # Fig. 7, validation years, each type along its own threshold: the split MCQ costs -1 up to 3/8; the
     # MCQ(multiple) has C (0.5) in up to 0.5 (-2), then AB (+4)
     fig7 = th["fig7"]

@@ -58,15 +58,17 @@ def test_tables_from_the_runs(sweep: Path, capsys: pytest.CaptureFixture[str]) -
     assert t2.rows[-1] == ["replay: GPT-4+CoT (released, 41 unread)", "cot", 0.455, 0.280, 0.329, 0.232, 0.473,
                            0.449, 0.168, 0.345, -0.005, 515]  # fmt: skip
     assert "gap" in t2.columns and "replay: ..." in t2.note
-    assert t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", 489, -181, 308, 404, -206, 198, -110]
-    for r in t5.rows[:-1]:
+    assert t5.rows[-1] == ["paper: GPT-4 (gpt-4-0314)", 489, -181, 308, 404, -206, 198, -110, None, None]
+    assert t5.columns[-2:] == ["gap cot", "gap exam"]
+    for r in t5.rows[:-1]:  # each run asked all 296 MCQs: ours − the paper's totals (308, 198)
         a, b = cot["models"][r[0]]["marks_mcq"], exam["models"][r[0]]["marks_mcq"]
         assert r[1:] == [a["positive"], a["negative"], a["total"], b["positive"], b["negative"], b["total"],
-                         b["total"] - a["total"]]  # fmt: skip
+                         b["total"] - a["total"], a["total"] - 308, b["total"] - 198]  # fmt: skip
     ours, ref = human.rows[:-3], human.rows[-3:]
     assert len(ours) == 2
-    for r in ours:  # only the cot run answered the whole 2023 paper
+    for r in ours:  # only the cot run answered the whole 2023 paper; the gap: scaled − the paper's 77
         assert r[1:3] == ["cot", "as answered"] and r[4] == MAX_2023 and r[5] == round(r[3] * 360 / 229, 1)
+        assert r[-1] == round(r[3] * 360 / 229 - 77, 1)
     # §4.6's reference points: GPT-4's 49/229 → 77/360, the candidates' top 10% (97) and top 20% (70)
     assert [(r[3], r[4], r[5]) for r in ref] == [(49, 229, 77), (None, None, 97), (None, None, 70)]
     assert "a: answers read by rules" in t2.note and "b:" not in t2.note

@@ -28,6 +28,7 @@ O4 = ("red circle", "blue square", "green triangle", "yellow star")
         ("A) is wrong, B. is right", None, "B", "B"),  # the same bookkeeping, here the same letter
         ("B\n", None, "B", None),  # they never strip whitespace: 'B\n' is no ' B '
         ("B.\n", None, "B", "B"),  # ... but 'B.' still matches X.
+        ("B,.", None, "B", None),  # they strip ',' then '.' in turn: 'B,' is left, no candidate
         ("I would pick yellow star here", None, "D", "D"),  # option text, more than 5 words
         ("yellow star", None, None, None),  # option text in 5 words or fewer: unread by both
         ("I think none of the options is right here", "None", None, "E"),  # the printed absent (null) cell
@@ -84,6 +85,7 @@ def test_scoring_records_what_the_answers_show(tmp_path: Path) -> None:
     assert by[("en/1", 0)]["authors_rule"] == "C" and by[("en/2", 0)]["authors_rule"] == "E"
     assert "authors_rule" not in by[("en/1", 1)]
     assert devs[0].startswith("stage-1 rules read some answers otherwise than the authors'") and "(m 2/6;" in devs[0]
+    assert "theirs strips one mark after another: 'B,.' keeps its comma" in devs[0]  # each counted class named
     assert devs[1].startswith("failed calls are left unscored") and "m: answer call(s) 1, judge call(s) 1, missing 1" in devs[1]
     assert "a judge call that failed 10 times a random letter" in devs[1]
     assert devs[2:] == [TEXT_ONLY, devs[3]] and devs[3].startswith("CHC factor accuracies use the authors' released")

@@ -109,9 +109,10 @@ def test_paper_rows_beside_ours() -> None:
     row = next(r for r in g.rows if r[0] == "paper: GPT-4o")
     assert row[1:13] == [13.85, 11.46, 12.37, 13.12, 12.80, 13.01, 86.5, 68.7, 63.3, 80.9, 80.0, 72.1]
     c = next(t for t in out.values() if "Fig. 4 right" in t.title)
-    assert c.columns[-1] == "R²" and c.rows[-1][-1] == ">= 0.93"
+    assert c.columns[-2:] == ["R²", "gap R²"] and c.rows[-1][-2:] == [">= 0.93", None]
     en = next(r for r in c.rows if r[0] == "en")
-    assert en[-1] == pytest.approx(en[2] ** 2)
+    assert en[-2] == pytest.approx(en[2] ** 2)
+    assert en[-1] == round(en[-2] - 0.93, 3)  # the gap: ours − the paper's bound
 
 
 def test_gap_and_the_papers_value_beside_ours() -> None:
@@ -277,3 +278,34 @@ def _key() -> dict[str, tuple[str, str]]:
     from suites.m3gia.data import answer_key
 
     return answer_key("en")
+
+
+def test_table3_counts_and_factors_beside_the_papers(tmp_path: Path) -> None:
+    """Table 3 is printed: the run's questions per type beside Table 3's N × its languages, the gap, and each
+    type's factors in Table 3 against the released labels'. Before: no such table (paper.TABLE3 fed only the
+    labels line). Through the CLI: an en run of all 300 and a fr run of 2."""
+    from cli.main import main
+    from tests.test_m3gia_suite import make_parquet
+
+    data = tmp_path / "data"
+    data.mkdir()
+    make_parquet(data, "en")
+    make_parquet(data, "fr", ["1", "16"])
+    out = tmp_path / "run"
+    argv = ["run", "m3gia", "--models", "sim/strong", "--samples", "1", "--data-dir", str(data), "--languages",
+            "en,fr", "--out", str(out), "--no-live"]  # fmt: skip
+    assert main(argv) == 0
+    (t3,) = [t for t in json.loads((out / "scores.json").read_text())["tables"] if "(Table 3)" in t["title"]]
+    assert t3["columns"] == ["cluster", "question type", "questions", "paper", "gap", "factors (Table 3)",
+                             "factors (released labels)"]  # fmt: skip
+    rows = {r[1] or r[0]: r for r in t3["rows"]}
+    assert rows["Total"][2:5] == [302, 600, -298]  # Table 3: 300 per language
+    assert sum(paper.TABLE3_COUNT.values()) == 300 and set(paper.TABLE3_COUNT) == set(TYPES)
+    assert rows["Visualization"][2:5] == [30, 60, -30]
+    # the released labels: Math Facts 176-185 also in Gv; Gc on Syllogism, not on Real-world Reasoning
+    assert rows["Math Facts"][5:] == ["Gq", "Gv (10/25), Gq"]
+    assert rows["Syllogism Problem"][5:] == ["Gf, RG", "Gc, Gf, RG"]
+    assert rows["Real-world Reasoning"][5:] == ["Gc, Gf, RG", "Gf, RG"]
+    assert all(r[5] == r[6] for t, r in rows.items() if t not in ("Total", "Math Facts", "Syllogism Problem",
+                                                                  "Real-world Reasoning"))  # fmt: skip
+    assert "(Table 3)" in (out / "tables.txt").read_text()

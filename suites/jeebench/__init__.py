@@ -222,13 +222,14 @@ def _read(row: Row | None, judge_row: Row | None, it: Item) -> tuple[Answer, str
 
 def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
     """One model's answer to one question from all its rows (samples, critique and judge passes). A
-    sample whose call failed (or whose needed judge pass failed) is left out: it is not a vote."""
+    sample whose call failed (or whose needed judge pass failed) is left out: it is not a vote. A critique
+    call that failed keeps the answer it would have replaced, counted (`critique_failed`) and recorded."""
     by: dict[tuple[int, str], Row] = {(r["sample"], r["pass"]): r for r in model_rows}
     samples = sorted({s for s, p in by if p == "answer"})
     for s in samples:  # cot-tools: a sample's answer is the last row of its tool chain
         by[(s, "answer")] = final(by, s)
     answers: list[Answer] = []
-    stages, sources, errors, failed = [], [], 0, None
+    stages, sources, errors, failed, crit_failed = [], [], 0, None, 0
     for s in samples:
         ans, stage = _read(by.get((s, "answer")), by.get((s, "judge")), it)
         if by[(s, "answer")].get("error") or stage == JUDGE_ERROR:
@@ -245,6 +246,8 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
                     errors += 1
                     failed = by[(s, CRITIQUE_JUDGE)]
                     continue
+            else:
+                crit_failed += 1
             sources.append(source)
         answers.append(ans)
         stages.append(stage)
@@ -254,6 +257,7 @@ def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
         "sources": sources,
         "errors": errors,
         "failed": failed,
+        "critique_failed": crit_failed,
         "planned": len(samples),
         "year": it.year,
         "type": it.type,
@@ -293,7 +297,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
     for model, groups in by_model(trunc.watch(rows)):
         srows: list[Row] = []
         qs: list[dict[str, Any]] = []
-        failed = [0, 0]  # questions with no answered sample, samples whose call failed
+        failed = [0, 0, 0]  # questions with no answered sample, samples whose call failed, critiques that failed
         tool_use: dict[str, int] = {}
         for item, grp in groups:
             it = items.get(item)
@@ -309,11 +313,14 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
             sink(row)
             failed[0] += row["score"] is None
             failed[1] += q["errors"]
+            failed[2] += q["critique_failed"] if row["score"] is not None else 0
             if row["score"] is not None:
                 srows.append(row)
                 qs.append(q)
-        models[model] = _model_scores(model, srows, qs, variant, marks, ts, tm, run_dir, ex)
+        models[model] = _model_scores(model, srows, qs, variant, marks, run_dir, ex)
         models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
+        if variant == "cot-critique":
+            models[model]["critique_failed"] = failed[2]
         if variant == TOOLS:
             models[model]["tools"] = tool_use
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
@@ -336,7 +343,8 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         report.tables[0].title += f" — thresholded scores, tau {ts:g}/{tm:g}"
         extra["scores_thresholded"] = th
     lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
-    return with_protocol(report, deviations(spec, unread(models), lost), trunc)
+    kept = {m: s["critique_failed"] for m, s in models.items() if s.get("critique_failed")}
+    return with_protocol(report, deviations(spec, unread(models), lost, kept), trunc)
 
 
 def _model_scores(
@@ -345,8 +353,6 @@ def _model_scores(
     qs: list[dict[str, Any]],
     variant: str,
     marks: Marks,
-    ts: float,
-    tm: float,
     run_dir: Path,
     ex: str = "reference",
 ) -> dict[str, Any]:
@@ -374,7 +380,7 @@ def _model_scores(
             reliability_png(cal, png, f"{model} ({variant})")
             cal["png"] = png.name
             s["calibration"] = cal
-        s["thresholding"] = thresholding(qs, marks, ts, tm, ex)
+        s["thresholding"] = thresholding(qs, marks, ex)
     return s
 
 
@@ -407,10 +413,14 @@ def reading(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> 
 
 
 def deviations(
-    spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None, lost: dict[str, dict[str, int]] | None = None
+    spec: RunSpec,
+    counts: dict[str, tuple[int, int]] | None = None,
+    lost: dict[str, dict[str, int]] | None = None,
+    kept: dict[str, int] | None = None,
 ) -> list[str]:
     """Departures from the paper's protocol (README.md: Protocol). At scoring time, `counts`: each model's
-    unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples)."""
+    unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples);
+    `kept`: each model's critique calls that failed, whose questions keep the CoT answer (cot-critique)."""
     variant, out = _variant(spec), []
     sc = variant == "cot-sc"
     ts, tm = _taus(spec)
@@ -463,6 +473,10 @@ def deviations(
         per = ", ".join(f"{m} {v['questions']} questions, {v['samples']} samples" for m, v in sorted(lost.items()))
         out.append(f"calls that failed are left out (the authors' inference.py retries until it gets an answer): "
                    f"{per}; scores are over the answered questions")  # fmt: skip
+    if kept:
+        per = ", ".join(f"{m} {k}" for m, k in sorted(kept.items()))
+        out.append(f"critique calls that failed keep the CoT answer they would have replaced, so those questions are "
+                   f"scored as plain CoT (the authors' inference.py retries until every critique answers): {per}")  # fmt: skip
     return out + [reading(spec, counts)]
 
 

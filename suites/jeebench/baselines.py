@@ -92,31 +92,37 @@ def year_table(models: dict[str, dict[str, Any]], variant: str) -> Table | None:
 
 
 def table1(asked: Sequence[Item]) -> Table:
-    """Table 1: the questions by type and subject, beside the paper's counts."""
+    """Table 1: the questions by type and subject, beside the paper's counts and the gap (ours − the paper's
+    total: 0 on all 515; a --limit or cot-exam run asks fewer)."""
     rows = []
     for ty in TYPES_T1:
         ours = [sum(it.type == ty and it.subject == sub for it in asked) for sub in SUBJECTS_T1]
         paper = [TABLE1[ty][sub] for sub in SUBJECTS_T1]
         rows.append([ty, *ours, sum(ours), *paper, sum(paper)])
     tot = [sum(r[i] for r in rows) for i in range(1, 9)]
+    rows.append(["Total", *tot])
     return Table(
         title="jeebench: questions by type and subject (Table 1)",
-        columns=["type", "math", "phy", "chem", "total", "paper math", "paper phy", "paper chem", "paper total"],
-        rows=rows + [["Total", *tot]],
-        note="The questions this run asked (all 515 unless --limit or cot-exam).",
+        columns=["type", "math", "phy", "chem", "total", "paper math", "paper phy", "paper chem", "paper total",
+                 "gap"],  # fmt: skip
+        rows=[[*r, r[4] - r[8]] for r in rows],
+        note="The questions this run asked (all 515 unless --limit or cot-exam); gap = total − paper total.",
     )
 
 
 def random_table(row: dict[str, Any], variant: str) -> Table:
     cols = [*SUBJECTS, *TYPES, "overall"]
     vals = [row["by_subject"].get(c) for c in SUBJECTS] + [row["by_type"].get(c) for c in TYPES] + [row["overall"]]
+    ours = None if row["overall"] is None else round(row["overall"], 3)
     return Table(
         title=f"jeebench ({variant}): random baseline (Table 2's Random row, on these questions)",
-        columns=["baseline", *cols],
-        rows=[["Random", *(None if v is None else round(v, 3) for v in vals)],
-              ["paper: Random", *(TABLE2["Random"][c] for c in cols)]],  # fmt: skip
+        columns=["baseline", *cols, "gap"],
+        rows=[["Random", *(None if v is None else round(v, 3) for v in vals),
+               None if ours is None else round(ours - TABLE2["Random"]["overall"], 3)],
+              ["paper: Random", *(TABLE2["Random"][c] for c in cols), None]],  # fmt: skip
         note="Expected score of a random answer: MCQ 1/4; MCQ(multiple) by the number of correct options "
-        "(1: 0.0625, 2: 0.09375, 3: 0.203, 4: 0.5); Integer and Numeric 0 (the authors' compute_metrics.py).",
+        "(1: 0.0625, 2: 0.09375, 3: 0.203, 4: 0.5); Integer and Numeric 0 (the authors' compute_metrics.py); "
+        "gap = overall − the paper's (0 on all 515 questions; other question sets differ by their mix).",
     )
 
 

@@ -51,6 +51,7 @@ TABLE5 = {  # Table 5: GPT-4 marks on the MCQ types, out of 1074 (positive, nega
     "cot-exam": (404, -206, 198),
 }
 TABLE5_MAX = 1074
+TABLE5_QUESTIONS = 296  # the MCQ-type questions Table 5 counts: 110 single- + 186 multi-correct
 TABLE6 = {  # Table 6: GPT-4 marks on the test years 2022-2023, MCQ types, thresholds from 2016-2021
     "single_sample": (109, -43, 66),
     "cot_sc": (118, -49, 69),

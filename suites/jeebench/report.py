@@ -24,6 +24,9 @@ SEC42_TOOLS = "gpt-4-0613 CoT + calculator"
 GRID = np.round(np.arange(0.0, 1.0 + 1e-9, 0.125), 3)
 PAPER_TAU = (0.125, 0.75)
 """§4.5.3 / Fig. 7: the paper's optimum (τ_single, τ_multiple) on GPT-4's validation years."""
+MAJORITY = (0.0, 0.5)
+"""Table 2's SC@8 and Table 6's CoT+SC rows: the plain majority vote (MCQ winner kept at any share; letters
+in at least half the samples)."""
 
 
 def calibration_pairs(questions: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -138,13 +141,14 @@ def best_tau(curve: Sequence[Sequence[float]]) -> float:
 
 
 def thresholding(
-    questions: Sequence[dict[str, Any]], m: Marks, tau_single: float, tau_multiple: float, ex: str = "reference"
+    questions: Sequence[dict[str, Any]], m: Marks, ex: str = "reference"
 ) -> dict[str, Any]:
     """§4.5.3: τ_single and τ_multiple from the validation years (Fig. 7's curves, `best_tau`), then Table 6:
     marks on the MCQ types of the test years 2022-2023 (the paper's Table 6 counts MCQs only: the released
-    greedy CoT extracts give its 109/43/66 so; all types give 144/43/101) with the run's thresholds and the
-    chosen ones; `test_all_types` keeps every type. `exam_2023`: §4.6's marks on the whole 2023 paper with the
-    chosen thresholds on MCQs and the majority vote on Integer and Numeric."""
+    greedy CoT extracts give its 109/43/66 so; all types give 144/43/101) by the plain majority vote (its
+    CoT+SC row: τ 0/0.5, whatever thresholds the run's Table 2 uses) and with the chosen thresholds;
+    `test_all_types` keeps every type. `exam_2023`: §4.6's marks on the whole 2023 paper with the chosen
+    thresholds on MCQs and the majority vote on Integer and Numeric."""
     fig7 = fig7_curves(questions, m, ex)
     ts_best, tm_best = best_tau(fig7["MCQ"]), best_tau(fig7["MCQ(multiple)"])
     mcq = [q for q in questions if q["type"] in MCQ_TYPES]
@@ -157,8 +161,10 @@ def thresholding(
             if q["type"] in MCQ_TYPES:
                 single["mcq"].append(v)
 
+    ts0, tm0 = MAJORITY  # Table 6's CoT+SC row is the majority vote, not the run's thresholds
+
     def test(qs: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:
-        return {"cot_sc": _marks_at(qs, TEST_YEARS, tau_single, tau_multiple, m, ex),
+        return {"cot_sc": _marks_at(qs, TEST_YEARS, ts0, tm0, m, ex),
                 "cot_sc_thresholding": _marks_at(qs, TEST_YEARS, ts_best, tm_best, m, ex),
                 "single_sample": mark_totals(single[key])}  # fmt: skip
 
@@ -167,7 +173,7 @@ def thresholding(
         "tau_single": ts_best,
         "tau_multiple": tm_best,
         "test_ci95": {
-            "cot_sc": total_ci(_marks_list(mcq, TEST_YEARS, tau_single, tau_multiple, m, ex)),
+            "cot_sc": total_ci(_marks_list(mcq, TEST_YEARS, ts0, tm0, m, ex)),
             "cot_sc_thresholding": total_ci(_marks_list(mcq, TEST_YEARS, ts_best, tm_best, m, ex)),
             "single_sample": total_ci(single["mcq"]),
         },
@@ -275,22 +281,18 @@ def tables(models: dict[str, dict[str, Any]], variant: str) -> list[Table]:
     )
     out += threshold_tables(models, order)
     cal_rows = [
-        [
-            n,
-            models[n]["calibration"]["MCE"],
-            models[n]["calibration"]["ACE"],
-            models[n]["calibration"]["pairs"],
-        ]
+        [n, c["MCE"], c["ACE"], c["pairs"], _r3(c["MCE"] - FIG6["MCE"]), _r3(c["ACE"] - FIG6["ACE"])]
         for n in order
-        if models[n].get("calibration")
+        if (c := models[n].get("calibration"))
     ]
     if cal_rows:
         out.append(
             Table(
                 title="jeebench: calibration of option vote shares (MCQ types, 10 bins; §4.5.2, Fig. 6)",
-                columns=["model", "MCE", "ACE", "pairs"],
-                rows=cal_rows + [["paper: GPT-4+CoT+SC@8", FIG6["MCE"], FIG6["ACE"], None]],
-                note="The paper gives no number of bins; its row is GPT-4's (gpt-4-0314) 8 samples at T=0.5.",
+                columns=["model", "MCE", "ACE", "pairs", "gap MCE", "gap ACE"],
+                rows=cal_rows + [["paper: GPT-4+CoT+SC@8", FIG6["MCE"], FIG6["ACE"], None, None, None]],
+                note="The paper gives no number of bins; its row is GPT-4's (gpt-4-0314) 8 samples at T=0.5. "
+                "gap = ours − the paper's (model and protocol together).",
             )
         )
     return out

@@ -11,7 +11,7 @@ from typing import Any
 from suites.base import Table
 from suites.jeebench.data import SUBJECTS, TYPES
 from suites.jeebench.exam import exam_rows, exam_view
-from suites.jeebench.paper import SEC46, TABLE5, TABLE5_MAX
+from suites.jeebench.paper import SEC46, TABLE5, TABLE5_MAX, TABLE5_QUESTIONS
 from suites.jeebench.report import GAP_NOTE, gap, table2_paper_rows
 
 ORDER = ("normal", "cot", "cot-1shot", "cot-critique", "cot-sc", "cot-exam")
@@ -73,20 +73,25 @@ def table5(runs: Sequence[Mapping[str, Any]]) -> Table | None:
     for m in sorted(set(c["models"]) & set(e["models"])):
         a, b = c["models"][m].get("marks_mcq"), e["models"][m].get("marks_mcq")
         if a and b:
+            whole = a["questions"] == b["questions"] == TABLE5_QUESTIONS  # a gap only against the paper's 296 MCQs
             rows.append([m, *(a[k] for k in ("positive", "negative", "total")),
-                         *(b[k] for k in ("positive", "negative", "total")), b["total"] - a["total"]])  # fmt: skip
+                         *(b[k] for k in ("positive", "negative", "total")), b["total"] - a["total"],
+                         a["total"] - TABLE5["cot"][2] if whole else None,
+                         b["total"] - TABLE5["cot-exam"][2] if whole else None])  # fmt: skip
     if rows:
         pc, pe = TABLE5["cot"], TABLE5["cot-exam"]
-        rows.append(["paper: GPT-4 (gpt-4-0314)", *pc, *pe, pe[2] - pc[2]])
+        rows.append(["paper: GPT-4 (gpt-4-0314)", *pc, *pe, pe[2] - pc[2], None, None])
     if not rows:
         return None
     return Table(
         title="jeebench: Table 5 side by side, exam marks on the MCQ types (cot against cot-exam)",
-        columns=["model", "cot +", "cot −", "cot total", "exam +", "exam −", "exam total", "exam − cot"],
+        columns=["model", "cot +", "cot −", "cot total", "exam +", "exam −", "exam total", "exam − cot", "gap cot",
+                 "gap exam"],  # fmt: skip
         rows=rows,
         note=_note([c, e], "The exam prompt states the marking scheme (MCQ types only); the paper finds it "
                    f"does not teach the model to skip. The paper's row: Table 5, out of {TABLE5_MAX} "
-                   "(its negative marks printed unsigned)."),  # fmt: skip
+                   "(its negative marks printed unsigned). gap cot / gap exam = ours − the paper's total, when "
+                   f"both runs asked all {TABLE5_QUESTIONS} MCQs (model and protocol together)."),  # fmt: skip
         key=("cot total", "exam total"),
     )
 

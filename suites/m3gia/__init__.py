@@ -24,7 +24,7 @@ from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Truncatio
 from suites.m3gia import extract, score
 from suites.m3gia.data import LANGS, Question, load, parse_languages
 from suites.m3gia.departures import JUDGE_CODE, after_scoring
-from suites.m3gia.factors import factor_correlation
+from suites.m3gia.factors import factor_correlation, table3
 from suites.m3gia.figures import fig4_right_png, fig5_png
 from suites.m3gia.prompts import (
     JUDGE_MAX_TOKENS,
@@ -232,7 +232,7 @@ def score_run(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | No
     report = ScoreReport(
         models=models,
         scored=scored,
-        tables=score.tables(models, corr, note, images) + ([ftable] if ftable else []),
+        tables=score.tables(models, corr, note, images) + ([ftable] if ftable else []) + [table3(qs)],
         extra=extra,
     )
     return with_protocol(report, deviations(spec) + after_scoring(models), trunc)

@@ -142,7 +142,9 @@ def parquet_path(data_dir: str | Path | None, lang: str) -> Path:
 
 
 def _is_none(v: Any) -> bool:
-    """The authors' notion of an absent cell: null, NaN, or the strings '', 'nan', 'none'."""
+    """An absent cell: null, NaN, or the strings 'nan', 'none' (the authors' is_none), and also '' (theirs keeps an
+    empty string: a hint "" would prefix the question with a newline there; the hub files are not bundled, so
+    whether any cell is "" is unchecked)."""
     if v is None:
         return True
     if isinstance(v, float) and math.isnan(v):

@@ -63,7 +63,8 @@ def after_scoring(models: dict[str, Any]) -> list[str]:
             f"stage-1 rules read some answers otherwise than the authors' parse_multi_choice_response ({per}; "
             "their letter is kept as `authors_rule` in scored.jsonl): ours takes the last of several X)/X./X: "
             "candidates, never matches the printed absent option ('None', 'nan': theirs can pick a letter that "
-            "is not an option from 'none of the options' or 'financial'), and strips whitespace before punctuation"
+            "is not an option from 'none of the options' or 'financial'), and strips whitespace, then every end "
+            "punctuation mark at once (theirs strips one mark after another: 'B,.' keeps its comma, unread)"
         )
     stages = {m: v.get("stages") or {} for m, v in models.items()}
     if any(s.get("random") for s in stages.values()):

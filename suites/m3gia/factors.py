@@ -10,7 +10,8 @@ import numpy as np
 from scipy import stats as sps
 
 from suites.base import Table
-from suites.m3gia.paper import GAP_NOTE, TABLE1_SHOWN, gap, paper_model, vs
+from suites.m3gia.data import CLUSTERS, LANGS, Question, factor_labels
+from suites.m3gia.paper import GAP_NOTE, TABLE1_SHOWN, TABLE3, TABLE3_COUNT, gap, paper_model, vs
 from suites.m3gia.paper import TABLE1 as PAPER_TABLE1
 
 TABLE1 = ("I", "RG", "RQ", "Gf", "Gc", "Gq", "Grw", "Gv")
@@ -66,3 +67,44 @@ def factor_correlation(models: dict[str, dict[str, Any]]) -> tuple[dict[str, dic
         "Fig. 4 (left) is this matrix over its 24 models, drawn only (its text gives no values to print beside).",
     )
     return corr, table
+
+
+TABLE3_FACTORS = ("Gc", "Gv", "Grw", "Gq", "Gf", "I", "RG", "RQ")
+"""Table 3's factor columns, in its order."""
+
+
+def _labelled(qids: list[str], labels: dict[str, frozenset[str]]) -> str:
+    """The factors the released labels give a type's questions: `Gv` for all of them, `Gv (10/25)` for some."""
+    out = []
+    for f in TABLE3_FACTORS:
+        k = sum(q in labels[f] for q in qids)
+        if k:
+            out.append(f if k == len(qids) else f"{f} ({k}/{len(qids)})")
+    return ", ".join(out)
+
+
+def table3(qs: list[Question]) -> Table:
+    """Table 3: the run's questions per type (over its languages) beside the paper's `N × languages`, the gap,
+    and each type's CHC factors in Table 3 against the released labels the scores use (departures.py)."""
+    langs = [lang for lang in LANGS if any(q.lang == lang for q in qs)]
+    first = langs[0] if langs else "en"
+    labels = factor_labels(first)
+    rows = []
+    for cluster, types in CLUSTERS.items():
+        for t in types:
+            ours = sum(q.qtype == t for q in qs)
+            paper = TABLE3_COUNT[t] * len(langs)
+            ids = [q.qid for q in qs if q.qtype == t and q.lang == first]
+            rows.append([cluster, t, ours, paper, ours - paper,
+                         ", ".join(f for f in TABLE3_FACTORS if f in TABLE3[t]), _labelled(ids, labels)])  # fmt: skip
+    total = [sum(r[i] for r in rows) for i in (2, 3, 4)]
+    return Table(
+        title="m3gia: questions by type and CHC factor (Table 3)",
+        columns=["cluster", "question type", "questions", "paper", "gap", "factors (Table 3)",
+                 "factors (released labels)"],  # fmt: skip
+        rows=rows + [["Total", "", *total, "", ""]],
+        note=f"Questions this run asked over its {len(langs)} language(s); `paper` = Table 3's N × the same "
+        "languages (N × 6 = 300 per language in all); gap = questions − paper (a --limit run asks fewer). Factors: "
+        f"Table 3's ticks (Gf stands for any of I, RG, RQ) and those of the authors' released labels on this run's "
+        f"{first} questions, which the factor accuracies use (the differences are a recorded deviation).",
+    )

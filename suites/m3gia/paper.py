@@ -99,6 +99,13 @@ TABLE3: dict[str, tuple[str, ...]] = {
     "Real-world Reasoning": ("Gc", "Gf", "RG"),
 }
 """Table 3 (App. C): the CHC factors of each question type (Gf: any of I, RG, RQ)."""
+TABLE3_COUNT: dict[str, int] = {
+    "General Information": 20, "Oral Vocabulary": 15, "Logo Problem": 15, "Visualization": 30,
+    "Picture Recognition": 15, "Real-world Spatial": 15, "Readings-text": 15, "Readings-VL": 10, "Comic Problem": 15,
+    "Math Facts": 25, "Algebra": 15, "Geometry": 10, "Applied Problem": 10, "Number Seres": 20,
+    "Concept Formation": 20, "Raven's Matrices": 10, "Syllogism Problem": 20, "Real-world Reasoning": 20,
+}  # fmt: skip
+"""Table 3's "Num" column: questions of each type per language (its "N × 6"; 300 in all)."""
 
 
 SAME_MODEL = (
