@@ -159,12 +159,23 @@ class Truncation:
         self.calls: Counter[str] = Counter()
         self.cut: Counter[str] = Counter()
 
-    def watch(self, rows: Iterable[Row]) -> Iterator[Row]:
+    def watch(self, rows: Iterable[Row]) -> Iterable[Row]:
+        """`rows`, counted as they pass; a list stays a list (group_rows sorts a list, not a stream)."""
+        if isinstance(rows, list):
+            for r in rows:
+                self._count(r)
+            return rows
+        return self._watch(rows)
+
+    def _watch(self, rows: Iterable[Row]) -> Iterator[Row]:
         for r in rows:
-            if not r.get("error") and r.get("pass", "answer") == "answer":
-                self.calls[r["model"]] += 1
-                self.cut[r["model"]] += r.get("finish_reason") in TRUNCATED
+            self._count(r)
             yield r
+
+    def _count(self, r: Row) -> None:
+        if not r.get("error") and r.get("pass", "answer") == "answer":
+            self.calls[r["model"]] += 1
+            self.cut[r["model"]] += r.get("finish_reason") in TRUNCATED
 
 
 def run_deviations(spec: RunSpec, items: str, paper: str = "the paper") -> list[str]:
@@ -350,10 +361,16 @@ def group_rows(rows: Iterable[Row]) -> Iterator[tuple[tuple[str, str], list[Row]
     """Group rows by (model, item), samples and passes together, holding one group at a time.
 
     The runner's rows come sorted (`runner.results.final_rows`); a list (tests, small callers) is
-    sorted here first, stably, so its groups come out whole in (model, item) order too."""
+    sorted here first, stably, so its groups come out whole in (model, item) order too. A stream that is
+    not sorted would split a group and score it twice: a ValueError, never a silent loss."""
     if isinstance(rows, list):
         rows = sorted(rows, key=_model_item)
+    seen: set[tuple[str, str]] = set()
     for key, grp in itertools.groupby(rows, key=_model_item):
+        if key in seen:
+            raise ValueError(f"rows of {key[0]} on item {key[1]!r} come apart: a stream of rows must be "
+                             "sorted by (model, item) (runner.results.final_rows); pass a list to have it sorted")
+        seen.add(key)
         yield key, list(grp)
 
 

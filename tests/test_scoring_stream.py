@@ -81,6 +81,15 @@ def test_groups_stream_one_model_and_item_at_a_time() -> None:
         ("a", "2"),
         ("b", "1"),
     ]
+    # ... and still when a suite's score counts truncation on the way (before: the count turned the list
+    # into a stream, left unsorted: item 1's later row was a second group, scored twice)
+    from suites.base import Truncation
+
+    unsorted = [rows[3], rows[0], rows[4], rows[1]]
+    assert [k for k, _ in group_rows(Truncation().watch(unsorted))] == [("a", "1"), ("a", "2"), ("b", "1")]
+    # an unsorted stream says so instead of splitting a group
+    with pytest.raises(ValueError, match="come apart"):
+        list(group_rows(iter(unsorted)))
 
 
 def test_coverage_counts_each_planned_call_once() -> None:
