@@ -57,10 +57,28 @@ def chat_events(answer: dict[str, Any], include_usage: bool) -> list[bytes]:
         out.append({**base, "choices": [{"index": i, "delta": first, "finish_reason": None}]})
         for piece in _pieces(msg.get("content") or ""):
             out.append({**base, "choices": [{"index": i, "delta": {"content": piece}, "finish_reason": None}]})
+        for delta in tool_call_deltas(msg.get("tool_calls") or []):
+            out.append({**base, "choices": [{"index": i, "delta": delta, "finish_reason": None}]})
         out.append({**base, "choices": [{"index": i, "delta": {}, "finish_reason": ch.get("finish_reason")}]})
     if include_usage and "usage" in answer:
         out.append({**base, "choices": [], "usage": answer["usage"]})
     return [b"data: " + orjson.dumps(c) + b"\n\n" for c in out] + [b"data: [DONE]\n\n"]
+
+
+def tool_call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A message's `tool_calls` as OpenAI streams them (https://platform.openai.com/docs/guides/function-calling
+    #streaming): per call, a delta with its index, id, type, name and empty arguments, then its arguments
+    in pieces (`{"index", "function": {"arguments"}}`); an object `arguments` (Ollama's) goes whole."""
+    out: list[dict[str, Any]] = []
+    for k, c in enumerate(calls):
+        fn = c.get("function") or {}
+        args = fn.get("arguments")
+        head = {"index": k, "id": c.get("id"), "type": "function",
+                "function": {"name": fn.get("name"), "arguments": args if isinstance(args, dict) else ""}}
+        out.append({"tool_calls": [head]})
+        for piece in _pieces(args) if isinstance(args, str) else ():
+            out.append({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
+    return out
 
 
 def message_events(answer: dict[str, Any]) -> list[bytes]:
