@@ -9,6 +9,7 @@ another attempt; odd but harmless fields (usage counts sent as digit strings) ar
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -226,10 +227,12 @@ def openai_chat(body: Any, n: int) -> Completion:
 
 
 def anthropic_message(body: Any) -> Completion:
-    """A Messages response: text blocks joined; tool or thinking blocks ignored."""
+    """A Messages response: text blocks joined; `tool_use` blocks as OpenAI-shaped `tool_calls` (so a
+    suite reads one spelling whatever the provider); thinking blocks ignored."""
     if not isinstance(body, dict) or not isinstance(body.get("content"), list):
         raise malformed(f"Messages body without a content list: {str(body)[:120]}")
     texts = []
+    calls: list[dict[str, Any]] = []
     for i, b in enumerate(body["content"]):
         if not isinstance(b, dict):
             raise malformed(f"content[{i}] is {type(b).__name__}, not a block")
@@ -238,6 +241,8 @@ def anthropic_message(body: Any) -> Completion:
             if not isinstance(t, str):
                 raise malformed(f"content[{i}].text is {type(t).__name__}, not a string")
             texts.append(t)
+        elif b.get("type") == "tool_use":
+            calls.append(tool_use_call(b, i))
     usage = body.get("usage")
     if not isinstance(usage, dict):
         usage = {}
@@ -252,10 +257,27 @@ def anthropic_message(body: Any) -> Completion:
     ins = tokens(usage.get("input_tokens"))
     if ins is not None:
         ins += (read or 0) + (write or 0)
-    return checked(
+    done = checked(
         ["".join(texts) if texts else None],
         [reason],
         ins,
         usage.get("output_tokens"),
         details=(read, write, None, None),
     )
+    if calls:
+        done.tool_calls = [calls]
+    return done
+
+
+def tool_use_call(block: dict[str, Any], i: int) -> dict[str, Any]:
+    """A Messages `tool_use` block (id, name, input: an object) as an OpenAI tool call, its arguments
+    the input as a JSON string (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/
+    implement-tool-use#handling-tool-use-and-tool-result-content-blocks). An input left a string (a
+    stream whose input_json_delta pieces do not make JSON: providers.stream) goes as it came, for the
+    suite to answer as malformed."""
+    name, raw = block.get("name"), block.get("input")
+    if not isinstance(name, str):
+        raise malformed(f"content[{i}] is a tool_use without a name")
+    args = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, ensure_ascii=False)
+    return {"id": str(block.get("id") or f"toolu_{i}"), "type": "function",
+            "function": {"name": name, "arguments": args}}

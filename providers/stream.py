@@ -365,6 +365,9 @@ class MessageStream:
                     self.chars += len(delta[field])
             if delta.get("type") == "signature_delta":
                 block["signature"] = delta.get("signature")
+            if delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+                block[_PARTIAL_JSON] = block.get(_PARTIAL_JSON, "") + delta["partial_json"]  # a tool_use's input
+                self.chars += len(delta["partial_json"])
         elif kind == "message_delta":
             delta = obj.get("delta") or {}
             for k in ("stop_reason", "stop_sequence"):
@@ -385,13 +388,34 @@ class MessageStream:
 
     def body(self, cut: bool = False) -> dict[str, Any]:
         msg = dict(self.message or {"usage": {}})
-        msg["content"] = [] if cut else [self.blocks[i] for i in sorted(self.blocks)]
+        msg["content"] = [] if cut else [_tool_input(self.blocks[i]) for i in sorted(self.blocks)]
         if cut:
             msg["stop_reason"] = PARTIAL
         return msg
 
     def completion(self, cut: bool = False) -> Completion:
         return anthropic_message(self.body(cut))
+
+
+_PARTIAL_JSON = "_partial_json"
+
+
+def _tool_input(block: dict[str, Any]) -> dict[str, Any]:
+    """A block as the unstreamed Message has it: a `tool_use` block's input_json_delta pieces joined and
+    decoded into its `input` (https://docs.anthropic.com/en/docs/build-with-claude/streaming#input-json-delta);
+    pieces that do not make a JSON object stay the string they make (the suite answers it as malformed)."""
+    if _PARTIAL_JSON not in block:
+        return block
+    out = {k: v for k, v in block.items() if k != _PARTIAL_JSON}
+    raw = block[_PARTIAL_JSON]
+    if raw.strip():
+        try:
+            out["input"] = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            out["input"] = raw
+        if not isinstance(out["input"], dict):
+            out["input"] = raw
+    return out
 
 
 class ResponsesStream:

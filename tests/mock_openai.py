@@ -381,6 +381,56 @@ def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def tool_message(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """tool_completion's behaviours on Anthropic's Messages API (https://docs.anthropic.com/en/docs/
+    agents-and-tools/tool-use/implement-tool-use): a short text and a `tool_use` block calling the first
+    tool (multiply 12.5 by 8) until a user turn of `tool_result` blocks came back, then the answer quoting
+    the first result. `tool-bad-args` leaves out `b` (Claude's input is always an object)."""
+    last = (body.get("messages") or [{}])[-1]
+    blocks = last.get("content") if isinstance(last.get("content"), list) else []
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if (results and model != "tool-always") or model == "tool-never":
+        said = results[0].get("content") if results else "7"
+        content: list[dict[str, Any]] = [{"type": "text", "text": f"The answer is {said}."}]
+        reason = "end_turn"
+    else:
+        name = body["tools"][0]["name"]
+        args = {"a": 12.5} if model == "tool-bad-args" else {"a": 12.5, "b": 8}
+        turn = sum(m.get("role") == "assistant" for m in body.get("messages") or [])
+        content = [{"type": "text", "text": "I'll use the calculator."},
+                   {"type": "tool_use", "id": f"toolu_{turn + 1:02d}", "name": name, "input": args}]
+        reason = "tool_use"
+    return {"id": "msg_tools", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": reason, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+class MessagesServer(MockServer):
+    """MockServer plus Anthropic's `POST /v1/messages`, answering `tool_message` when offered tools (else
+    a text block of `answer_text`); counted in `total`, `per_model` and `last_body` like a chat call, and
+    streamed when asked (tests.mock_sse)."""
+
+    def app(self) -> web.Application:
+        app = super().app()
+        app.router.add_post("/v1/messages", self.handle_messages)
+        return app
+
+    async def handle_messages(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        model = body.get("model", "")
+        with self._lock:
+            self.total += 1
+            self.per_model[model] += 1
+            self.last_body[model] = body
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if body.get("tools"):
+            return web.json_response(tool_message(model, body))
+        text = answer_text(model, _last_user_text(body.get("messages") or []), 0)
+        return web.json_response({"id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+                                  "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                  "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 12}})
+
+
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
     for m in reversed(messages):
         if m.get("role") == "user":

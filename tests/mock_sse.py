@@ -89,6 +89,9 @@ def message_events(answer: dict[str, Any]) -> list[bytes]:
     ev: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
     for i, block in enumerate(answer.get("content") or []):
         kind = block.get("type")
+        if kind == "tool_use":
+            ev.extend(tool_use_events(i, block))
+            continue
         field, dtype = ("thinking", "thinking_delta") if kind == "thinking" else ("text", "text_delta")
         ev.append(("content_block_start", {"type": "content_block_start", "index": i,
                                            "content_block": {**block, field: ""}}))
@@ -105,6 +108,22 @@ def message_events(answer: dict[str, Any]) -> list[bytes]:
                "stop_sequence": answer.get("stop_sequence")}, "usage": {"output_tokens": usage.get("output_tokens")}}))
     ev.append(("message_stop", {"type": "message_stop"}))
     return [f"event: {name}\n".encode() + b"data: " + orjson.dumps(d) + b"\n\n" for name, d in ev]
+
+
+def tool_use_events(i: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A `tool_use` block as Anthropic streams it (https://docs.anthropic.com/en/docs/build-with-claude/
+    streaming#input-json-delta): its start with an empty `input`, an empty first input_json_delta, then
+    the input's JSON in pieces (a string `input` is sent as is: pieces that do not make JSON)."""
+    raw = block.get("input")
+    text = raw if isinstance(raw, str) else orjson.dumps(raw if raw is not None else {}).decode()
+    ev: list[tuple[str, dict[str, Any]]] = [
+        ("content_block_start", {"type": "content_block_start", "index": i,
+                                 "content_block": {**block, "input": {}}})]
+    for piece in ["", *_pieces(text)]:
+        ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                           "delta": {"type": "input_json_delta", "partial_json": piece}}))
+    ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    return ev
 
 
 def responses_events(answer: dict[str, Any]) -> list[bytes]:
