@@ -275,7 +275,8 @@ class ChatStream:
         function-calling#streaming: the first carries index, id, type and the name, the next ones pieces of
         `arguments`); returns the characters it added. Lenient where servers differ: no `index` (one call
         per fragment, a new id a new call), a name or id repeated in every fragment (kept once), arguments
-        sent whole as an object (Ollama's, vLLM's object form: kept as it came)."""
+        sent whole as an object (Ollama's, vLLM's object form: kept as it came). Any other field of the call
+        is kept as it came (Gemini's `extra_content` thought signature, which must go back with the call)."""
         k = frag.get("index")
         if not isinstance(k, int) or isinstance(k, bool):
             last = max(calls, default=-1)
@@ -286,6 +287,7 @@ class ChatStream:
             call["id"] = frag["id"]
         if isinstance(frag.get("type"), str):
             call["type"] = frag["type"]
+        call.update({key: v for key, v in frag.items() if key not in ("index", "id", "type", "function")})
         fn, got = frag.get("function"), 0
         if isinstance(fn, dict):
             name, args = fn.get("name"), fn.get("arguments")

@@ -270,6 +270,8 @@ class MockServer(Threaded):
             request.transport.abort()
             return web.Response(status=500)
         n = 1 if model.startswith("no-n-") else int(body.get("n", 1))
+        if body.get("tools") and (unsigned := missing_signature(model, body)) is not None:
+            return unsigned
         out = tool_completion(model, body) if body.get("tools") else chat_completion(model, prompt, n)
         data = orjson.dumps(out)
         if model == "garbage-once" and seen == 1:
@@ -371,6 +373,8 @@ def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
         name = body["tools"][0]["function"]["name"]
         args = '{"a": 12.5, "b": ' if model == "tool-bad-args" else '{"a": 12.5, "b": 8}'
         call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
+        if model == "tool-signed":  # Gemini 3 on its OpenAI-compatible endpoint: missing_signature
+            call["extra_content"] = {"google": {"thought_signature": SIGNATURE}}
         msg, reason = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
     return {
         "id": "chatcmpl-tools",
@@ -379,6 +383,28 @@ def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
         "choices": [{"index": 0, "message": msg, "finish_reason": reason}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+SIGNATURE = "c2lnbmVkIGJ5IHRoZSBtb2Nr"
+"""The thought signature `tool-signed` puts on its calls."""
+
+
+def missing_signature(model: str, body: dict[str, Any]) -> web.Response | None:
+    """`tool-signed` refuses a turn whose earlier calls came back without the thought signature it gave them,
+    as Gemini 3 does on its OpenAI-compatible endpoint (https://ai.google.dev/gemini-api/docs/thought-signatures:
+    "you must pass back thought signatures during function calling, otherwise you will get a validation
+    error"; its body as quoted in https://github.com/openai/codex/issues/7519)."""
+    if model != "tool-signed":
+        return None
+    for k, m in enumerate(body.get("messages") or []):
+        for c in m.get("tool_calls") or []:
+            if ((c.get("extra_content") or {}).get("google") or {}).get("thought_signature") != SIGNATURE:
+                msg = (f"Unable to submit request because function call default_api:{(c.get('function') or {}).get('name')}"
+                       f" in the {k}. content block is missing a thought_signature. Learn more: "
+                       "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures")
+                return web.json_response([{"error": {"code": 400, "message": msg, "status": "INVALID_ARGUMENT"}}],
+                                         status=400)
+    return None
 
 
 def tool_message(model: str, body: dict[str, Any]) -> dict[str, Any]:

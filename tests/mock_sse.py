@@ -73,7 +73,8 @@ def tool_call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for k, c in enumerate(calls):
         fn = c.get("function") or {}
         args = fn.get("arguments")
-        head = {"index": k, "id": c.get("id"), "type": "function",
+        head = {**{f: v for f, v in c.items() if f not in ("id", "type", "function")},  # (Gemini's extra_content)
+                "index": k, "id": c.get("id"), "type": "function",
                 "function": {"name": fn.get("name"), "arguments": args if isinstance(args, dict) else ""}}
         out.append({"tool_calls": [head]})
         for piece in _pieces(args) if isinstance(args, str) else ():

@@ -20,7 +20,7 @@ from core.types import Completion, Message, Request
 from providers.anthropic import AnthropicProvider
 from suites.jeebench.tools import CALCULATOR, ROUNDS
 from tests.helpers import write_config
-from tests.mock_openai import MessagesServer, MockServer
+from tests.mock_openai import SIGNATURE, MessagesServer, MockServer
 
 MODELS = ["gpt-4-0613", "tool-bad-args", "tool-never", "tool-always"]
 SAME = ("text", "tool_calls", "finish_reason", "usage", "cost_usd", "error")
@@ -154,3 +154,17 @@ def test_cot_tools_on_anthropic_unstreamed_and_streamed(tmp_path: Path, claude: 
                     models=CLAUDES, kind="anthropic")
     assert sum(claude.sse.streamed.values()) == len(streamed)
     assert streamed == whole
+
+
+@pytest.mark.parametrize("extra", ["", "stream_above_tokens = 0\n"])
+def test_a_calls_own_fields_go_back_with_it(tmp_path: Path, srv: MockServer, extra: str):
+    """Gemini 3 on its OpenAI-compatible endpoint signs each call (`extra_content.google.thought_signature`)
+    and refuses, with a 400, a next turn that sends the call back without it: the chain sends each call
+    back with every field it came with, unstreamed and streamed (the signature in the call's first delta)."""
+    got = _run(tmp_path, srv.base_url, "signed", extra, models=["tool-signed"])
+    assert not [r for r in got.values() if r["error"]]
+    by = {k[3]: r for k, r in got.items()}
+    assert by["answer"]["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": SIGNATURE}}
+    assert by["tool1"]["text"] == "The answer is 20.5." and set(by) == {"answer", "tool1"}
+    turn = srv.last_body["tool-signed"]["messages"][-2]
+    assert turn["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": SIGNATURE}}

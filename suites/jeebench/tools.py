@@ -80,14 +80,16 @@ def wire_call(call: Any, i: int) -> dict[str, Any]:
     """One of the model's calls as the assistant turn sends it back, in the spec's shape whatever shape it came
     in: an id (`call_<i>` when it had none: Ollama's), type function, arguments a JSON string (an object,
     as Ollama and some OpenAI-compatible servers send them, is encoded: strict servers refuse an object back,
-    https://github.com/openclaw/openclaw/pull/97834). Arguments that are not JSON go back as they came."""
+    https://github.com/openclaw/openclaw/pull/97834). Arguments that are not JSON go back as they came, and
+    so does any other field of the call: Gemini's `extra_content.google.thought_signature` must, or Gemini 3
+    refuses the next turn (https://ai.google.dev/gemini-api/docs/thought-signatures)."""
     if not isinstance(call, dict):
         return {"id": f"call_{i}", "type": "function", "function": {"name": "", "arguments": ""}}
     fn = call.get("function") if isinstance(call.get("function"), dict) else {}
     args = fn.get("arguments")
     if not isinstance(args, str):
         args = orjson.dumps(args if args is not None else {}).decode()
-    return {"id": str(call.get("id") or f"call_{i}"), "type": "function",
+    return {**call, "id": str(call.get("id") or f"call_{i}"), "type": "function",
             "function": {**fn, "name": str(fn.get("name") or ""), "arguments": args}}
 
 
