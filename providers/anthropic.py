@@ -20,7 +20,7 @@ from core.urls import endpoint_url
 from providers import http, patience, stream
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.cache_marks import mark_messages, whole_resent
-from providers.parse import anthropic_message
+from providers.parse import THINKING_FIELD, anthropic_message
 
 DEFAULT_BASE = "https://api.anthropic.com"
 VERSION = "2023-06-01"
@@ -160,11 +160,13 @@ def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def tool_use_turn(m: Message) -> list[dict[str, Any]]:
     """An assistant turn that called tools (OpenAI's `tool_calls`, as the row keeps them) as Anthropic's
-    content: its text, then one `tool_use` block per call, `input` the arguments as an object. Arguments
+    content: its thinking blocks as they came (providers.parse.THINKING_FIELD), its text, then one `tool_use`
+    block per call, `input` the arguments as an object. Arguments
     that are not a JSON object (a model's malformed call) go as `{"arguments": <the text>}`: Anthropic
     takes only an object, and the tool's error result answers that call all the same."""
     text = text_of(m.content)
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks: list[dict[str, Any]] = [b for c in m.tool_calls or [] for b in c.get(THINKING_FIELD) or []]
+    blocks += [{"type": "text", "text": text}] if text else []
     for i, c in enumerate(m.tool_calls or []):
         fn = c.get("function") if isinstance(c.get("function"), dict) else {}
         raw = fn.get("arguments")

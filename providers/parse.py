@@ -233,6 +233,7 @@ def anthropic_message(body: Any) -> Completion:
         raise malformed(f"Messages body without a content list: {str(body)[:120]}")
     texts = []
     calls: list[dict[str, Any]] = []
+    thinking = [b for b in body["content"] if isinstance(b, dict) and b.get("type") in THINKING_BLOCKS]
     for i, b in enumerate(body["content"]):
         if not isinstance(b, dict):
             raise malformed(f"content[{i}] is {type(b).__name__}, not a block")
@@ -265,8 +266,18 @@ def anthropic_message(body: Any) -> Completion:
         details=(read, write, None, None),
     )
     if calls:
+        if thinking:  # sent back before the turn's tool_use blocks (providers.anthropic.tool_use_turn)
+            calls[0] = {**calls[0], THINKING_FIELD: thinking}
         done.tool_calls = [calls]
     return done
+
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+THINKING_FIELD = "anthropic_thinking"
+"""The thinking blocks of a turn that called tools, kept whole (signature included) on its first call: with
+extended thinking on, Anthropic refuses a next turn whose assistant turn does not start with them, unmodified
+(https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks). A suite
+sends a call back with every field it came with (JEEBench: tools.wire_call)."""
 
 
 def tool_use_call(block: dict[str, Any], i: int) -> dict[str, Any]:

@@ -425,9 +425,38 @@ def tool_message(model: str, body: dict[str, Any]) -> dict[str, Any]:
         turn = sum(m.get("role") == "assistant" for m in body.get("messages") or [])
         content = [{"type": "text", "text": "I'll use the calculator."},
                    {"type": "tool_use", "id": f"toolu_{turn + 1:02d}", "name": name, "input": args}]
+        if (body.get("thinking") or {}).get("type") == "enabled":
+            content.insert(0, {"type": "thinking", "thinking": "12.5 and 8: the calculator adds.",
+                               "signature": THINKING_SIGNATURE})
         reason = "tool_use"
     return {"id": "msg_tools", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": reason, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+THINKING_SIGNATURE = "RXh0ZW5kZWQgdGhpbmtpbmcgc2lnbmF0dXJl"
+
+
+def unthought(body: dict[str, Any]) -> web.Response | None:
+    """With extended thinking on, Anthropic refuses a final assistant turn of tool_use blocks that does not
+    start with its thinking block, unmodified (docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+    #preserving-thinking-blocks; the 400 as quoted in deepset-ai/haystack-core-integrations#2146)."""
+    if (body.get("thinking") or {}).get("type") != "enabled":
+        return None
+    turns = [(k, m) for k, m in enumerate(body.get("messages") or []) if m.get("role") == "assistant"]
+    if not turns or not isinstance(turns[-1][1].get("content"), list):
+        return None
+    k, last = turns[-1]
+    first = last["content"][0] if last["content"] else {}
+    if any(b.get("type") == "tool_use" for b in last["content"]) and not (
+            first.get("type") == "thinking" and first.get("signature") == THINKING_SIGNATURE):
+        msg = (f"messages.{k}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+               f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start with a "
+               "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend "
+               "you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. "
+               "Please consult our documentation at https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking")
+        return web.json_response({"type": "error", "error": {"type": "invalid_request_error", "message": msg}},
+                                 status=400)
+    return None
 
 
 class MessagesServer(MockServer):
@@ -449,6 +478,8 @@ class MessagesServer(MockServer):
             self.last_body[model] = body
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        if (refused := unthought(body)) is not None:
+            return refused
         if body.get("tools"):
             return web.json_response(tool_message(model, body))
         text = answer_text(model, _last_user_text(body.get("messages") or []), 0)

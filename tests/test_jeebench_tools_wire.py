@@ -20,7 +20,7 @@ from core.types import Completion, Message, Request
 from providers.anthropic import AnthropicProvider
 from suites.jeebench.tools import CALCULATOR, ROUNDS
 from tests.helpers import write_config
-from tests.mock_openai import SIGNATURE, MessagesServer, MockServer
+from tests.mock_openai import SIGNATURE, THINKING_SIGNATURE, MessagesServer, MockServer
 
 MODELS = ["gpt-4-0613", "tool-bad-args", "tool-never", "tool-always"]
 SAME = ("text", "tool_calls", "finish_reason", "usage", "cost_usd", "error")
@@ -46,8 +46,9 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _run(tmp_path: Path, base_url: str, name: str, extra_endpoint: str = "", models: list[str] = MODELS,
-         kind: str = "openai") -> dict[tuple, dict[str, Any]]:
-    cfg = write_config(tmp_path / f"{name}.toml", base_url, models, extra_endpoint=extra_endpoint)
+         kind: str = "openai", extra_model: str = "") -> dict[tuple, dict[str, Any]]:
+    cfg = write_config(tmp_path / f"{name}.toml", base_url, models, extra_endpoint=extra_endpoint,
+                       extra_model=extra_model)
     cfg.write_text(cfg.read_text().replace('kind = "openai"', f'kind = "{kind}"'))
     out = tmp_path / name
     args = ["run", "jeebench", "--variant", "cot-tools", "--models", ",".join(models), "--config", str(cfg),
@@ -168,3 +169,20 @@ def test_a_calls_own_fields_go_back_with_it(tmp_path: Path, srv: MockServer, ext
     assert by["tool1"]["text"] == "The answer is 20.5." and set(by) == {"answer", "tool1"}
     turn = srv.last_body["tool-signed"]["messages"][-2]
     assert turn["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": SIGNATURE}}
+
+
+@pytest.mark.parametrize("extra", ["", "stream_above_tokens = 0\n"])
+def test_claude_thinking_blocks_go_back_before_its_tool_use(tmp_path: Path, claude: MessagesServer, extra: str):
+    """With extended thinking on, Claude's turn that called tools starts with a thinking block, and Anthropic
+    refuses a next turn whose assistant turn does not start with it, unmodified: the chain sends it back
+    (carried on the row's first call), unstreamed and streamed (thinking_delta, signature_delta)."""
+    model = "claude-sonnet-4-5"
+    got = _run(tmp_path, claude.base_url.removesuffix("/v1"), "thinks", extra, models=[model], kind="anthropic",
+               extra_model="thinking_budget = 1024\n")
+    sent = claude.last_body[model]
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert not [r for r in got.values() if r["error"]]
+    by = {k[3]: r for k, r in got.items()}
+    assert by["tool1"]["text"] == "The answer is 20.5." and set(by) == {"answer", "tool1"}
+    assert [b["type"] for b in sent["messages"][-2]["content"]] == ["thinking", "text", "tool_use"]
+    assert sent["messages"][-2]["content"][0]["signature"] == THINKING_SIGNATURE
