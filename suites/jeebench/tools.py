@@ -1,4 +1,4 @@
-"""JEEBench §4.2, function calling: the CoT prompt with a four-operation calculator offered as OpenAI tools.
+"""JEEBench §4.2, function calling: the CoT prompt with a four-operation calculator offered as tools.
 
 The paper: "the JEE exam only allows access to a basic calculator with 4 primitive arithmetic operation
 (+, -, /, *) ... we use the newly introduced function-calling API to implement standard arithmetic
@@ -9,7 +9,8 @@ A chain: the answer pass; when its row holds `tool_calls`, the suite runs each c
 never eval) and sends the results as `role: tool` messages in pass `tool1`, then `tool2`, ... Each call is
 its own row; a sample's answer is the last row of its chain. A malformed call (arguments not JSON, an
 unknown function, a non-number) is answered with an error message as its result, as a tool runner would,
-and counted; it never fails the row."""
+and counted; it never fails the row. The suite speaks OpenAI's shapes only (`tools`, `tool_calls` with JSON
+string arguments, `role: tool`); each provider translates (providers.anthropic: `tool_use`/`tool_result`)."""
 
 from __future__ import annotations
 
