@@ -70,13 +70,16 @@ def checked(
     outs: Any,
     seen: list[bool] | None = None,
     details: tuple[Any, Any, Any, Any] = (None, None, None, None),
+    called: list[bool] | None = None,
 ) -> Completion:
-    """The final check every provider's parse ends with: null text only with a reason that explains it.
-    Choices not `seen` (a server that ignored `n`) stay (None, None) for the scheduler to send again."""
+    """The final check every provider's parse ends with: null text only with a reason that explains it, or
+    with tool calls (`called`: Gemini's OpenAI-compatible endpoint ends a turn of calls with finish_reason
+    "stop", https://github.com/open-webui/computer/issues/224). Choices not `seen` (a server that ignored
+    `n`) stay (None, None) for the scheduler to send again."""
     for i, (t, r) in enumerate(zip(texts, reasons, strict=True)):
         if seen is not None and not seen[i]:
             continue
-        if t is None and r not in NO_TEXT_OK:
+        if t is None and r not in NO_TEXT_OK and not (called and called[i]):
             raise malformed(f"choice {i} has no text (finish_reason={r!r})")
     cached, writes, reasoning, cost = details
     return Completion(
@@ -221,7 +224,7 @@ def openai_chat(body: Any, n: int) -> Completion:
     details = openai_usage(usage)
     ins = usage.get("prompt_tokens")
     outs = output_billed(body.get("model"), ins, usage.get("completion_tokens"), details[2], usage.get("total_tokens"))
-    done = checked(texts, reasons, ins, outs, seen, details)
+    done = checked(texts, reasons, ins, outs, seen, details, [c is not None for c in tool_calls] or None)
     done.tool_calls = tool_calls
     return done
 

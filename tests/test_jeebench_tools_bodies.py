@@ -231,3 +231,33 @@ def test_anthropic_sdk_stream_fixture_text_and_tool_use(replay: Replay):
     assert got.tool_calls == [[{"id": "toolu_01NRLabsLyVHZPKxbKvkfSMn", "type": "function",
                                 "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'}}]]
     assert (got.input_tokens, got.output_tokens) == (377, 65)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_gemini_stream_without_index_ending_stop_round_trip(replay: Replay, split: bool):
+    """Gemini's OpenAI-compatible stream: the measured chunk (a whole call, no index, its thought signature in
+    extra_content); split: its arguments over a second indexless delta. The turn ends with finish_reason
+    "stop" (both as open-webui/computer#224 reports). The call is read whole with its signature (a call,
+    not an empty answer to retry), run, and sent back with the signature."""
+    chunk = _json("tools_gemini_stream_chunk.json")["chunk"]
+    call = chunk["choices"][0]["delta"]["tool_calls"][0]
+    args = call["function"]["arguments"]
+    frames = [chunk]
+    if split:
+        head = {**call, "function": {**call["function"], "arguments": args[:20]}}
+        frames = [{**chunk, "choices": [{"delta": {"role": "assistant", "tool_calls": [head]}, "index": 0}]},
+                  {**chunk, "choices": [{"delta": {"tool_calls": [{"function": {"arguments": args[20:]}}]}, "index": 0}]}]
+    frames.append({**chunk, "choices": [{"delta": {}, "finish_reason": "stop", "index": 0}]})
+    replay.answers.append(b"".join(b"data: " + orjson.dumps(f) + b"\n\n" for f in frames) + b"data: [DONE]\n\n")
+    req = Request(suite="t", item="1", messages=[Message(role="user", content="Read the stage design skill.")],
+                  tools=_json("tools_openai_chat.json")["request"]["tools"], decoding={"max_tokens": 100})
+    got = _complete(OpenAIProvider(replay.base_url, stream_above_tokens=0), req, "gemini-3.8-flash")
+    assert got.finish_reasons == ["stop"] and got.texts == [None]
+    assert got.tool_calls == [[{"id": "call_297140", "type": "function", "function": {"name": "read", "arguments": args},
+                                "extra_content": {"google": {"thought_signature": "…"}}}]]
+    (follow,) = next_round(req, _row(got))
+    replay.answers.append(orjson.loads((BODIES / "chat_default.json").read_bytes()))
+    _complete(OpenAIProvider(replay.base_url), follow, "gemini-3.8-flash")
+    sent = replay.bodies[-1]
+    assert not sorted(_validator().iter_errors(sent), key=str)
+    assert sent["messages"][1]["tool_calls"] == got.tool_calls[0]
