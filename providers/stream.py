@@ -274,7 +274,8 @@ class ChatStream:
         """One `delta.tool_calls[]` fragment into its call (https://platform.openai.com/docs/guides/
         function-calling#streaming: the first carries index, id, type and the name, the next ones pieces of
         `arguments`); returns the characters it added. Lenient where servers differ: no `index` (one call
-        per fragment, a new id a new call), a name or id repeated in every fragment (kept once), arguments
+        per fragment, a new id a new call), a name or id repeated in every fragment (kept once: Fireworks,
+        DeepSeek and Qwen repeat the id, MiniMax on NVIDIA NIM the name), arguments
         sent whole as an object (Ollama's, vLLM's object form: kept as it came). Any other field of the call
         is kept as it came (Gemini's `extra_content` thought signature, which must go back with the call)."""
         k = frag.get("index")
@@ -287,7 +288,8 @@ class ChatStream:
             call["id"] = frag["id"]
         if isinstance(frag.get("type"), str):
             call["type"] = frag["type"]
-        call.update({key: v for key, v in frag.items() if key not in ("index", "id", "type", "function")})
+        call.update({key: v for key, v in frag.items()
+                     if key not in ("index", "id", "type", "function") and v is not None})
         fn, got = frag.get("function"), 0
         if isinstance(fn, dict):
             name, args = fn.get("name"), fn.get("arguments")

@@ -261,3 +261,20 @@ def test_gemini_stream_without_index_ending_stop_round_trip(replay: Replay, spli
     sent = replay.bodies[-1]
     assert not sorted(_validator().iter_errors(sent), key=str)
     assert sent["messages"][1]["tool_calls"] == got.tool_calls[0]
+
+
+def test_a_stream_repeating_id_and_name_in_every_chunk(replay: Replay):
+    """Fireworks' chunk (a call-level `"name": null` beside the function), then chunks of the arguments that
+    repeat id, type and name as Fireworks does (and DeepSeek, Qwen: the id; MiniMax on NIM: the name): one
+    call, its id and name once, its arguments joined, nothing null carried."""
+    chunk = _json("tools_fireworks_stream_chunk.json")["chunk"]
+    call = chunk["choices"][0]["delta"]["tool_calls"][0]
+    pieces = ['{"a": 12', '.5, "b"', ': 8}']
+    frames = [chunk, *({**chunk, "choices": [{**chunk["choices"][0], "delta": {"tool_calls": [
+        {**call, "function": {"name": "debug_tool", "arguments": p}}]}}]} for p in pieces),
+        {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    replay.answers.append(b"".join(b"data: " + orjson.dumps(f) + b"\n\n" for f in frames) + b"data: [DONE]\n\n")
+    req = Request(suite="t", item="1", messages=[Message(role="user", content="Debug it.")], decoding={"max_tokens": 100})
+    got = _complete(OpenAIProvider(replay.base_url, stream_above_tokens=0), req, "accounts/fireworks/models/glm-5p2")
+    assert got.tool_calls == [[{"id": "chatcmpl-tool-aa62", "type": "function",
+                                "function": {"name": "debug_tool", "arguments": '{"a": 12.5, "b": 8}'}}]]
