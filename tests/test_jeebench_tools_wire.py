@@ -186,3 +186,28 @@ def test_claude_thinking_blocks_go_back_before_its_tool_use(tmp_path: Path, clau
     assert by["tool1"]["text"] == "The answer is 20.5." and set(by) == {"answer", "tool1"}
     assert [b["type"] for b in sent["messages"][-2]["content"]] == ["thinking", "text", "tool_use"]
     assert sent["messages"][-2]["content"][0]["signature"] == THINKING_SIGNATURE
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_call_cut_mid_stream_is_never_run(claude: MessagesServer, kind: str):
+    """A stream dropped in the middle of a call's arguments (tests.mock_sse `[[stream:cut]]`) is a partial
+    answer: no call comes out of it to be run (its row is an error row, sent again on a rerun)."""
+    from providers.openai import OpenAIProvider
+
+    req = Request(suite="t", item="1", messages=[Message(role="user", content="What is 12.5 times 8? [[stream:cut]]")],
+                  tools=CALCULATOR, decoding={"max_tokens": 1000})
+    if kind == "openai":
+        prov: Any = OpenAIProvider(claude.base_url, stream_above_tokens=0)
+    else:
+        prov = AnthropicProvider(claude.base_url.removesuffix("/v1"), stream_above_tokens=0)
+
+    async def send() -> Completion:
+        try:
+            return await prov.complete(req, "claude-tools", 1, 0, "sk-test", {})
+        finally:
+            await prov.close()
+
+    got = asyncio.run(send())
+    assert claude.sse.cut["cut"] == 1 and got.received_chars > 0  # cut after output began
+    assert got.finish_reasons == ["partial"] and got.texts == [None]
+    assert not [c for c in got.tool_calls if c]
