@@ -161,9 +161,9 @@ def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def tool_use_turn(m: Message) -> list[dict[str, Any]]:
     """An assistant turn that called tools (OpenAI's `tool_calls`, as the row keeps them) as Anthropic's
     content: its thinking blocks as they came (providers.parse.THINKING_FIELD), its text, then one `tool_use`
-    block per call, `input` the arguments as an object. Arguments
-    that are not a JSON object (a model's malformed call) go as `{"arguments": <the text>}`: Anthropic
-    takes only an object, and the tool's error result answers that call all the same."""
+    block per call, `input` the arguments as an object. Arguments that are not a JSON object (a model's
+    malformed call) go as `{"arguments": <the text>}`: Anthropic takes only an object, and the tool's error
+    result answers that call all the same."""
     text = text_of(m.content)
     blocks: list[dict[str, Any]] = [b for c in m.tool_calls or [] for b in c.get(THINKING_FIELD) or []]
     blocks += [{"type": "text", "text": text}] if text else []

@@ -231,7 +231,8 @@ def openai_chat(body: Any, n: int) -> Completion:
 
 def anthropic_message(body: Any) -> Completion:
     """A Messages response: text blocks joined; `tool_use` blocks as OpenAI-shaped `tool_calls` (so a
-    suite reads one spelling whatever the provider); thinking blocks ignored."""
+    suite reads one spelling whatever the provider); thinking blocks left out of the text (those of a turn
+    that called tools go with its first call: THINKING_FIELD)."""
     if not isinstance(body, dict) or not isinstance(body.get("content"), list):
         raise malformed(f"Messages body without a content list: {str(body)[:120]}")
     texts = []
