@@ -15,12 +15,12 @@ from typing import Any
 import aiohttp
 import orjson
 
-from core.types import Request, TextPart, text_of
+from core.types import Message, Request, TextPart, text_of
 from core.urls import endpoint_url
 from providers import http, patience, stream
 from providers.base import ANTHROPIC_IMAGE_MB, Completion, ProviderError, apply_params, checked_image
 from providers.cache_marks import mark_messages, whole_resent
-from providers.parse import anthropic_message
+from providers.parse import THINKING_FIELD, anthropic_message
 
 DEFAULT_BASE = "https://api.anthropic.com"
 VERSION = "2023-06-01"
@@ -97,7 +97,16 @@ def messages_body(
         if m.role == "system":
             where.append(None)
             continue
+        if m.role == "tool":  # results of one assistant turn's calls: one user turn of tool_result blocks
+            if not (msgs and msgs[-1]["role"] == "user" and _results(msgs[-1])):
+                msgs.append({"role": "user", "content": []})
+            where.append(len(msgs) - 1)
+            msgs[-1]["content"].append(tool_result(m))
+            continue
         where.append(len(msgs))
+        if m.tool_calls is not None:
+            msgs.append({"role": m.role, "content": tool_use_turn(m)})
+            continue
         if isinstance(m.content, str):
             msgs.append({"role": m.role, "content": m.content})
             continue
@@ -123,6 +132,8 @@ def messages_body(
         del body["temperature"]
     if system:
         body["system"] = "\n\n".join(system)
+    if req.tools:
+        body["tools"] = anthropic_tools(req.tools)
     if d.top_p is not None:
         body["top_p"] = d.top_p
     if shape is not None:
@@ -132,6 +143,52 @@ def messages_body(
     if cache and (req.prefix is not None or whole_resent(req)):
         mark_messages(body, req, where, whole_resent(req))
     return body
+
+
+def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI `tools` (the suites' one spelling) as Anthropic's: name, description and the JSON schema as
+    `input_schema` (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use)."""
+    out = []
+    for t in tools:
+        fn = t.get("function") or {}
+        d = {"name": fn.get("name"), "input_schema": fn.get("parameters") or {"type": "object", "properties": {}}}
+        if fn.get("description"):
+            d["description"] = fn["description"]
+        out.append(d)
+    return out
+
+
+def tool_use_turn(m: Message) -> list[dict[str, Any]]:
+    """An assistant turn that called tools (OpenAI's `tool_calls`, as the row keeps them) as Anthropic's
+    content: its thinking blocks as they came (providers.parse.THINKING_FIELD), its text, then one `tool_use`
+    block per call, `input` the arguments as an object. Arguments that are not a JSON object (a model's
+    malformed call) go as `{"arguments": <the text>}`: Anthropic takes only an object, and the tool's error
+    result answers that call all the same."""
+    text = text_of(m.content)
+    blocks: list[dict[str, Any]] = [b for c in m.tool_calls or [] for b in c.get(THINKING_FIELD) or []]
+    blocks += [{"type": "text", "text": text}] if text else []
+    for i, c in enumerate(m.tool_calls or []):
+        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+        raw = fn.get("arguments")
+        try:
+            args = raw if isinstance(raw, dict) else orjson.loads(raw or "{}")
+        except (orjson.JSONDecodeError, TypeError):
+            args = None
+        if not isinstance(args, dict):
+            args = {"arguments": raw}
+        blocks.append({"type": "tool_use", "id": str(c.get("id") or f"call_{i}"), "name": str(fn.get("name")),
+                       "input": args})
+    return blocks
+
+
+def tool_result(m: Message) -> dict[str, Any]:
+    """A `role: tool` message as Anthropic's `tool_result` block, answering the `tool_use` of that id."""
+    return {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": text_of(m.content)}
+
+
+def _results(turn: dict[str, Any]) -> bool:
+    c = turn.get("content")
+    return isinstance(c, list) and bool(c) and all(b.get("type") == "tool_result" for b in c)
 
 
 def parse_message(body: Any) -> Completion:

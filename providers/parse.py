@@ -9,6 +9,7 @@ another attempt; odd but harmless fields (usage counts sent as digit strings) ar
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -69,13 +70,16 @@ def checked(
     outs: Any,
     seen: list[bool] | None = None,
     details: tuple[Any, Any, Any, Any] = (None, None, None, None),
+    called: list[bool] | None = None,
 ) -> Completion:
-    """The final check every provider's parse ends with: null text only with a reason that explains it.
-    Choices not `seen` (a server that ignored `n`) stay (None, None) for the scheduler to send again."""
+    """The final check every provider's parse ends with: null text only with a reason that explains it, or
+    with tool calls (`called`: Gemini's OpenAI-compatible endpoint ends a turn of calls with finish_reason
+    "stop", https://github.com/open-webui/computer/issues/224). Choices not `seen` (a server that ignored
+    `n`) stay (None, None) for the scheduler to send again."""
     for i, (t, r) in enumerate(zip(texts, reasons, strict=True)):
         if seen is not None and not seen[i]:
             continue
-        if t is None and r not in NO_TEXT_OK:
+        if t is None and r not in NO_TEXT_OK and not (called and called[i]):
             raise malformed(f"choice {i} has no text (finish_reason={r!r})")
     cached, writes, reasoning, cost = details
     return Completion(
@@ -220,16 +224,20 @@ def openai_chat(body: Any, n: int) -> Completion:
     details = openai_usage(usage)
     ins = usage.get("prompt_tokens")
     outs = output_billed(body.get("model"), ins, usage.get("completion_tokens"), details[2], usage.get("total_tokens"))
-    done = checked(texts, reasons, ins, outs, seen, details)
+    done = checked(texts, reasons, ins, outs, seen, details, [c is not None for c in tool_calls] or None)
     done.tool_calls = tool_calls
     return done
 
 
 def anthropic_message(body: Any) -> Completion:
-    """A Messages response: text blocks joined; tool or thinking blocks ignored."""
+    """A Messages response: text blocks joined; `tool_use` blocks as OpenAI-shaped `tool_calls` (so a
+    suite reads one spelling whatever the provider); thinking blocks left out of the text (those of a turn
+    that called tools go with its first call: THINKING_FIELD)."""
     if not isinstance(body, dict) or not isinstance(body.get("content"), list):
         raise malformed(f"Messages body without a content list: {str(body)[:120]}")
     texts = []
+    calls: list[dict[str, Any]] = []
+    thinking = [b for b in body["content"] if isinstance(b, dict) and b.get("type") in THINKING_BLOCKS]
     for i, b in enumerate(body["content"]):
         if not isinstance(b, dict):
             raise malformed(f"content[{i}] is {type(b).__name__}, not a block")
@@ -238,6 +246,8 @@ def anthropic_message(body: Any) -> Completion:
             if not isinstance(t, str):
                 raise malformed(f"content[{i}].text is {type(t).__name__}, not a string")
             texts.append(t)
+        elif b.get("type") == "tool_use":
+            calls.append(tool_use_call(b, i))
     usage = body.get("usage")
     if not isinstance(usage, dict):
         usage = {}
@@ -252,10 +262,37 @@ def anthropic_message(body: Any) -> Completion:
     ins = tokens(usage.get("input_tokens"))
     if ins is not None:
         ins += (read or 0) + (write or 0)
-    return checked(
+    done = checked(
         ["".join(texts) if texts else None],
         [reason],
         ins,
         usage.get("output_tokens"),
         details=(read, write, None, None),
     )
+    if calls:
+        if thinking:  # sent back before the turn's tool_use blocks (providers.anthropic.tool_use_turn)
+            calls[0] = {**calls[0], THINKING_FIELD: thinking}
+        done.tool_calls = [calls]
+    return done
+
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+THINKING_FIELD = "anthropic_thinking"
+"""The thinking blocks of a turn that called tools, kept whole (signature included) on its first call: with
+extended thinking on, Anthropic refuses a next turn whose assistant turn does not start with them, unmodified
+(https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks). A suite
+sends a call back with every field it came with (JEEBench: tools.wire_call)."""
+
+
+def tool_use_call(block: dict[str, Any], i: int) -> dict[str, Any]:
+    """A Messages `tool_use` block (id, name, input: an object) as an OpenAI tool call, its arguments
+    the input as a JSON string (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/
+    implement-tool-use#handling-tool-use-and-tool-result-content-blocks). An input left a string (a
+    stream whose input_json_delta pieces do not make JSON: providers.stream) goes as it came, for the
+    suite to answer as malformed."""
+    name, raw = block.get("name"), block.get("input")
+    if not isinstance(name, str):
+        raise malformed(f"content[{i}] is a tool_use without a name")
+    args = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, ensure_ascii=False)
+    return {"id": str(block.get("id") or f"toolu_{i}"), "type": "function",
+            "function": {"name": name, "arguments": args}}

@@ -230,6 +230,8 @@ class ChatStream:
     def __init__(self, n: int) -> None:
         self.n = n
         self.parts: dict[int, list[str]] = {}
+        self.calls: dict[int, dict[int, dict[str, Any]]] = {}
+        """Per choice, its tool calls by their `index`, assembled from fragments (`tool_call`)."""
         self.reasons: dict[int, str] = {}
         self.usage: dict[str, Any] | None = None
         self.model: str | None = None
@@ -258,10 +260,49 @@ class ChatStream:
             for field in _REASONING_DELTAS if isinstance(delta, dict) else ():
                 if isinstance(delta.get(field), str):  # generated (and billed) output, not the answer
                     self.chars += len(delta[field])
+            frags = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for frag in frags if isinstance(frags, list) else ():
+                if isinstance(frag, dict):
+                    self.chars += self.tool_call(self.calls.setdefault(idx, {}), frag)
             if ch.get("finish_reason") is not None:
                 self.reasons[idx] = ch["finish_reason"]
         if isinstance(obj.get("usage"), dict):
             self.usage = obj["usage"]  # the last one counts (vLLM's continuous usage stats send several)
+
+    @staticmethod
+    def tool_call(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) -> int:
+        """One `delta.tool_calls[]` fragment into its call (https://platform.openai.com/docs/guides/
+        function-calling#streaming: the first carries index, id, type and the name, the next ones pieces of
+        `arguments`); returns the characters it added. Lenient where servers differ: no `index` (one call
+        per fragment, a new id a new call), a name or id repeated in every fragment (kept once: Fireworks,
+        DeepSeek and Qwen repeat the id, MiniMax on NVIDIA NIM the name), arguments
+        sent whole as an object (Ollama's, vLLM's object form: kept as it came). Any other field of the call
+        is kept as it came (Gemini's `extra_content` thought signature, which must go back with the call)."""
+        k = frag.get("index")
+        if not isinstance(k, int) or isinstance(k, bool):
+            last = max(calls, default=-1)
+            new = last < 0 or (frag.get("id") and calls[last].get("id") not in (None, frag.get("id")))
+            k = last + 1 if new else last
+        call = calls.setdefault(k, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        if isinstance(frag.get("id"), str) and frag["id"] and not call["id"]:
+            call["id"] = frag["id"]
+        if isinstance(frag.get("type"), str):
+            call["type"] = frag["type"]
+        call.update({key: v for key, v in frag.items()
+                     if key not in ("index", "id", "type", "function") and v is not None})
+        fn, got = frag.get("function"), 0
+        if isinstance(fn, dict):
+            name, args = fn.get("name"), fn.get("arguments")
+            if isinstance(name, str) and name != call["function"]["name"]:
+                call["function"]["name"] += name
+                got += len(name)
+            if isinstance(args, str) and isinstance(call["function"]["arguments"], str):
+                call["function"]["arguments"] += args
+                got += len(args)
+            elif isinstance(args, dict):
+                call["function"]["arguments"] = args
+                got += len(orjson.dumps(args))
+        return got
 
     @property
     def complete(self) -> bool:
@@ -276,10 +317,14 @@ class ChatStream:
         """The chat.completion the non-streamed call returns; `cut`: every unfinished choice of the n asked
         is PARTIAL (none is left unseen: the runner would take that for a server ignoring `n`)."""
         choices = []
-        for i in sorted(set(self.parts) | set(self.reasons) | (set(range(self.n)) if cut else set())):
+        seen = set(self.parts) | set(self.calls) | set(self.reasons)
+        for i in sorted(seen | (set(range(self.n)) if cut else set())):
             reason = self.reasons.get(i, PARTIAL if cut else None)
             text = "".join(self.parts[i]) if i in self.parts and reason != PARTIAL else None
-            choices.append({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason})
+            msg: dict[str, Any] = {"role": "assistant", "content": text}
+            if self.calls.get(i) and reason != PARTIAL:  # a call cut mid-arguments is never run
+                msg["tool_calls"] = [self.calls[i][k] for k in sorted(self.calls[i])]
+            choices.append({"index": i, "message": msg, "finish_reason": reason})
         body: dict[str, Any] = {"object": "chat.completion", "model": self.model, "choices": choices}
         if self.usage is not None:
             body["usage"] = self.usage
@@ -324,6 +369,9 @@ class MessageStream:
                     self.chars += len(delta[field])
             if delta.get("type") == "signature_delta":
                 block["signature"] = delta.get("signature")
+            if delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+                block[_PARTIAL_JSON] = block.get(_PARTIAL_JSON, "") + delta["partial_json"]  # a tool_use's input
+                self.chars += len(delta["partial_json"])
         elif kind == "message_delta":
             delta = obj.get("delta") or {}
             for k in ("stop_reason", "stop_sequence"):
@@ -344,13 +392,34 @@ class MessageStream:
 
     def body(self, cut: bool = False) -> dict[str, Any]:
         msg = dict(self.message or {"usage": {}})
-        msg["content"] = [] if cut else [self.blocks[i] for i in sorted(self.blocks)]
+        msg["content"] = [] if cut else [_tool_input(self.blocks[i]) for i in sorted(self.blocks)]
         if cut:
             msg["stop_reason"] = PARTIAL
         return msg
 
     def completion(self, cut: bool = False) -> Completion:
         return anthropic_message(self.body(cut))
+
+
+_PARTIAL_JSON = "_partial_json"
+
+
+def _tool_input(block: dict[str, Any]) -> dict[str, Any]:
+    """A block as the unstreamed Message has it: a `tool_use` block's input_json_delta pieces joined and
+    decoded into its `input` (https://docs.anthropic.com/en/docs/build-with-claude/streaming#input-json-delta);
+    pieces that do not make a JSON object stay the string they make (the suite answers it as malformed)."""
+    if _PARTIAL_JSON not in block:
+        return block
+    out = {k: v for k, v in block.items() if k != _PARTIAL_JSON}
+    raw = block[_PARTIAL_JSON]
+    if raw.strip():
+        try:
+            out["input"] = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            out["input"] = raw
+        if not isinstance(out["input"], dict):
+            out["input"] = raw
+    return out
 
 
 class ResponsesStream:

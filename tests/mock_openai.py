@@ -270,6 +270,8 @@ class MockServer(Threaded):
             request.transport.abort()
             return web.Response(status=500)
         n = 1 if model.startswith("no-n-") else int(body.get("n", 1))
+        if body.get("tools") and (unsigned := missing_signature(model, body)) is not None:
+            return unsigned
         out = tool_completion(model, body) if body.get("tools") else chat_completion(model, prompt, n)
         data = orjson.dumps(out)
         if model == "garbage-once" and seen == 1:
@@ -371,6 +373,8 @@ def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
         name = body["tools"][0]["function"]["name"]
         args = '{"a": 12.5, "b": ' if model == "tool-bad-args" else '{"a": 12.5, "b": 8}'
         call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
+        if model == "tool-signed":  # Gemini 3 on its OpenAI-compatible endpoint: missing_signature
+            call["extra_content"] = {"google": {"thought_signature": SIGNATURE}}
         msg, reason = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
     return {
         "id": "chatcmpl-tools",
@@ -379,6 +383,109 @@ def tool_completion(model: str, body: dict[str, Any]) -> dict[str, Any]:
         "choices": [{"index": 0, "message": msg, "finish_reason": reason}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+SIGNATURE = "c2lnbmVkIGJ5IHRoZSBtb2Nr"
+"""The thought signature `tool-signed` puts on its calls."""
+
+
+def missing_signature(model: str, body: dict[str, Any]) -> web.Response | None:
+    """`tool-signed` refuses a turn whose earlier calls came back without the thought signature it gave them,
+    as Gemini 3 does on its OpenAI-compatible endpoint (https://ai.google.dev/gemini-api/docs/thought-signatures:
+    "you must pass back thought signatures during function calling, otherwise you will get a validation
+    error"; its body as quoted in https://github.com/openai/codex/issues/7519)."""
+    if model != "tool-signed":
+        return None
+    for k, m in enumerate(body.get("messages") or []):
+        for c in m.get("tool_calls") or []:
+            if ((c.get("extra_content") or {}).get("google") or {}).get("thought_signature") != SIGNATURE:
+                msg = (f"Unable to submit request because function call default_api:{(c.get('function') or {}).get('name')}"
+                       f" in the {k}. content block is missing a thought_signature. Learn more: "
+                       "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures")
+                return web.json_response([{"error": {"code": 400, "message": msg, "status": "INVALID_ARGUMENT"}}],
+                                         status=400)
+    return None
+
+
+def tool_message(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """tool_completion's behaviours on Anthropic's Messages API (https://docs.anthropic.com/en/docs/
+    agents-and-tools/tool-use/implement-tool-use): a short text and a `tool_use` block calling the first
+    tool (multiply 12.5 by 8) until a user turn of `tool_result` blocks came back, then the answer quoting
+    the first result. `tool-bad-args` leaves out `b` (Claude's input is always an object)."""
+    last = (body.get("messages") or [{}])[-1]
+    blocks = last.get("content") if isinstance(last.get("content"), list) else []
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if (results and model != "tool-always") or model == "tool-never":
+        said = results[0].get("content") if results else "7"
+        content: list[dict[str, Any]] = [{"type": "text", "text": f"The answer is {said}."}]
+        reason = "end_turn"
+    else:
+        name = body["tools"][0]["name"]
+        args = {"a": 12.5} if model == "tool-bad-args" else {"a": 12.5, "b": 8}
+        turn = sum(m.get("role") == "assistant" for m in body.get("messages") or [])
+        content = [{"type": "text", "text": "I'll use the calculator."},
+                   {"type": "tool_use", "id": f"toolu_{turn + 1:02d}", "name": name, "input": args}]
+        if (body.get("thinking") or {}).get("type") == "enabled":
+            content.insert(0, {"type": "thinking", "thinking": "12.5 and 8: the calculator adds.",
+                               "signature": THINKING_SIGNATURE})
+        reason = "tool_use"
+    return {"id": "msg_tools", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": reason, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+THINKING_SIGNATURE = "RXh0ZW5kZWQgdGhpbmtpbmcgc2lnbmF0dXJl"
+
+
+def unthought(body: dict[str, Any]) -> web.Response | None:
+    """With extended thinking on, Anthropic refuses a final assistant turn of tool_use blocks that does not
+    start with its thinking block, unmodified (docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+    #preserving-thinking-blocks; the 400 as quoted in deepset-ai/haystack-core-integrations#2146)."""
+    if (body.get("thinking") or {}).get("type") != "enabled":
+        return None
+    turns = [(k, m) for k, m in enumerate(body.get("messages") or []) if m.get("role") == "assistant"]
+    if not turns or not isinstance(turns[-1][1].get("content"), list):
+        return None
+    k, last = turns[-1]
+    first = last["content"][0] if last["content"] else {}
+    if any(b.get("type") == "tool_use" for b in last["content"]) and not (
+            first.get("type") == "thinking" and first.get("signature") == THINKING_SIGNATURE):
+        msg = (f"messages.{k}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+               f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start with a "
+               "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend "
+               "you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. "
+               "Please consult our documentation at https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking")
+        return web.json_response({"type": "error", "error": {"type": "invalid_request_error", "message": msg}},
+                                 status=400)
+    return None
+
+
+class MessagesServer(MockServer):
+    """MockServer plus Anthropic's `POST /v1/messages`, answering `tool_message` when offered tools (else
+    a text block of `answer_text`); counted in `total`, `per_model` and `last_body` like a chat call, and
+    streamed when asked (tests.mock_sse)."""
+
+    def app(self) -> web.Application:
+        app = super().app()
+        app.router.add_post("/v1/messages", self.handle_messages)
+        return app
+
+    async def handle_messages(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        model = body.get("model", "")
+        with self._lock:
+            self.total += 1
+            self.per_model[model] += 1
+            self.last_body[model] = body
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if (refused := unthought(body)) is not None:
+            return refused
+        if body.get("tools"):
+            return web.json_response(tool_message(model, body))
+        text = answer_text(model, _last_user_text(body.get("messages") or []), 0)
+        return web.json_response({"id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+                                  "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                  "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 12}})
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:

@@ -57,10 +57,29 @@ def chat_events(answer: dict[str, Any], include_usage: bool) -> list[bytes]:
         out.append({**base, "choices": [{"index": i, "delta": first, "finish_reason": None}]})
         for piece in _pieces(msg.get("content") or ""):
             out.append({**base, "choices": [{"index": i, "delta": {"content": piece}, "finish_reason": None}]})
+        for delta in tool_call_deltas(msg.get("tool_calls") or []):
+            out.append({**base, "choices": [{"index": i, "delta": delta, "finish_reason": None}]})
         out.append({**base, "choices": [{"index": i, "delta": {}, "finish_reason": ch.get("finish_reason")}]})
     if include_usage and "usage" in answer:
         out.append({**base, "choices": [], "usage": answer["usage"]})
     return [b"data: " + orjson.dumps(c) + b"\n\n" for c in out] + [b"data: [DONE]\n\n"]
+
+
+def tool_call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A message's `tool_calls` as OpenAI streams them (https://platform.openai.com/docs/guides/function-calling
+    #streaming): per call, a delta with its index, id, type, name and empty arguments, then its arguments
+    in pieces (`{"index", "function": {"arguments"}}`); an object `arguments` (Ollama's) goes whole."""
+    out: list[dict[str, Any]] = []
+    for k, c in enumerate(calls):
+        fn = c.get("function") or {}
+        args = fn.get("arguments")
+        head = {**{f: v for f, v in c.items() if f not in ("id", "type", "function")},  # (Gemini's extra_content)
+                "index": k, "id": c.get("id"), "type": "function",
+                "function": {"name": fn.get("name"), "arguments": args if isinstance(args, dict) else ""}}
+        out.append({"tool_calls": [head]})
+        for piece in _pieces(args) if isinstance(args, str) else ():
+            out.append({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
+    return out
 
 
 def message_events(answer: dict[str, Any]) -> list[bytes]:
@@ -71,6 +90,9 @@ def message_events(answer: dict[str, Any]) -> list[bytes]:
     ev: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
     for i, block in enumerate(answer.get("content") or []):
         kind = block.get("type")
+        if kind == "tool_use":
+            ev.extend(tool_use_events(i, block))
+            continue
         field, dtype = ("thinking", "thinking_delta") if kind == "thinking" else ("text", "text_delta")
         ev.append(("content_block_start", {"type": "content_block_start", "index": i,
                                            "content_block": {**block, field: ""}}))
@@ -87,6 +109,22 @@ def message_events(answer: dict[str, Any]) -> list[bytes]:
                "stop_sequence": answer.get("stop_sequence")}, "usage": {"output_tokens": usage.get("output_tokens")}}))
     ev.append(("message_stop", {"type": "message_stop"}))
     return [f"event: {name}\n".encode() + b"data: " + orjson.dumps(d) + b"\n\n" for name, d in ev]
+
+
+def tool_use_events(i: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A `tool_use` block as Anthropic streams it (https://docs.anthropic.com/en/docs/build-with-claude/
+    streaming#input-json-delta): its start with an empty `input`, an empty first input_json_delta, then
+    the input's JSON in pieces (a string `input` is sent as is: pieces that do not make JSON)."""
+    raw = block.get("input")
+    text = raw if isinstance(raw, str) else orjson.dumps(raw if raw is not None else {}).decode()
+    ev: list[tuple[str, dict[str, Any]]] = [
+        ("content_block_start", {"type": "content_block_start", "index": i,
+                                 "content_block": {**block, "input": {}}})]
+    for piece in ["", *_pieces(text)]:
+        ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                           "delta": {"type": "input_json_delta", "partial_json": piece}}))
+    ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    return ev
 
 
 def responses_events(answer: dict[str, Any]) -> list[bytes]:

@@ -1,4 +1,4 @@
-"""JEEBench §4.2, function calling: the CoT prompt with a four-operation calculator offered as OpenAI tools.
+"""JEEBench §4.2, function calling: the CoT prompt with a four-operation calculator offered as tools.
 
 The paper: "the JEE exam only allows access to a basic calculator with 4 primitive arithmetic operation
 (+, -, /, *) ... we use the newly introduced function-calling API to implement standard arithmetic
@@ -9,7 +9,8 @@ A chain: the answer pass; when its row holds `tool_calls`, the suite runs each c
 never eval) and sends the results as `role: tool` messages in pass `tool1`, then `tool2`, ... Each call is
 its own row; a sample's answer is the last row of its chain. A malformed call (arguments not JSON, an
 unknown function, a non-number) is answered with an error message as its result, as a tool runner would,
-and counted; it never fails the row."""
+and counted; it never fails the row. The suite speaks OpenAI's shapes only (`tools`, `tool_calls` with JSON
+string arguments, `role: tool`); each provider translates (providers.anthropic: `tool_use`/`tool_result`)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,23 @@ def run_call(call: Any) -> tuple[str, bool]:
     return repr(out), True
 
 
+def wire_call(call: Any, i: int) -> dict[str, Any]:
+    """One of the model's calls as the assistant turn sends it back, in the spec's shape whatever shape it came
+    in: an id (`call_<i>` when it had none: Ollama's), type function, arguments a JSON string (an object,
+    as Ollama and some OpenAI-compatible servers send them, is encoded: strict servers refuse an object back,
+    https://github.com/openclaw/openclaw/pull/97834). Arguments that are not JSON go back as they came, and
+    so does any other field of the call: Gemini's `extra_content.google.thought_signature` must, or Gemini 3
+    refuses the next turn (https://ai.google.dev/gemini-api/docs/thought-signatures)."""
+    if not isinstance(call, dict):
+        return {"id": f"call_{i}", "type": "function", "function": {"name": "", "arguments": ""}}
+    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    args = fn.get("arguments")
+    if not isinstance(args, str):
+        args = orjson.dumps(args if args is not None else {}).decode()
+    return {**call, "id": str(call.get("id") or f"call_{i}"), "type": "function",
+            "function": {**fn, "name": str(fn.get("name") or ""), "arguments": args}}
+
+
 def next_round(req: Request, row: Row) -> list[Request]:
     """The follow-up of a row that called tools: its calls and their results appended, the next pass."""
     calls = row.get("tool_calls")
@@ -84,11 +102,7 @@ def next_round(req: Request, row: Row) -> list[Request]:
     k = 0 if row.get("pass") == "answer" else PASSES.index(row["pass"]) + 1 if row.get("pass") in PASSES else -1
     if not 0 <= k < ROUNDS:
         return []
-    sent = [
-        {"id": str(c.get("id") or f"call_{i}"), "type": "function", "function": c.get("function")}
-        if isinstance(c, dict) else {"id": f"call_{i}", "type": "function", "function": {}}
-        for i, c in enumerate(calls)
-    ]
+    sent = [wire_call(c, i) for i, c in enumerate(calls)]
     results = [Message(role="tool", content=run_call(c)[0], tool_call_id=s["id"]) for c, s in zip(calls, sent, strict=True)]
     turn = Message(role="assistant", content=row.get("text") or "", tool_calls=sent)
     return [
