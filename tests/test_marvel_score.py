@@ -181,7 +181,7 @@ def test_scores_keys_and_reference_rows(tmp_path: Path) -> None:
     assert main.rows[3][:4] == ["paper: Qwen-VL", "-", "19.61", "37.27"] and main.rows[3][4] == "-"  # no coarse column
     assert main.rows[4][:4] == ["paper: Fuyu †", "-", "24.29", "34.94"]
     group = rep.tables[1]
-    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", "-", "-", "-", "-"]
+    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", *["-"] * 8]
     assert rep.extra["reference"]["human"]["avr"] == 0.6886
 
 
@@ -289,7 +289,8 @@ def test_gap_and_the_papers_value_beside_ours(tmp_path: Path) -> None:
         assert r[at["gap avr"]] == f"{float(r[at['avr']]) - 27.79:+.2f}" and r[at["gap fine"]] == f"{100 - 68.44:+.2f}"
     assert "gap = ours − the paper's value" in main.note
     group = rep.tables[1]
-    assert group.columns[-3:] == ["vs paper", "paper perc_cf_avr", "gap perc_cf_avr"]
+    assert group.columns[-7:] == ["vs paper", "paper perc_c", "gap perc_c", "paper perc_cf", "gap perc_cf",
+                                  "paper perc_cf_avr", "gap perc_cf_avr"]  # fmt: skip
     t4 = next(t for t in rep.tables if t.title.startswith("MARVEL Table 4"))
     s = rep.models["sim/x"]
     g = t4.columns.index("gap:sim/x")
@@ -310,3 +311,18 @@ def test_pattern_table_gap(tmp_path: Path) -> None:
     assert t.columns[2:6] == ["pattern", "vs paper", "paper pattern", "gap pattern"]
     assert t.rows[0][2:6] == ["100.00", "Claude3 (Opus)", "25.84", f"{100 - 25.84:+.2f}"]
     assert all(len(r) == len(t.columns) for r in t.rows)
+
+
+def test_group_table_gap_on_all_three_of_table2s_group_columns(tmp_path: Path) -> None:
+    """#38: Table 2 prints PercC, PercC&F and PercC&F&AVR; each gets the paper's value and the gap beside ours
+    (before: PercC&F&AVR only)."""
+    plan = {1: set(), 2: {"avr"}, 3: {"fine"}, 4: {"coarse-whole"}}
+    rep = SUITE.score(rows_for("claude-3-opus-20240229", plan), SPEC, tmp_path)
+    group, s = rep.tables[1], rep.models["claude-3-opus-20240229"]
+    assert (s["perc_c"], s["perc_cf"], s["perc_cf_avr"]) == (0.75, 0.5, 0.25)
+    r = dict(zip(group.columns, group.rows[0], strict=True))
+    assert r["vs paper"] == "Claude3 (Opus)"  # Table 2: 44.94, 20.13, 5.97
+    assert [r[f"paper {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["44.94", "20.13", "5.97"]
+    assert [r[f"gap {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["+30.06", "+29.87", "+19.03"]
+    few = SUITE.score(rows_for("m", plan), RunSpec(suite="marvel", options={"shots": 1}), tmp_path).tables[1]
+    assert "gap perc_c" not in few.columns  # Table 8 gives AVR only

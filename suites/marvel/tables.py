@@ -198,12 +198,12 @@ def pattern_table(models: dict[str, dict[str, Any]]) -> Table:
 def _compared(what: str, prompting: Prompting) -> list[tuple[str, dict[str, float]]]:
     """The columns of a main table with a paper value to set beside ours, and the paper's values per model:
     instance AVR (Table 2, or Tables 8-11 for the run's prompting) and fine (Table 2, zero-shot runs);
-    group PercC&F&AVR (Table 2, zero-shot runs)."""
+    group PercC, PercC&F and PercC&F&AVR (Table 2, zero-shot runs: all three of its group columns)."""
     t2 = {c: {m: v[i] for m, v in paper.TABLE2.items()} for i, c in enumerate(paper.TABLE2_COLS)}
     if what == "instance":
         avr = paper.avr_column(*prompting)[1]
         return [("avr", avr)] + ([("fine", t2["fine"])] if prompting == ZERO_SHOT else [])
-    return [("perc_cf_avr", t2["perc_cf_avr"])] if prompting == ZERO_SHOT else []
+    return [(c, t2[c]) for c in GROUP] if prompting == ZERO_SHOT else []
 
 
 def _beside(m: str, s: dict[str, Any], compared: list[tuple[str, dict[str, float]]], among: tuple[str, ...]) -> list[str]:
