@@ -326,3 +326,16 @@ def test_group_table_gap_on_all_three_of_table2s_group_columns(tmp_path: Path) -
     assert [r[f"gap {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["+30.06", "+29.87", "+19.03"]
     few = SUITE.score(rows_for("m", plan), RunSpec(suite="marvel", options={"shots": 1}), tmp_path).tables[1]
     assert "gap perc_c" not in few.columns  # Table 8 gives AVR only
+
+
+def test_few_shot_paper_rows_carry_no_dagger(tmp_path: Path) -> None:
+    """#38: Tables 8-11 mark no model † (§6: "The inductive bias is mitigated in few-shot settings"); only
+    Table 2's zero-shot rows do (before: "paper: Gemini †" beside Table 8's 28.7)."""
+    rows = rows_for("m", {1: set(), 2: {"avr"}})
+    for opts, table in (({"shots": 1}, "Table 8"), ({"questions": "avr", "panels": "one-by-one"}, "Table 11")):
+        main = SUITE.score(rows, RunSpec(suite="marvel", options=opts), tmp_path).tables[0]
+        names = [r[0] for r in main.rows if str(r[0]).startswith("paper:")]
+        assert table in main.note and "paper: Gemini" in names and not any("†" in n for n in names)
+        assert "†" not in main.note
+    zero = SUITE.score(rows, SPEC, tmp_path).tables[0]
+    assert "paper: Gemini †" in [r[0] for r in zero.rows] and "† as the paper marks" in zero.note

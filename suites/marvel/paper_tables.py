@@ -43,7 +43,8 @@ def human_avr() -> str:
 def table2_rows(cols: list[str], prompting: Prompting) -> tuple[list[list[Any]], str]:
     """The paper's rows for our instance/group columns (`paper: model`), and which table they are from.
     Few-shot and one-by-one runs get their AVR column from Tables 8-11; the other columns are Table 2's
-    zero-shot figures, shown only for zero-shot runs."""
+    zero-shot figures, shown only for zero-shot runs. † only beside Table 2's values: Tables 8-11 print none
+    (§6: "The inductive bias is mitigated in few-shot settings")."""
     source, avr = paper.avr_column(*prompting)
     rows = []
     for m in paper.MODELS:
@@ -52,7 +53,7 @@ def table2_rows(cols: list[str], prompting: Prompting) -> tuple[list[list[Any]],
         else:
             vals = {"avr": avr.get(m)}
         if any(vals.get(c) is not None for c in cols):
-            rows.append([paper_name(m), DASH, *(_p(vals.get(c)) for c in cols)])
+            rows.append([paper_name(m, prompting == ZERO_SHOT), DASH, *(_p(vals.get(c)) for c in cols)])
     return rows, source
 
 

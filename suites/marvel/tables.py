@@ -70,7 +70,7 @@ def tables(
     paper_note = (
         f"; `paper:` rows are the paper's {source}"
         + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else " (AVR)")
-        + "; † as the paper marks inductive bias"
+        + ("; † as the paper marks inductive bias" if prompting == ZERO_SHOT else "")
     )
     main = []
     for what, cols in (("instance", INSTANCE), ("group", GROUP)):
