@@ -204,12 +204,32 @@ def test_tables_4_and_5_in_the_papers_orientation(tmp_path: Path) -> None:
     assert [r[1] for r in t5.rows] == [165, 225, 225, 135, 20]  # the data's counts, "3D" = Reassembling
     assert t5.rows[4][2] == f"{100 * s['by_configuration']['3D']:.2f}" and t5.rows[1][5] == "71.56"
     assert "by_configuration" in s and list(s["by_configuration"]) == ["Sequence", "Matrix", "Two-row", "Group", "3D"]
-    few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": 1}), tmp_path)
+    few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": 1, "demos": "ood"}),
+                      tmp_path)  # fmt: skip
     t4 = next(t for t in few.tables if t.title.startswith("MARVEL Table 4"))
     assert t4.columns[-1] == "paper:Human" and "zero-shot" in t4.note
     main = few.tables[0]
-    assert "Table 8, one-shot" in main.note and ["paper: GPT-4o", "-", "30.78"] == main.rows[4][:3]
-    assert "gap:m" not in t4.columns  # the paper's per-pattern model values are zero-shot only
+    assert "Table 9, one-shot (OOD)" in main.note
+    assert "gap:m" not in t4.columns  # the paper's per-pattern model values: zero-shot (4) or same-pattern demos (12)
+
+
+def test_table12_beside_a_few_shot_run(tmp_path: Path) -> None:
+    """#38: a --shots 1|2 run (same-pattern demos) gets Table 12's columns of its shots by pattern, with gaps;
+    the two-shot half's unnamed second column is GPT-4o's (before: Human only, Table 12 not printed)."""
+    ids = [p.id for p in load()]
+    rows = [row("m", f"{i}/avr", f"The answer is choice {P[i].answer if k % 2 else P[i].answer % 4 + 1}.")
+            for k, i in enumerate(ids)]  # fmt: skip
+    for shots, gpt4o_2d in ((1, "45.00"), (2, "38.33")):
+        rep = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": shots}), tmp_path)
+        (t,) = [t for t in rep.tables if t.title.startswith("MARVEL Table 12")]
+        assert ("one", "two")[shots - 1] + "-shot" in t.title
+        assert t.columns == ["pattern", "puzzles", "m", "gap:m", "random", "paper:Human", "paper:Gemini",
+                             "paper:GPT-4o", "paper:GPT-4V", "paper:Claude3(Sonnet)", "paper:Claude3(Opus)"]  # fmt: skip
+        r = dict(zip(t.columns, t.rows[4], strict=True))  # 2D-Geometry
+        assert r["paper:GPT-4o"] == gpt4o_2d and r["paper:Human"] == "59.17"
+        want = 100 * rep.models["m"]["by_pattern"]["2D-Geometry"] - float(gpt4o_2d)
+        assert r["gap:m"] == f"{want:+.2f}"  # against GPT-4o (ref.)
+        assert "the second is GPT-4o" in t.note and not any(t.title.startswith("MARVEL Table 4") for t in rep.tables)
 
 
 def test_table6_fine_accuracy_by_category(tmp_path: Path) -> None:
