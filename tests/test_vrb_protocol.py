@@ -26,8 +26,10 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
     "effects_items": [(None, None), ("reference", None), ("nonfatal", "effects over all items but the fatal ones")],
     "extractor": [(None, None), ("reference", None), ("rules", "--extractor rules: answers read with our four fixes")],
     "exclude_models": [(None, None), (",".join(sorted(REFERENCE_EXCLUDED)), None),
-                       ("none", "pooled skill and category effects, severity mean and analyses, and frontier over every model in the run"),
-                       ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12")],
+                       ("none", "per-model tables and views, pooled skill and category effects, severity mean and "
+                                "analyses, and frontier over every model in the run"),
+                       ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12 from "
+                                  "all of them, its per-model figures included")],  # #38: the per-model views too
     "category_covariates": [(None, None), ("skills", None), ("none", "(Fig. 11) without the skill covariates")],
     "category_estimand": [(None, None), ("reference", None), ("standardised", "(Fig. 11) by marginal standardisation")],
     "datasets": [(None, None), ("zambia,india", None)],
