@@ -373,3 +373,19 @@ def test_gap_beside_the_papers_accuracy(root: Path, tmp_path: Path) -> None:
     assert got["google/gemini-3-flash"] == ("50.0", "78", "-28.0")
     assert got["qwen/qwen3-vl-8b"] == ("50.0", "≈45", "+5.0")
     assert got["gemma-3-4b"][1:] == ("mid-20s", "-") and got["other"][1:] == ("-", "-")
+
+
+def test_accuracy_note_carries_the_papers_range_and_the_unmatched_model(root: Path, tmp_path: Path) -> None:
+    """#38: the text's numbers no row carries are said under the accuracy table: §4.1's 23-78% over its 45
+    models beside this run's range, and §4.1.1's "Mistral Small 2.1 3B", which names no model of the reference's
+    models.csv; Fig. 7's ≈23% at the lowest prices and 15-20 point spread per cost band go to the frontier note."""
+    from suites.vrb import paper
+
+    rows = [row(m, k, t) for m, ans in (("a", ("A", "B", "4", "D")), ("b", ("A", "C", "1", "A")))
+            for k, t in zip(("x/Q1", "x/Q2", "y/Q1", "y/Q2"), ans, strict=True)]  # fmt: skip
+    rep = run(rows, root, tmp_path)
+    acc = next(t for t in rep.tables if t.title.startswith("vrb: accuracy % (chance"))
+    assert "range: the paper's 45 models 23-78% (§4.1), 25.0-100.0% over these 2" in acc.note
+    assert "Mistral Small 2.1 3B" in acc.note and "ministral-3b" in acc.note
+    assert any("≈23%" in s for s in paper.FRONTIER_TEXT) and any("15-20 points" in s for s in paper.FRONTIER_TEXT)
+    assert rep.extra["frontier"]["paper"] == list(paper.FRONTIER_TEXT)

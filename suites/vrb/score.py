@@ -271,6 +271,14 @@ def _pool_note(effects: dict[str, Any]) -> str:
     return out
 
 
+def _range_note(accuracies: list[float | None]) -> str:
+    """§4.1's range over the paper's 45 models beside this run's (the models its tables show)."""
+    lo, hi = paper.ACCURACY_RANGE
+    got = [100 * a for a in accuracies if a is not None]
+    ours = f"{min(got):.1f}-{max(got):.1f}% over these {len(got)}" if got else "none here"
+    return f"range: the paper's 45 models {lo:.0f}-{hi:.0f}% (§4.1), {ours}"
+
+
 def _ci(ci: list[float] | None) -> str:
     return "-" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
@@ -310,7 +318,8 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             f"'vs {100 * th:.0f}%': points to the paper's minimum capability threshold for classroom use (§1, "
             "§3.3: the share of items the three annotators agreed on); 'paper': the accuracy its text gives "
             "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text); 'gap': accuracy − paper, points, "
-            "where the paper gives a number ('≈' read as the number; the model and the protocol together)"
+            "where the paper gives a number ('≈' read as the number; the model and the protocol together); "
+            + _range_note([models[m]["accuracy"] for m in order]) + "; " + paper.NOT_MATCHED
             + gone,
             key=("accuracy", "95% CI"),
         )
