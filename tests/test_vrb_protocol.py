@@ -152,6 +152,6 @@ def test_reference_exclusions_leave_the_per_model_tables(tmp_path: Path) -> None
         return [({r[0] for r in t.rows} & set(models), t.note) for t in tabs if t.columns[0] == "model"]
 
     got = shown({})
-    assert len(got) == 4 and all(names == {"a", "b"} for names, _ in got)
+    assert len(got) == 5 and all(names == {"a", "b"} for names, _ in got)  # + Fig. 8's task spread (#38)
     assert all("openai/gpt-5-2025-08-07-high" in note and "--exclude-models none" in note for _, note in got)
     assert all(names == set(models) for names, _ in shown({"exclude_models": "none"}))

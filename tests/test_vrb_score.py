@@ -389,3 +389,21 @@ def test_accuracy_note_carries_the_papers_range_and_the_unmatched_model(root: Pa
     assert "Mistral Small 2.1 3B" in acc.note and "ministral-3b" in acc.note
     assert any("≈23%" in s for s in paper.FRONTIER_TEXT) and any("15-20 points" in s for s in paper.FRONTIER_TEXT)
     assert rep.extra["frontier"]["paper"] == list(paper.FRONTIER_TEXT)
+
+
+def test_fig8_task_spread_per_model(root: Path, tmp_path: Path) -> None:
+    """#38: Fig. 8 as a table: each model's overall accuracy, best and worst task category and their range in
+    points, beside the text's "nearly 35 points" for Kimi-K2.5 and Qwen3-VL with the gap (before: no such view
+    in the suite's tables, the text's figures nowhere)."""
+    answers = {"moonshotai/kimi-k2.5": ("A", "B", "4", "A"), "other": ("B", "B", "1", "D")}
+    rows = [row(m, k, t) for m, ans in answers.items()
+            for k, t in zip(("x/Q1", "x/Q2", "y/Q1", "y/Q2"), ans, strict=True)]  # fmt: skip
+    rep = run(rows, root, tmp_path)
+    (t,) = [t for t in rep.tables if t.title == "vrb: task spread per model (Fig. 8)"]
+    assert t.columns == ["model", "overall", "best", "worst", "range pp", "paper range", "gap pp"]
+    got = {r[0]: r[1:] for r in t.rows}
+    cat = rep.models["moonshotai/kimi-k2.5"]["by_category"]  # fatal x/Q3 out: Odd One Out 2/3, Match (Figure) 1/1
+    assert {c: x["accuracy"] for c, x in cat.items()} == {"Odd One Out": pytest.approx(2 / 3), "Match (Figure)": 1.0}
+    assert got["moonshotai/kimi-k2.5"] == ["75.0", "Match (Figure)", "Odd One Out", "33.3", "≈35", "-1.7"]
+    assert got["other"][1:] == ["Odd One Out", "Match (Figure)", "66.7", "-", "-"]  # 2/3 vs 0/1
+    assert "nearly" not in t.note and "10-25 points" in t.note and "Match (Process)" in t.note

@@ -1,6 +1,6 @@
 """The paper's own numbers (Huti et al., 2026, shared/papers/vrb.txt), printed beside ours wherever a table
 reproduces one of its figures. Its figures are images; these are the values its text states ("≈" where
-it says "approximately"/"around"). Fig. 8, 11 and 12 and the per-model bars of Fig. 4-6 have no numbers
+it says "approximately"/"around"). Fig. 11 and 12 and the per-model bars of Fig. 4-6 have no numbers
 in the text."""
 
 from __future__ import annotations
@@ -29,6 +29,24 @@ NOT_MATCHED = (
 """A model the text names that no name pattern can stand for: said under the accuracy table."""
 ACCURACY_RANGE = (23.0, 78.0)
 """§4.1: "Across the full panel, accuracies range from 23% up to 78%" (its 45 models)."""
+
+TASK_RANGE: tuple[tuple[str, str], ...] = (
+    (r"kimi-k2\.5", "≈35"),  # §4.2.1 "this gap is even wider in ... Kimi-K2.5 and Qwen3-VL, where the difference
+    (r"qwen3-vl", "≈35"),  # is nearly 35 points"
+)
+"""Fig. 8 (§4.2.1): the points between a model's best and worst task category, where the text names a model."""
+TASK_SPREAD_TEXT = (
+    "Fig. 8 (§4.2.1): most top-15 models 10-25 points between best and worst task; the strongest best on Pattern "
+    "Completion (Linear), most frontier models worst on Match (Process); the bottom 15 at 20-40% overall, best on "
+    "Odd One Out"
+)
+
+
+def task_range(model: str) -> str:
+    """The paper's best − worst task range for `model` where its text names it, else "-"."""
+    name = model.lower()
+    return next((v for pat, v in TASK_RANGE if re.search(pat, name)), "-")
+
 
 SKILL_AME_PP: dict[str, tuple[float, str]] = {
     "Shape and Form": (-4.5, "-4.5"),

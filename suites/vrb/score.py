@@ -271,6 +271,24 @@ def _pool_note(effects: dict[str, Any]) -> str:
     return out
 
 
+SPREAD_NOTE = (
+    "overall: the model's accuracy (Fig. 8's diamond); best, worst: its best and worst task category; range pp: "
+    "best − worst, points (the grey line); paper range: the text's figure for the models it names; gap pp: range − "
+    "paper range; " + paper.TASK_SPREAD_TEXT
+)
+
+
+def _spread(model: str, v: dict[str, Any]) -> list[str]:
+    """Fig. 8's cells for one model: overall, best and worst task category, their range and the paper's."""
+    acc = {c: x["accuracy"] for c, x in v["by_category"].items() if x["accuracy"] is not None}
+    if not acc:
+        return [_pct(v["accuracy"]), "-", "-", "-", "-", "-"]
+    best, worst = max(acc, key=acc.__getitem__), min(acc, key=acc.__getitem__)
+    span = 100 * (acc[best] - acc[worst])
+    theirs = paper.task_range(model)
+    return [_pct(v["accuracy"]), best, worst, f"{span:.1f}", theirs, paper.gap(span, theirs)]
+
+
 def _range_note(accuracies: list[float | None]) -> str:
     """§4.1's range over the paper's 45 models beside this run's (the models its tables show)."""
     lo, hi = paper.ACCURACY_RANGE
@@ -341,6 +359,10 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                              100 * mean[c], sm["paper"].get(c, "-")) for c in cols)])  # fmt: skip
                 note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + gone
             out.append(Table(title=f"vrb: {title}", columns=["model", *cols], rows=rows, note=note))
+            if key == "by_category":
+                out.append(Table(title="vrb: task spread per model (Fig. 8)",
+                                 columns=["model", "overall", "best", "worst", "range pp", "paper range", "gap pp"],
+                                 rows=[[m, *_spread(m, models[m])] for m in order], note=note + "; " + SPREAD_NOTE))  # fmt: skip
     eff = extra.get("skill_effects", {}).get("effects")
     if eff:
         out.append(
