@@ -79,12 +79,12 @@ def test_scoring_rules(root: Path, tmp_path: Path) -> None:
     assert m["by_dataset"]["x"]["accuracy"] == pytest.approx(2 / 3)
     assert m["by_dataset"]["y"]["accuracy"] == 0.0
     assert m["accuracy"] == pytest.approx((3 * 2 / 3 + 1 * 0.0) / 4)
-    # fatal x/Q3 left out of categories
+    # categories keep every item, the fatal x/Q3 included, as the reference's Figs 8 and 12 (#38: it was left out)
     assert (
         m["by_category"]["Odd One Out"]["accuracy"] == pytest.approx(1 / 2)
         and m["by_category"]["Odd One Out"]["n"] == 2
     )
-    assert m["by_category"]["Match (Figure)"] == {"accuracy": 0.0, "ci95": [0.0, 0.0], "n": 1}
+    assert m["by_category"]["Match (Figure)"]["accuracy"] == 0.5 and m["by_category"]["Match (Figure)"]["n"] == 2
     assert list(m["by_category"]) == ["Odd One Out", "Match (Figure)"]  # the paper's order
     # skills, as the reference's skill analysis: no item with an image error (x/Q2 minor, x/Q3 fatal,
     # y/Q1 medium) and no Other column; y/Q2 (Counting) failed
@@ -402,7 +402,7 @@ def test_fig8_task_spread_per_model(root: Path, tmp_path: Path) -> None:
     (t,) = [t for t in rep.tables if t.title == "vrb: task spread per model (Fig. 8)"]
     assert t.columns == ["model", "overall", "best", "worst", "range pp", "paper range", "gap pp"]
     got = {r[0]: r[1:] for r in t.rows}
-    cat = rep.models["moonshotai/kimi-k2.5"]["by_category"]  # fatal x/Q3 out: Odd One Out 2/3, Match (Figure) 1/1
+    cat = rep.models["moonshotai/kimi-k2.5"]["by_category"]  # x/Q3 unanswered: Odd One Out 2/3, Match (Figure) 1/1
     assert {c: x["accuracy"] for c, x in cat.items()} == {"Odd One Out": pytest.approx(2 / 3), "Match (Figure)": 1.0}
     assert got["moonshotai/kimi-k2.5"] == ["75.0", "Match (Figure)", "Odd One Out", "33.3", "≈35", "-1.7"]
     assert got["other"][1:] == ["Odd One Out", "Match (Figure)", "66.7", "-", "-"]  # 2/3 vs 0/1
