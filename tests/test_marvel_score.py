@@ -321,7 +321,8 @@ def test_gap_and_the_papers_value_beside_ours(tmp_path: Path) -> None:
     assert t5.rows[4][g] == f"{100 * rep.models['gpt-4o-2024-05-13']['by_configuration']['3D'] - 25.00:+.2f}"
     few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr,fine", "shots": 1}), tmp_path)
     r = next(r for r in few.tables[0].rows if r[0] == "sim/x")
-    assert few.tables[0].columns[-3:] == ["vs paper", "paper avr", "gap avr"] and r[-2] == "30.78"  # Table 8
+    assert few.tables[0].columns[-5:] == ["vs paper", "paper avr", "gap avr", "paper fine", "gap fine"]
+    assert r[-4] == "30.78" and r[-2] == "68.44"  # Table 8's AVR; Table 2's fine: asked zero-shot, as there
 
 
 def test_pattern_table_gap(tmp_path: Path) -> None:
@@ -345,7 +346,24 @@ def test_group_table_gap_on_all_three_of_table2s_group_columns(tmp_path: Path) -
     assert [r[f"paper {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["44.94", "20.13", "5.97"]
     assert [r[f"gap {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["+30.06", "+29.87", "+19.03"]
     few = SUITE.score(rows_for("m", plan), RunSpec(suite="marvel", options={"shots": 1}), tmp_path).tables[1]
-    assert "gap perc_c" not in few.columns  # Table 8 gives AVR only
+    assert "gap perc_c" in few.columns and "gap perc_cf_avr" not in few.columns  # its AVR is few-shot (Table 8)
+
+
+def test_few_shot_run_keeps_table2_for_its_zero_shot_questions(tmp_path: Path) -> None:
+    """#38: --shots and --panels change the AVR question only; the fine and coarse questions are asked as in
+    Table 2, so a few-shot run's fine, PercC and PercC&F get Table 2's values and the gap (before: AVR only)."""
+    plan = {1: set(), 2: {"avr"}, 3: {"fine"}, 4: {"coarse-whole"}}
+    rep = SUITE.score(rows_for("claude-3-opus-20240229", plan), RunSpec(suite="marvel", options={"shots": 2}),
+                      tmp_path)  # fmt: skip
+    inst, group = rep.tables[0], rep.tables[1]
+    r = dict(zip(inst.columns, inst.rows[0], strict=True))
+    assert (r["paper avr"], r["gap avr"]) == ("23.64", f"{75 - 23.64:+.2f}")  # Table 8, two-shot
+    assert (r["paper fine"], r["gap fine"]) == ("47.27", f"{75 - 47.27:+.2f}")  # Table 2
+    g = dict(zip(group.columns, group.rows[0], strict=True))
+    assert (g["paper perc_c"], g["paper perc_cf"]) == ("44.94", "20.13") and "paper perc_cf_avr" not in g
+    opus = next(x for x in inst.rows if x[0] == "paper: Claude3 (Opus)")
+    assert opus[2:4] == ["23.64", "47.27"] and "Table 2 (fine, PercC, PercC&F" in inst.note
+    assert not any(str(x[0]).startswith("paper: Qwen-VL") for x in inst.rows)  # Table 8's five models only
 
 
 def test_few_shot_paper_rows_carry_no_dagger(tmp_path: Path) -> None:

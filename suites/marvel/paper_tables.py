@@ -12,6 +12,8 @@ from suites.marvel.categories import counts
 from suites.marvel.data import PATTERNS, REFERENCE, load
 
 DASH = "-"
+ZERO_SHOT_QUESTIONS = ("fine", "perc_c", "perc_cf")
+"""Table 2's columns a few-shot or one-by-one run is still compared with: their questions stay zero-shot."""
 Prompting = tuple[int, str, str]
 """(shots, demos, panels) of the run: which of the paper's tables its AVR figures compare with."""
 ZERO_SHOT: Prompting = (0, "same", "whole")
@@ -42,16 +44,16 @@ def human_avr() -> str:
 
 def table2_rows(cols: list[str], prompting: Prompting) -> tuple[list[list[Any]], str]:
     """The paper's rows for our instance/group columns (`paper: model`), and which table they are from.
-    Few-shot and one-by-one runs get their AVR column from Tables 8-11; the other columns are Table 2's
-    zero-shot figures, shown only for zero-shot runs. † only beside Table 2's values: Tables 8-11 print none
-    (§6: "The inductive bias is mitigated in few-shot settings")."""
+    Few-shot and one-by-one runs get their AVR column from Tables 8-11 (their models only) and Table 2's fine,
+    PercC and PercC&F, since only the AVR question changes (the fine and coarse questions stay zero-shot, as in
+    Table 2); PercC&F&AVR holds the AVR answer: Table 2's only for zero-shot runs. † only beside Table 2's
+    values: Tables 8-11 print none (§6: "The inductive bias is mitigated in few-shot settings")."""
     source, avr = paper.avr_column(*prompting)
     rows = []
     for m in paper.MODELS:
-        if prompting == ZERO_SHOT:
-            vals = dict(zip(paper.TABLE2_COLS, paper.TABLE2[m], strict=True))
-        else:
-            vals = {"avr": avr.get(m)}
+        vals = dict(zip(paper.TABLE2_COLS, paper.TABLE2[m], strict=True))
+        if prompting != ZERO_SHOT:
+            vals = {**{c: vals[c] for c in ZERO_SHOT_QUESTIONS}, "avr": avr.get(m)} if m in avr else {}
         if any(vals.get(c) is not None for c in cols):
             rows.append([paper_name(m, prompting == ZERO_SHOT), DASH, *(_p(vals.get(c)) for c in cols)])
     return rows, source
