@@ -365,13 +365,18 @@ def test_empty_answer_cut_at_the_limit_is_wrong(root: Path, tmp_path: Path) -> N
 def test_gap_beside_the_papers_accuracy(root: Path, tmp_path: Path) -> None:
     """#38: where the paper's text gives a model's accuracy, the table prints ours − the paper's in points;
     '≈45' reads 45, 'mid-20s' and no value give '-'."""
-    rows = [row(m, k, t) for m in ("google/gemini-3-flash", "qwen/qwen3-vl-8b", "gemma-3-4b", "other")
+    rows = [row(m, k, t) for m in ("google/gemini-3-flash", "qwen/qwen3-vl-30b-a3b-thinking", "gemma-3-4b", "other",
+                                   "qwen/qwen3-vl-8b", "z-ai/glm-4.6v-flash", "z-ai/glm-4.6v")
             for k, t in (("x/Q1", "A"), ("x/Q2", "C"), ("y/Q1", "4"), ("y/Q2", "A"))]  # fmt: skip
     acc = next(t for t in run(rows, root, tmp_path).tables if t.title.startswith("vrb: accuracy % (chance"))
     assert acc.columns[-2:] == ["paper", "gap"]
     got = {r[0]: (r[2], r[-2], r[-1]) for r in acc.rows}
     assert got["google/gemini-3-flash"] == ("50.0", "78", "-28.0")
-    assert got["qwen/qwen3-vl-8b"] == ("50.0", "≈45", "+5.0")
+    assert got["qwen/qwen3-vl-30b-a3b-thinking"] == ("50.0", "≈45", "+5.0")
+    assert got["z-ai/glm-4.6v"][1] == "≈45"
+    # #38: the paper's Qwen3-VL and GLM-4.6V are models.csv's fw-qwen3-vl-30b-a3b-thinking and glm-4.6v; another
+    # size or the Flash variant is another model (before: any qwen3-vl or glm-4.6v* got the paper's ≈45)
+    assert got["qwen/qwen3-vl-8b"][1:] == ("-", "-") and got["z-ai/glm-4.6v-flash"][1:] == ("-", "-")
     assert got["gemma-3-4b"][1:] == ("mid-20s", "-") and got["other"][1:] == ("-", "-")
 
 

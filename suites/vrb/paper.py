@@ -13,12 +13,17 @@ the three adult annotators independently agreed (658 of 701 with full consensus:
 CHANCE = 0.25
 """§4.1: four options."""
 
+QWEN3_VL = r"qwen3-vl-30b-a3b-thinking"
+"""The text's "Qwen3-VL" names no size; the reference's models.csv holds one Qwen3-VL, fw-qwen3-vl-30b-a3b-thinking
+("Qwen3 VL 30B A3B Thinking"), so only that model is compared with it (another size is another model). Likewise
+GLM-4.6V is models.csv's glm-4.6v, not GLM-4.6V-Flash."""
+
 ACCURACY: tuple[tuple[str, str], ...] = (
     (r"gemini-3(\.0)?-flash", "78"),  # §4.1, §4.1.2
     (r"gemini-3(\.0)?-pro", "76"),  # §4.1
     (r"kimi-k2\.5", "60"),  # §4.1.1
-    (r"glm-4\.6v", "≈45"),  # §4.1.1 "GLM-4.6V and QWEN3-VL ... reaching an accuracy ≈ 45%"
-    (r"qwen3-vl", "≈45"),  # §4.1.1
+    (r"glm-4\.6v(?![-.]?flash)", "≈45"),  # §4.1.1 "GLM-4.6V and QWEN3-VL ... reaching an accuracy ≈ 45%"
+    (QWEN3_VL, "≈45"),  # §4.1.1
     (r"gemma-3-4b", "mid-20s"),  # §4.1.1 "Gemma-3 4B and Mistral Small 2.1 3B ... around the mid 20% range"
 )
 """Per-model accuracy (%) the text names, matched on the model's name (lower case)."""
@@ -32,7 +37,7 @@ ACCURACY_RANGE = (23.0, 78.0)
 
 TASK_RANGE: tuple[tuple[str, str], ...] = (
     (r"kimi-k2\.5", "≈35"),  # §4.2.1 "this gap is even wider in ... Kimi-K2.5 and Qwen3-VL, where the difference
-    (r"qwen3-vl", "≈35"),  # is nearly 35 points"
+    (QWEN3_VL, "≈35"),  # is nearly 35 points"
 )
 """Fig. 8 (§4.2.1): the points between a model's best and worst task category, where the text names a model."""
 TASK_SPREAD_TEXT = (
