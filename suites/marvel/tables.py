@@ -71,7 +71,8 @@ def tables(
     paper_note = (
         f"; `paper:` rows are the paper's {source}"
         + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else
-           " (AVR) and Table 2 (fine, PercC, PercC&F: those questions stay zero-shot here, as there)")
+           " (AVR) and Table 2 (fine, PercC, PercC&F: those questions stay zero-shot here, as there; Gemini's on "
+           "its left set)")
         + ("; † as the paper marks inductive bias" if prompting == ZERO_SHOT else "")
     )
     main = []
