@@ -62,3 +62,19 @@ def test_avr_column_follows_the_runs_prompting() -> None:
     assert paper.avr_column(1, "ood", "whole")[1]["GPT-4o"] == 23.08
     assert paper.avr_column(2, "mix", "whole")[1]["Gemini"] == 24.29
     assert paper.avr_column(0, "same", "one-by-one")[1] == {"Gemini": 13.33, "GPT-4V": 17.78}
+
+
+def test_table12_columns_add_up_to_table8() -> None:
+    """#38: every Table 12 column is whole puzzles and adds up to one model's Table 8 few-shot AVR exactly: the
+    two-shot half's unnamed second column is GPT-4o's; the one-shot Gemini and GPT-4V columns add up to each
+    other's Table 8 one-shot; GPT-4o's fit the data's Quantities/Mathematical counts, the others the swapped."""
+    n = Counter(p.pattern for p in load())
+    swapped = {**n, "Quantities": 165, "Mathematical": 240}
+    adds_to = {1: {"Gemini": "GPT-4V", "GPT-4V": "Gemini"}, 2: {}}
+    for shots, t in paper.TABLE12.items():
+        for m in paper.TABLE12_COLS:
+            counts = n if m == "GPT-4o" else swapped
+            ks = [_k(t[p][m], counts[p]) for p in paper.PATTERN_ROWS]
+            assert all(_whole(k) for k in ks), (shots, m)
+            total = sum(round(k) for k in ks) / 770 * 100
+            assert total == pytest.approx(paper.TABLE8[adds_to[shots].get(m, m)][shots], abs=0.006), (shots, m)

@@ -181,7 +181,7 @@ def test_scores_keys_and_reference_rows(tmp_path: Path) -> None:
     assert main.rows[3][:4] == ["paper: Qwen-VL", "-", "19.61", "37.27"] and main.rows[3][4] == "-"  # no coarse column
     assert main.rows[4][:4] == ["paper: Fuyu †", "-", "24.29", "34.94"]
     group = rep.tables[1]
-    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", "-", "-", "-", "-"]
+    assert group.rows[-4] == ["paper: GPT-4o", "-", "62.73", "43.77", "12.21", *["-"] * 8]
     assert rep.extra["reference"]["human"]["avr"] == 0.6886
 
 
@@ -204,12 +204,32 @@ def test_tables_4_and_5_in_the_papers_orientation(tmp_path: Path) -> None:
     assert [r[1] for r in t5.rows] == [165, 225, 225, 135, 20]  # the data's counts, "3D" = Reassembling
     assert t5.rows[4][2] == f"{100 * s['by_configuration']['3D']:.2f}" and t5.rows[1][5] == "71.56"
     assert "by_configuration" in s and list(s["by_configuration"]) == ["Sequence", "Matrix", "Two-row", "Group", "3D"]
-    few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": 1}), tmp_path)
+    few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": 1, "demos": "ood"}),
+                      tmp_path)  # fmt: skip
     t4 = next(t for t in few.tables if t.title.startswith("MARVEL Table 4"))
     assert t4.columns[-1] == "paper:Human" and "zero-shot" in t4.note
     main = few.tables[0]
-    assert "Table 8, one-shot" in main.note and ["paper: GPT-4o", "-", "30.78"] == main.rows[4][:3]
-    assert "gap:m" not in t4.columns  # the paper's per-pattern model values are zero-shot only
+    assert "Table 9, one-shot (OOD)" in main.note
+    assert "gap:m" not in t4.columns  # the paper's per-pattern model values: zero-shot (4) or same-pattern demos (12)
+
+
+def test_table12_beside_a_few_shot_run(tmp_path: Path) -> None:
+    """#38: a --shots 1|2 run (same-pattern demos) gets Table 12's columns of its shots by pattern, with gaps;
+    the two-shot half's unnamed second column is GPT-4o's (before: Human only, Table 12 not printed)."""
+    ids = [p.id for p in load()]
+    rows = [row("m", f"{i}/avr", f"The answer is choice {P[i].answer if k % 2 else P[i].answer % 4 + 1}.")
+            for k, i in enumerate(ids)]  # fmt: skip
+    for shots, gpt4o_2d in ((1, "45.00"), (2, "38.33")):
+        rep = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr", "shots": shots}), tmp_path)
+        (t,) = [t for t in rep.tables if t.title.startswith("MARVEL Table 12")]
+        assert ("one", "two")[shots - 1] + "-shot" in t.title
+        assert t.columns == ["pattern", "puzzles", "m", "gap:m", "random", "paper:Human", "paper:Gemini",
+                             "paper:GPT-4o", "paper:GPT-4V", "paper:Claude3(Sonnet)", "paper:Claude3(Opus)"]  # fmt: skip
+        r = dict(zip(t.columns, t.rows[4], strict=True))  # 2D-Geometry
+        assert r["paper:GPT-4o"] == gpt4o_2d and r["paper:Human"] == "59.17"
+        want = 100 * rep.models["m"]["by_pattern"]["2D-Geometry"] - float(gpt4o_2d)
+        assert r["gap:m"] == f"{want:+.2f}"  # against GPT-4o (ref.)
+        assert "the second is GPT-4o" in t.note and not any(t.title.startswith("MARVEL Table 4") for t in rep.tables)
 
 
 def test_table6_fine_accuracy_by_category(tmp_path: Path) -> None:
@@ -289,7 +309,8 @@ def test_gap_and_the_papers_value_beside_ours(tmp_path: Path) -> None:
         assert r[at["gap avr"]] == f"{float(r[at['avr']]) - 27.79:+.2f}" and r[at["gap fine"]] == f"{100 - 68.44:+.2f}"
     assert "gap = ours − the paper's value" in main.note
     group = rep.tables[1]
-    assert group.columns[-3:] == ["vs paper", "paper perc_cf_avr", "gap perc_cf_avr"]
+    assert group.columns[-7:] == ["vs paper", "paper perc_c", "gap perc_c", "paper perc_cf", "gap perc_cf",
+                                  "paper perc_cf_avr", "gap perc_cf_avr"]  # fmt: skip
     t4 = next(t for t in rep.tables if t.title.startswith("MARVEL Table 4"))
     s = rep.models["sim/x"]
     g = t4.columns.index("gap:sim/x")
@@ -300,7 +321,8 @@ def test_gap_and_the_papers_value_beside_ours(tmp_path: Path) -> None:
     assert t5.rows[4][g] == f"{100 * rep.models['gpt-4o-2024-05-13']['by_configuration']['3D'] - 25.00:+.2f}"
     few = SUITE.score(rows, RunSpec(suite="marvel", options={"questions": "avr,fine", "shots": 1}), tmp_path)
     r = next(r for r in few.tables[0].rows if r[0] == "sim/x")
-    assert few.tables[0].columns[-3:] == ["vs paper", "paper avr", "gap avr"] and r[-2] == "30.78"  # Table 8
+    assert few.tables[0].columns[-5:] == ["vs paper", "paper avr", "gap avr", "paper fine", "gap fine"]
+    assert r[-4] == "30.78" and r[-2] == "68.44"  # Table 8's AVR; Table 2's fine: asked zero-shot, as there
 
 
 def test_pattern_table_gap(tmp_path: Path) -> None:
@@ -310,3 +332,48 @@ def test_pattern_table_gap(tmp_path: Path) -> None:
     assert t.columns[2:6] == ["pattern", "vs paper", "paper pattern", "gap pattern"]
     assert t.rows[0][2:6] == ["100.00", "Claude3 (Opus)", "25.84", f"{100 - 25.84:+.2f}"]
     assert all(len(r) == len(t.columns) for r in t.rows)
+
+
+def test_group_table_gap_on_all_three_of_table2s_group_columns(tmp_path: Path) -> None:
+    """#38: Table 2 prints PercC, PercC&F and PercC&F&AVR; each gets the paper's value and the gap beside ours
+    (before: PercC&F&AVR only)."""
+    plan = {1: set(), 2: {"avr"}, 3: {"fine"}, 4: {"coarse-whole"}}
+    rep = SUITE.score(rows_for("claude-3-opus-20240229", plan), SPEC, tmp_path)
+    group, s = rep.tables[1], rep.models["claude-3-opus-20240229"]
+    assert (s["perc_c"], s["perc_cf"], s["perc_cf_avr"]) == (0.75, 0.5, 0.25)
+    r = dict(zip(group.columns, group.rows[0], strict=True))
+    assert r["vs paper"] == "Claude3 (Opus)"  # Table 2: 44.94, 20.13, 5.97
+    assert [r[f"paper {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["44.94", "20.13", "5.97"]
+    assert [r[f"gap {c}"] for c in ("perc_c", "perc_cf", "perc_cf_avr")] == ["+30.06", "+29.87", "+19.03"]
+    few = SUITE.score(rows_for("m", plan), RunSpec(suite="marvel", options={"shots": 1}), tmp_path).tables[1]
+    assert "gap perc_c" in few.columns and "gap perc_cf_avr" not in few.columns  # its AVR is few-shot (Table 8)
+
+
+def test_few_shot_run_keeps_table2_for_its_zero_shot_questions(tmp_path: Path) -> None:
+    """#38: --shots and --panels change the AVR question only; the fine and coarse questions are asked as in
+    Table 2, so a few-shot run's fine, PercC and PercC&F get Table 2's values and the gap (before: AVR only)."""
+    plan = {1: set(), 2: {"avr"}, 3: {"fine"}, 4: {"coarse-whole"}}
+    rep = SUITE.score(rows_for("claude-3-opus-20240229", plan), RunSpec(suite="marvel", options={"shots": 2}),
+                      tmp_path)  # fmt: skip
+    inst, group = rep.tables[0], rep.tables[1]
+    r = dict(zip(inst.columns, inst.rows[0], strict=True))
+    assert (r["paper avr"], r["gap avr"]) == ("23.64", f"{75 - 23.64:+.2f}")  # Table 8, two-shot
+    assert (r["paper fine"], r["gap fine"]) == ("47.27", f"{75 - 47.27:+.2f}")  # Table 2
+    g = dict(zip(group.columns, group.rows[0], strict=True))
+    assert (g["paper perc_c"], g["paper perc_cf"]) == ("44.94", "20.13") and "paper perc_cf_avr" not in g
+    opus = next(x for x in inst.rows if x[0] == "paper: Claude3 (Opus)")
+    assert opus[2:4] == ["23.64", "47.27"] and "Table 2 (fine, PercC, PercC&F" in inst.note
+    assert not any(str(x[0]).startswith("paper: Qwen-VL") for x in inst.rows)  # Table 8's five models only
+
+
+def test_few_shot_paper_rows_carry_no_dagger(tmp_path: Path) -> None:
+    """#38: Tables 8-11 mark no model † (§6: "The inductive bias is mitigated in few-shot settings"); only
+    Table 2's zero-shot rows do (before: "paper: Gemini †" beside Table 8's 28.7)."""
+    rows = rows_for("m", {1: set(), 2: {"avr"}})
+    for opts, table in (({"shots": 1}, "Table 8"), ({"questions": "avr", "panels": "one-by-one"}, "Table 11")):
+        main = SUITE.score(rows, RunSpec(suite="marvel", options=opts), tmp_path).tables[0]
+        names = [r[0] for r in main.rows if str(r[0]).startswith("paper:")]
+        assert table in main.note and "paper: Gemini" in names and not any("†" in n for n in names)
+        assert "†" not in main.note
+    zero = SUITE.score(rows, SPEC, tmp_path).tables[0]
+    assert "paper: Gemini †" in [r[0] for r in zero.rows] and "† as the paper marks" in zero.note

@@ -26,8 +26,10 @@ CASES: dict[str, list[tuple[object, str | None]]] = {
     "effects_items": [(None, None), ("reference", None), ("nonfatal", "effects over all items but the fatal ones")],
     "extractor": [(None, None), ("reference", None), ("rules", "--extractor rules: answers read with our four fixes")],
     "exclude_models": [(None, None), (",".join(sorted(REFERENCE_EXCLUDED)), None),
-                       ("none", "pooled skill and category effects, severity mean and analyses, and frontier over every model in the run"),
-                       ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12")],
+                       ("none", "per-model tables and views, pooled skill and category effects, severity mean and "
+                                "analyses, and frontier over every model in the run"),
+                       ("gpt-4o", "over the run's models but gpt-4o (the reference excludes its own list of 12 from "
+                                  "all of them, its per-model figures included")],  # #38: the per-model views too
     "category_covariates": [(None, None), ("skills", None), ("none", "(Fig. 11) without the skill covariates")],
     "category_estimand": [(None, None), ("reference", None), ("standardised", "(Fig. 11) by marginal standardisation")],
     "datasets": [(None, None), ("zambia,india", None)],
@@ -150,6 +152,6 @@ def test_reference_exclusions_leave_the_per_model_tables(tmp_path: Path) -> None
         return [({r[0] for r in t.rows} & set(models), t.note) for t in tabs if t.columns[0] == "model"]
 
     got = shown({})
-    assert len(got) == 4 and all(names == {"a", "b"} for names, _ in got)
+    assert len(got) == 5 and all(names == {"a", "b"} for names, _ in got)  # + Fig. 8's task spread (#38)
     assert all("openai/gpt-5-2025-08-07-high" in note and "--exclude-models none" in note for _, note in got)
     assert all(names == set(models) for names, _ in shown({"exclude_models": "none"}))

@@ -79,12 +79,12 @@ def test_scoring_rules(root: Path, tmp_path: Path) -> None:
     assert m["by_dataset"]["x"]["accuracy"] == pytest.approx(2 / 3)
     assert m["by_dataset"]["y"]["accuracy"] == 0.0
     assert m["accuracy"] == pytest.approx((3 * 2 / 3 + 1 * 0.0) / 4)
-    # fatal x/Q3 left out of categories
+    # categories keep every item, the fatal x/Q3 included, as the reference's Figs 8 and 12 (#38: it was left out)
     assert (
         m["by_category"]["Odd One Out"]["accuracy"] == pytest.approx(1 / 2)
         and m["by_category"]["Odd One Out"]["n"] == 2
     )
-    assert m["by_category"]["Match (Figure)"] == {"accuracy": 0.0, "ci95": [0.0, 0.0], "n": 1}
+    assert m["by_category"]["Match (Figure)"]["accuracy"] == 0.5 and m["by_category"]["Match (Figure)"]["n"] == 2
     assert list(m["by_category"]) == ["Odd One Out", "Match (Figure)"]  # the paper's order
     # skills, as the reference's skill analysis: no item with an image error (x/Q2 minor, x/Q3 fatal,
     # y/Q1 medium) and no Other column; y/Q2 (Counting) failed
@@ -365,11 +365,50 @@ def test_empty_answer_cut_at_the_limit_is_wrong(root: Path, tmp_path: Path) -> N
 def test_gap_beside_the_papers_accuracy(root: Path, tmp_path: Path) -> None:
     """#38: where the paper's text gives a model's accuracy, the table prints ours − the paper's in points;
     '≈45' reads 45, 'mid-20s' and no value give '-'."""
-    rows = [row(m, k, t) for m in ("google/gemini-3-flash", "qwen/qwen3-vl-8b", "gemma-3-4b", "other")
+    rows = [row(m, k, t) for m in ("google/gemini-3-flash", "qwen/qwen3-vl-30b-a3b-thinking", "gemma-3-4b", "other",
+                                   "qwen/qwen3-vl-8b", "z-ai/glm-4.6v-flash", "z-ai/glm-4.6v")
             for k, t in (("x/Q1", "A"), ("x/Q2", "C"), ("y/Q1", "4"), ("y/Q2", "A"))]  # fmt: skip
     acc = next(t for t in run(rows, root, tmp_path).tables if t.title.startswith("vrb: accuracy % (chance"))
     assert acc.columns[-2:] == ["paper", "gap"]
     got = {r[0]: (r[2], r[-2], r[-1]) for r in acc.rows}
     assert got["google/gemini-3-flash"] == ("50.0", "78", "-28.0")
-    assert got["qwen/qwen3-vl-8b"] == ("50.0", "≈45", "+5.0")
+    assert got["qwen/qwen3-vl-30b-a3b-thinking"] == ("50.0", "≈45", "+5.0")
+    assert got["z-ai/glm-4.6v"][1] == "≈45"
+    # #38: the paper's Qwen3-VL and GLM-4.6V are models.csv's fw-qwen3-vl-30b-a3b-thinking and glm-4.6v; another
+    # size or the Flash variant is another model (before: any qwen3-vl or glm-4.6v* got the paper's ≈45)
+    assert got["qwen/qwen3-vl-8b"][1:] == ("-", "-") and got["z-ai/glm-4.6v-flash"][1:] == ("-", "-")
     assert got["gemma-3-4b"][1:] == ("mid-20s", "-") and got["other"][1:] == ("-", "-")
+
+
+def test_accuracy_note_carries_the_papers_range_and_the_unmatched_model(root: Path, tmp_path: Path) -> None:
+    """#38: the text's numbers no row carries are said under the accuracy table: §4.1's 23-78% over its 45
+    models beside this run's range, and §4.1.1's "Mistral Small 2.1 3B", which names no model of the reference's
+    models.csv; Fig. 7's ≈23% at the lowest prices and 15-20 point spread per cost band go to the frontier note."""
+    from suites.vrb import paper
+
+    rows = [row(m, k, t) for m, ans in (("a", ("A", "B", "4", "D")), ("b", ("A", "C", "1", "A")))
+            for k, t in zip(("x/Q1", "x/Q2", "y/Q1", "y/Q2"), ans, strict=True)]  # fmt: skip
+    rep = run(rows, root, tmp_path)
+    acc = next(t for t in rep.tables if t.title.startswith("vrb: accuracy % (chance"))
+    assert "range: the paper's 45 models 23-78% (§4.1), 25.0-100.0% over these 2" in acc.note
+    assert "Mistral Small 2.1 3B" in acc.note and "ministral-3b" in acc.note
+    assert any("≈23%" in s for s in paper.FRONTIER_TEXT) and any("15-20 points" in s for s in paper.FRONTIER_TEXT)
+    assert rep.extra["frontier"]["paper"] == list(paper.FRONTIER_TEXT)
+
+
+def test_fig8_task_spread_per_model(root: Path, tmp_path: Path) -> None:
+    """#38: Fig. 8 as a table: each model's overall accuracy, best and worst task category and their range in
+    points, beside the text's "nearly 35 points" for Kimi-K2.5 and Qwen3-VL with the gap (before: no such view
+    in the suite's tables, the text's figures nowhere)."""
+    answers = {"moonshotai/kimi-k2.5": ("A", "B", "4", "A"), "other": ("B", "B", "1", "D")}
+    rows = [row(m, k, t) for m, ans in answers.items()
+            for k, t in zip(("x/Q1", "x/Q2", "y/Q1", "y/Q2"), ans, strict=True)]  # fmt: skip
+    rep = run(rows, root, tmp_path)
+    (t,) = [t for t in rep.tables if t.title == "vrb: task spread per model (Fig. 8)"]
+    assert t.columns == ["model", "overall", "best", "worst", "range pp", "paper range", "gap pp"]
+    got = {r[0]: r[1:] for r in t.rows}
+    cat = rep.models["moonshotai/kimi-k2.5"]["by_category"]  # x/Q3 unanswered: Odd One Out 2/3, Match (Figure) 1/1
+    assert {c: x["accuracy"] for c, x in cat.items()} == {"Odd One Out": pytest.approx(2 / 3), "Match (Figure)": 1.0}
+    assert got["moonshotai/kimi-k2.5"] == ["75.0", "Match (Figure)", "Odd One Out", "33.3", "≈35", "-1.7"]
+    assert got["other"][1:] == ["Odd One Out", "Match (Figure)", "66.7", "-", "-"]  # 2/3 vs 0/1
+    assert "nearly" not in t.note and "10-25 points" in t.note and "Match (Process)" in t.note

@@ -12,6 +12,8 @@ from suites.marvel.categories import counts
 from suites.marvel.data import PATTERNS, REFERENCE, load
 
 DASH = "-"
+ZERO_SHOT_QUESTIONS = ("fine", "perc_c", "perc_cf")
+"""Table 2's columns a few-shot or one-by-one run is still compared with: their questions stay zero-shot."""
 Prompting = tuple[int, str, str]
 """(shots, demos, panels) of the run: which of the paper's tables its AVR figures compare with."""
 ZERO_SHOT: Prompting = (0, "same", "whole")
@@ -42,17 +44,18 @@ def human_avr() -> str:
 
 def table2_rows(cols: list[str], prompting: Prompting) -> tuple[list[list[Any]], str]:
     """The paper's rows for our instance/group columns (`paper: model`), and which table they are from.
-    Few-shot and one-by-one runs get their AVR column from Tables 8-11; the other columns are Table 2's
-    zero-shot figures, shown only for zero-shot runs."""
+    Few-shot and one-by-one runs get their AVR column from Tables 8-11 (their models only) and Table 2's fine,
+    PercC and PercC&F, since only the AVR question changes (the fine and coarse questions stay zero-shot, as in
+    Table 2); PercC&F&AVR holds the AVR answer: Table 2's only for zero-shot runs. † only beside Table 2's
+    values: Tables 8-11 print none (§6: "The inductive bias is mitigated in few-shot settings")."""
     source, avr = paper.avr_column(*prompting)
     rows = []
     for m in paper.MODELS:
-        if prompting == ZERO_SHOT:
-            vals = dict(zip(paper.TABLE2_COLS, paper.TABLE2[m], strict=True))
-        else:
-            vals = {"avr": avr.get(m)}
+        vals = dict(zip(paper.TABLE2_COLS, paper.TABLE2[m], strict=True))
+        if prompting != ZERO_SHOT:
+            vals = {**{c: vals[c] for c in ZERO_SHOT_QUESTIONS}, "avr": avr.get(m)} if m in avr else {}
         if any(vals.get(c) is not None for c in cols):
-            rows.append([paper_name(m), DASH, *(_p(vals.get(c)) for c in cols)])
+            rows.append([paper_name(m, prompting == ZERO_SHOT), DASH, *(_p(vals.get(c)) for c in cols)])
     return rows, source
 
 
@@ -108,22 +111,38 @@ def _paper_cells(values: dict[str, dict[str, float]], row: str, cols: tuple[str,
     return [_p(values.get(row, {}).get(c)) for c in cols]
 
 
+def by_pattern_source(prompting: Prompting) -> tuple[dict[str, dict[str, float]], tuple[str, ...], str]:
+    """The paper's per-pattern values for the run's prompting: Table 4 (zero-shot), Table 12's one- or two-shot
+    columns (same-pattern demos, whole image, as Table 12 ran) with Table 4's Human, else Human only."""
+    shots, demos, panels = prompting
+    if prompting == ZERO_SHOT:
+        return paper.TABLE4, paper.MODELS, ""
+    if shots in paper.TABLE12 and demos == "same" and panels == "whole":
+        values = {p: {"Human": paper.TABLE4[p]["Human"], **paper.TABLE12[shots][p]} for p in paper.PATTERN_ROWS}
+        return values, paper.TABLE12_COLS, paper.TABLE12_NOTE.format(k=("one", "two")[shots - 1])
+    return paper.TABLE4, (), ("the paper's per-pattern model columns are zero-shot (Table 4) or with same-pattern "
+                              "demos (Table 12): only its Human column shown")
+
+
 def table4(ms: list[tuple[str, dict[str, Any]]], note: str, prompting: Prompting) -> Table:
-    """Table 4: AVR by pattern, rows as the paper prints them, our models then the paper's Human and models."""
-    cols = paper.TABLE4_COLS if prompting == ZERO_SHOT else ("Human",)
+    """Table 4: AVR by pattern, rows as the paper prints them, our models then the paper's Human and models (a
+    few-shot run: Table 12's models of its shots)."""
+    values, models, source = by_pattern_source(prompting)
+    cols = ("Human", *models)
     n = {p: sum(q.pattern == p for q in load()) for p in PATTERNS}
-    heads, gaps, gap_note = with_gaps(ms, "by_pattern", paper.TABLE4, paper.MODELS) if prompting == ZERO_SHOT else ([], [], "")
+    heads, gaps, gap_note = with_gaps(ms, "by_pattern", values, models) if models else ([], [], "")
     return Table(
-        title="MARVEL Table 4: AVR accuracy by pattern (%)",
+        title=(f"MARVEL Table 12: AVR accuracy by pattern, {('one', 'two')[prompting[0] - 1]}-shot (%)"
+               if models and prompting != ZERO_SHOT else "MARVEL Table 4: AVR accuracy by pattern (%)"),
         columns=["pattern", "puzzles", *_interleave(ms, [head(m, s) for m, s in ms], heads or None), "random",
-                 *(paper_head(c) for c in cols)],  # fmt: skip
+                 *(paper_head(c, prompting == ZERO_SHOT) for c in cols)],  # fmt: skip
         rows=[[p, n[p], *_interleave(ms, _cells(ms, "by_pattern", p), [g[i] for g in gaps] if gaps else None),
-               pct(REFERENCE["random"]["avr"]), *_paper_cells(paper.TABLE4, p, cols)]
+               pct(REFERENCE["random"]["avr"]), *_paper_cells(values, p, cols)]
               for i, p in enumerate(paper.PATTERN_ROWS)],  # fmt: skip
-        note=note + "; the paper's Quantities row fits 165 puzzles and its Mathematical row 240 (the data: 240 and "
-        "165), its model values are printed here as labelled (README: the paper's numbers)"
-        + (f"; {gap_note}" if gaps else "")
-        + ("" if prompting == ZERO_SHOT else "; the paper's model columns are zero-shot: only its Human column shown"),
+        note=note + ("; the paper's Quantities row fits 165 puzzles and its Mathematical row 240 (the data: 240 and "
+                     "165), its model values are printed here as labelled (README: the paper's numbers)"
+                     if prompting == ZERO_SHOT else f"; {source}")
+        + (f"; {gap_note}" if gaps else ""),
     )
 
 

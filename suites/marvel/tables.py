@@ -15,6 +15,7 @@ from suites.marvel.data import CONFIGURATIONS, PATTERNS, REFERENCE
 from suites.marvel.paper_tables import (
     GAP_NOTE,
     ZERO_SHOT,
+    ZERO_SHOT_QUESTIONS,
     Prompting,
     gap,
     human_avr,
@@ -69,8 +70,10 @@ def tables(
     ms = [(m, models[m]) for m in ranked(models, "avr" if "avr" in kinds else _first(models, kinds))]
     paper_note = (
         f"; `paper:` rows are the paper's {source}"
-        + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else " (AVR)")
-        + "; † as the paper marks inductive bias"
+        + (" (Gemini's on its left set)" if prompting == ZERO_SHOT else
+           " (AVR) and Table 2 (fine, PercC, PercC&F: those questions stay zero-shot here, as there; Gemini's on "
+           "its left set)")
+        + ("; † as the paper marks inductive bias" if prompting == ZERO_SHOT else "")
     )
     main = []
     for what, cols in (("instance", INSTANCE), ("group", GROUP)):
@@ -86,7 +89,7 @@ def tables(
                 + [[*r, DASH, *(DASH for _ in (["vs paper", *extra] if compared else []))]
                    for r in _reference(cols, prompting)],  # fmt: skip
                 note=note
-                + (paper_note if what == "instance" or prompting == ZERO_SHOT else "")
+                + paper_note
                 + (f"; {GAP_NOTE}" if compared else ""),
                 key=("avr",) if what == "instance" else ("perc_cf_avr",),
             )
@@ -197,13 +200,13 @@ def pattern_table(models: dict[str, dict[str, Any]]) -> Table:
 
 def _compared(what: str, prompting: Prompting) -> list[tuple[str, dict[str, float]]]:
     """The columns of a main table with a paper value to set beside ours, and the paper's values per model:
-    instance AVR (Table 2, or Tables 8-11 for the run's prompting) and fine (Table 2, zero-shot runs);
-    group PercC&F&AVR (Table 2, zero-shot runs)."""
+    instance AVR (Table 2, or Tables 8-11 for the run's prompting) and fine (Table 2); group PercC, PercC&F
+    (Table 2) and PercC&F&AVR (Table 2, zero-shot runs: it holds the AVR answer). A few-shot or one-by-one run
+    changes the AVR question only, so its fine and coarse answers are Table 2's setting."""
     t2 = {c: {m: v[i] for m, v in paper.TABLE2.items()} for i, c in enumerate(paper.TABLE2_COLS)}
     if what == "instance":
-        avr = paper.avr_column(*prompting)[1]
-        return [("avr", avr)] + ([("fine", t2["fine"])] if prompting == ZERO_SHOT else [])
-    return [("perc_cf_avr", t2["perc_cf_avr"])] if prompting == ZERO_SHOT else []
+        return [("avr", paper.avr_column(*prompting)[1]), ("fine", t2["fine"])]
+    return [(c, t2[c]) for c in GROUP if prompting == ZERO_SHOT or c in ZERO_SHOT_QUESTIONS]
 
 
 def _beside(m: str, s: dict[str, Any], compared: list[tuple[str, dict[str, float]]], among: tuple[str, ...]) -> list[str]:

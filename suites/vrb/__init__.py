@@ -136,8 +136,9 @@ def deviations(spec: RunSpec) -> list[str]:
     excluded = excluded_models(spec)
     if excluded != REFERENCE_EXCLUDED:
         which = "every model in the run" if not excluded else "the run's models but " + ", ".join(sorted(excluded))
-        out.append(f"pooled skill and category effects, severity mean and analyses, and frontier over {which} "
-                   f"(the reference excludes its own list of {len(REFERENCE_EXCLUDED)}: --exclude-models)")  # fmt: skip
+        out.append(f"per-model tables and views, pooled skill and category effects, severity mean and analyses, "
+                   f"and frontier over {which} (the reference excludes its own list of {len(REFERENCE_EXCLUDED)} "
+                   "from all of them, its per-model figures included: --exclude-models)")  # fmt: skip
     if spec.opt("category_covariates") == "none":
         out.append("task category effects (Fig. 11) without the skill covariates (the reference: category + "
                    "skill indicators)")  # fmt: skip

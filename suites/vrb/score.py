@@ -7,7 +7,8 @@ image-quality severity, and skill effects (see effects.py).
   over items, so the combined accuracy is the datasets' accuracies weighted by question count, as in
   the paper. An answer the rules cannot read stays wrong, as the paper scores it.
 - 95% CIs: percentile bootstrap over items, 1,000 resamples, seed 0 (`suites.stats.bootstrap_ci`).
-- Category and severity breakdowns leave out items annotated `fatal` (an unusable image); per-skill
+- Category accuracy keeps every item, as the reference's category views (visualisations_paper.py: Figs 8,
+  12 group all answers by category); the severity breakdown leaves out items annotated `fatal`; per-skill
   accuracy, as the reference's skill analysis (visualisations_paper.py §2), leaves out every item with an
   image-error annotation and the skill `Other`; the skill and category effects use the reference's item
   set (EFFECT_ITEMS); the headline accuracy keeps every item. An item counts once for each of its skills.
@@ -79,10 +80,9 @@ def breakdowns(item_scores: dict[str, float], items: dict[str, Item]) -> dict[st
                 groups.setdefault(g, []).append(item_scores[it.key])
         return groups
 
-    usable = lambda it: it.severity != "fatal"  # noqa: E731
     clean = EFFECT_ITEMS["reference"]
     ds = by(lambda it: [it.dataset])
-    cat = by(lambda it: [it.category] if it.category and usable(it) else [])
+    cat = by(lambda it: [it.category] if it.category else [])  # every item, as the reference's Figs 8 and 12
     skl = by(lambda it: [s for s in it.skills if s != OTHER] if clean(it) else [])
     sev = by(lambda it: [it.severity] if it.severity in SEVERITY_LEVELS else [])
     out["by_dataset"] = {k: _acc(ds[k]) for k in ds}
@@ -254,7 +254,7 @@ def effect_items(spec: RunSpec) -> str:
 
 
 BREAKDOWN_NOTE = {
-    "by_category": "items with fatal image errors excluded",
+    "by_category": "every item, as the reference's category views (Figs 8, 12: no image-error filter)",
     "by_skill": "items with any image-error annotation and the skill Other excluded (the reference's skill "
     "analysis, visualisations_paper.py §2)",
 }
@@ -269,6 +269,32 @@ def _pool_note(effects: dict[str, Any]) -> str:
     if effects.get("excluded_models"):
         out += "; models left out (--exclude-models): " + ", ".join(effects["excluded_models"])
     return out
+
+
+SPREAD_NOTE = (
+    "overall: the model's accuracy (Fig. 8's diamond); best, worst: its best and worst task category; range pp: "
+    "best − worst, points (the grey line); paper range: the text's figure for the models it names; gap pp: range − "
+    "paper range; " + paper.TASK_SPREAD_TEXT
+)
+
+
+def _spread(model: str, v: dict[str, Any]) -> list[str]:
+    """Fig. 8's cells for one model: overall, best and worst task category, their range and the paper's."""
+    acc = {c: x["accuracy"] for c, x in v["by_category"].items() if x["accuracy"] is not None}
+    if not acc:
+        return [_pct(v["accuracy"]), "-", "-", "-", "-", "-"]
+    best, worst = max(acc, key=acc.__getitem__), min(acc, key=acc.__getitem__)
+    span = 100 * (acc[best] - acc[worst])
+    theirs = paper.task_range(model)
+    return [_pct(v["accuracy"]), best, worst, f"{span:.1f}", theirs, paper.gap(span, theirs)]
+
+
+def _range_note(accuracies: list[float | None]) -> str:
+    """§4.1's range over the paper's 45 models beside this run's (the models its tables show)."""
+    lo, hi = paper.ACCURACY_RANGE
+    got = [100 * a for a in accuracies if a is not None]
+    ours = f"{min(got):.1f}-{max(got):.1f}% over these {len(got)}" if got else "none here"
+    return f"range: the paper's 45 models {lo:.0f}-{hi:.0f}% (§4.1), {ours}"
 
 
 def _ci(ci: list[float] | None) -> str:
@@ -310,7 +336,8 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
             f"'vs {100 * th:.0f}%': points to the paper's minimum capability threshold for classroom use (§1, "
             "§3.3: the share of items the three annotators agreed on); 'paper': the accuracy its text gives "
             "(§4.1, §4.1.1; Fig. 4's bars carry no numbers in the text); 'gap': accuracy − paper, points, "
-            "where the paper gives a number ('≈' read as the number; the model and the protocol together)"
+            "where the paper gives a number ('≈' read as the number; the model and the protocol together); "
+            + _range_note([models[m]["accuracy"] for m in order]) + "; " + paper.NOT_MATCHED
             + gone,
             key=("accuracy", "95% CI"),
         )
@@ -332,6 +359,10 @@ def tables(models: dict[str, dict[str, Any]], extra: dict[str, Any]) -> list[Tab
                              100 * mean[c], sm["paper"].get(c, "-")) for c in cols)])  # fmt: skip
                 note = "'mean over models': the mean of the models' accuracies (Fig. 10's thick line)" + gone
             out.append(Table(title=f"vrb: {title}", columns=["model", *cols], rows=rows, note=note))
+            if key == "by_category":
+                out.append(Table(title="vrb: task spread per model (Fig. 8)",
+                                 columns=["model", "overall", "best", "worst", "range pp", "paper range", "gap pp"],
+                                 rows=[[m, *_spread(m, models[m])] for m in order], note=note + "; " + SPREAD_NOTE))  # fmt: skip
     eff = extra.get("skill_effects", {}).get("effects")
     if eff:
         out.append(
