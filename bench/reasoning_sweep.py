@@ -23,24 +23,37 @@ from its first to its last request) and the share of its concurrency slots idle 
 on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
 memory (rusage of the `evalsweep sweep` process).
 
+Beside ours, what a scheduler could reach on the same draws (issue 40: is <= 1.15x reachable without knowing
+latencies?): list scheduling of the lane's logged calls on its slots with zero overhead (`replay`), as ratios to
+the same limit: `blind` a random order (mean of 50), `bymod` chains' answers first then the longest expected call
+by its model's law (the mean of its n choices' longest, from draws no run uses), `clairv` LPT knowing every
+latency (a chain counts its answer + critique), which no real scheduler reaches. Exact for concurrency-bound lanes;
+RPM and TPM are approximated as fluid buckets (the server's, starting full) charged each call's real tokens at its
+start, with no max_tokens reservation nor settlement: kinder than the server, and the starting bucket (10 s of
+tpm-a's rate) is not in the limit, so a TPM lane's replays may come under 1.
+
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
 (runner.history); forecast vs actual printed for both.
 
-    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast]
+    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]
+    python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +205,106 @@ def use_of(entries: list[list[Any]], bound: str, limit_s: float) -> float:
     return min(1.0, limit_s / span) if span > 0 else 1.0
 
 
-def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+Job = tuple[float, int, str, int, int]
+"""A logged call for the replays: (latency s, tokens, model, n, index of its chain's critique or -1)."""
+
+
+def lane_jobs(entries: list[list[Any]]) -> tuple[list[Job], set[int]]:
+    """The lane's admitted calls as jobs, each chain's answer pointing at its critique (which cannot start
+    before the answer ends), and the set of critiques (released by their answer, not at the start)."""
+    follows: dict[tuple[str, str], list[int]] = {}
+    for i, e in enumerate(entries):
+        if e[7] and e[6] == "follow":
+            follows.setdefault((e[2], e[7]), []).append(i)
+    jobs: list[Job] = []
+    for e in entries:
+        nxt = follows.get((e[2], e[7]), []) if e[7] and e[6] != "follow" else []
+        jobs.append((e[4], e[5], e[2], e[3], nxt.pop(0) if nxt else -1))
+    return jobs, {i for j in jobs if j[4] >= 0 for i in [j[4]]}
+
+
+def replay(
+    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[float]
+) -> float:
+    """Makespan of list scheduling `jobs` on `conc` slots with zero overhead: whenever a slot frees, the
+    ready call of lowest `rank` starts (a critique is ready once its answer ended). `rates`: (per s, bucket
+    capacity, 0 requests / 1 tokens) a call also waits for, as a fluid bucket starting full and charged
+    the call's real tokens at its start (no max_tokens reservation, no debt to settle: an approximation of
+    the server's TPM bucket that can only be kinder)."""
+    slots = [0.0] * conc
+    ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
+    heapq.heapify(ready)
+    later: list[tuple[float, int]] = []  # critiques: (release, index)
+    spent = [0.0] * len(rates)
+    end = 0.0
+    for _ in range(len(jobs)):
+        t = heapq.heappop(slots)
+        if not ready:  # every call left waits for an answer: the slot idles until the first ends
+            t = max(t, later[0][0])
+        while later and later[0][0] <= t:
+            i = heapq.heappop(later)[1]
+            heapq.heappush(ready, (rank[i], i))
+        i = heapq.heappop(ready)[1]
+        lat, tok, _, _, nxt = jobs[i]
+        start = t
+        for k, (rate, cap, what) in enumerate(rates):
+            spent[k] += tok if what else 1
+            start = max(start, (spent[k] - cap) / rate)
+        done = start + lat
+        heapq.heappush(slots, done)
+        if nxt >= 0:
+            heapq.heappush(later, (done, nxt))
+        end = max(end, done)
+    return end
+
+
+def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, k: int = 400) -> float:
+    """A call's expected latency knowing only its model's law: the mean over `k` prompts (draws no run
+    uses) of the longest of its `n` choices."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from reasoning_server import draw
+
+    m = ms[model]
+    return sum(max(draw(m, model, f"expect {j}", i, scale, 99991)[0] for i in range(n)) for j in range(k)) / k
+
+
+def schedules(
+    entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
+    shuffles: int = 50,
+) -> dict[str, float]:
+    """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order (mean over
+    `shuffles`); `by model`, chains' answers first, then the longest expected call (its model's law and n);
+    `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them)."""
+    jobs, held = lane_jobs(entries)
+    if not jobs:
+        return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
+    rng = random.Random(0)
+    blind = 0.0
+    for _ in range(shuffles):
+        blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
+    by_model = [(-1e9 if j[4] >= 0 else 0.0) - expect(j[2], j[3]) for j in jobs]
+    lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
+    return {
+        "blind": blind,
+        "by model": replay(jobs, held, conc, rates, by_model),
+        "clairvoyant": replay(jobs, held, conc, rates, lpt),
+    }
+
+
+def lane_table(
+    logs: list[dict[str, Any]], t_launch: float, ms: dict[str, dict[str, Any]] | None = None, scale: float = 1.0
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per lane: its limit, our wall and, with the lineup `ms`, what list scheduling reaches on the same
+    draws (`schedules`), each over the limit."""
     rows = []
-    for key, (srv, rpm, tpm, conc, _) in KEYS.items():
+    memo: dict[tuple[str, int], float] = {}
+
+    def expect(model: str, n: int) -> float:
+        if (model, n) not in memo:
+            memo[model, n] = expected_s(ms or {}, scale, model, n)
+        return memo[model, n]
+
+    for key, (srv, rpm, tpm, conc, window) in KEYS.items():
         entries = [e for e in logs[srv]["log"] if e[1] == f"k-{key}"]
         lat = [e[4] for e in entries]
         tokens = sum(e[5] for e in entries)
@@ -212,6 +322,9 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
         bound = max(bounds, key=bounds.__getitem__)
         end = max((e[0] + e[4] for e in entries), default=t_launch)
         refused = logs[srv]["refused_by_key"].get(f"k-{key}", 0)
+        rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # the server's buckets: RPM holds 1 s, TPM `window`
+        rates += [(tpm / 60, tpm / 60 * window, 1)] if tpm else []
+        reach = schedules(entries, conc, rates, expect) if ms else {}
         rows.append(
             {
                 "lane": key,
@@ -230,6 +343,7 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
                 "chain_end_s": max(
                     (e[0] + e[4] for e in entries if e[6] == "follow"), default=t_launch
                 ) - t_launch,
+                **{k: v / bounds[bound] for k, v in reach.items()},
             }
         )
     return rows, {"limit_s": max(r["limit_s"] for r in rows)}
@@ -315,7 +429,7 @@ def bill(sweep: Path) -> float:
 def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int, int, int], scale: float,
            seed: int) -> None:
     items, sc_items, chain_items = counts
-    rows, sweep_lim = lane_table(out["logs"], out["t_launch"])
+    rows, sweep_lim = lane_table(out["logs"], out["t_launch"], ms, scale)
     n_calls = sum(r["calls"] for r in rows)
     n429 = sum(r["429"] for r in rows)
     wall, ru = out["wall"], out["ru"]
@@ -326,23 +440,26 @@ def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int
     )
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
-        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6} {'chain s':>7} {'chains':>6} {'ch end':>6}"
+        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6} {'chain s':>7} {'chains':>6} {'ch end':>6} "
+        f"{'blind':>6} {'bymod':>6} {'clairv':>6}"
     )
     for r in rows:
         print(
             f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
             f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
-            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f}"
+            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f} {r['blind']:>6.2f} {r['by model']:>6.2f}"
+            f" {r['clairvoyant']:>6.2f}"
         )
     print(
         f"sweep: wall {wall:.1f} s / physical limit {sweep_lim['limit_s']:.1f} s = {wall / sweep_lim['limit_s']:.2f}x; "
         f"{n429} x 429 for {n_calls} admitted calls ({n429 / max(1, n_calls) * 1000:.1f} per 1,000); "
         f"first request {min(r['first_s'] for r in rows):.2f} s after launch"
     )
-    print(
-        f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f} ms "
-        f"per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
-    )
+    if ru is not None:
+        print(
+            f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f}"
+            f" ms per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
+        )
 
 
 def main() -> None:
@@ -356,10 +473,20 @@ def main() -> None:
     ap.add_argument("--forecast", action="store_true",
                     help="two nights: the sweep, then a sweep of new questions (other draws) forecast by the dry "
                          "run from the first night's history; forecast vs bill and wall printed for both")
+    ap.add_argument("--table", type=Path, help="print the lane table again from a kept folder's server_logs.json")
     a = ap.parse_args()
     scale = 0.5 if a.quick else 1.0
     counts = (a.items or (30 if a.quick else 60), a.sc_items or (5 if a.quick else 9), a.chain_items or (10 if a.quick else 20))
     ms = lineup()
+    if a.table is not None:  # the same draws: the servers' spec says their seed and scale
+        spec = json.loads((a.table / "server0.json").read_text())
+        kept = json.loads((a.table / "server_logs.json").read_text())
+        wall = max(e[0] + e[4] for lg in kept["logs"] for e in lg["log"]) - kept["t_launch"]
+        out = {**kept, "wall": wall, "ru": None, "status": 0}
+        quick = (30, 5, 10) if spec["scale"] == 0.5 else counts  # (the header only)
+        report(out, spec["models"], quick if not (a.items or a.sc_items or a.chain_items) else counts, spec["scale"],
+               spec["seed"])
+        return
     tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
     tmp.mkdir(parents=True, exist_ok=True)
     if not a.forecast:
