@@ -28,9 +28,9 @@ latencies?): list scheduling of the lane's logged calls on its slots with zero o
 the same limit: `blind` a random order (mean of 50), `bymod` chains' answers first then the longest expected call
 by its model's law (the mean of its n choices' longest, from draws no run uses), `clairv` LPT knowing every
 latency (a chain counts its answer + critique), which no real scheduler reaches. Exact for concurrency-bound lanes;
-RPM and TPM are approximated as fluid buckets (the server's, starting full) charged each call's real tokens at its
-start, with no max_tokens reservation nor settlement: kinder than the server, and the starting bucket (10 s of
-tpm-a's rate) is not in the limit, so a TPM lane's replays may come under 1.
+RPM as a fluid bucket; TPM as the server's bucket (starting full, charged ~prompt + max_tokens at admission and
+settled to the real tokens at the end: `_Tokens`; JEEBench's admission charge is approximated by the jsonl
+runs'). The starting bucket (10 s of tpm-a's rate) is not in the limit, so a TPM lane's replays may come under 1.
 
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
@@ -223,20 +223,58 @@ def lane_jobs(entries: list[list[Any]]) -> tuple[list[Job], set[int]]:
     return jobs, {i for j in jobs if j[4] >= 0 for i in [j[4]]}
 
 
+ADMIT = 77 + 1024
+"""What the server's TPM bucket is charged when it admits a choice, for the replays: the one-sample and 8-sample
+runs' prompts (~77 tokens) and the jsonl suite's max_tokens; JEEBench's (the chains) differ, the log lacks it."""
+
+
+class _Tokens:
+    """The server's TPM bucket for a replay: starts full (`cap`), refills at `rate`, charged ADMIT a choice at
+    admission (a call waits until it holds that, at most a full bucket) and settled to the call's real tokens
+    when it ends (a long thought's reasoning: a debt the next calls wait for)."""
+
+    def __init__(self, rate: float, cap: float) -> None:
+        self.rate, self.cap, self.level, self.t = rate, cap, cap, 0.0
+        self.settle: list[tuple[float, float]] = []  # (when, tokens beyond the charge)
+
+    def _to(self, t: float) -> None:
+        while self.settle and self.settle[0][0] <= t:
+            when, extra = heapq.heappop(self.settle)
+            self.level = min(self.cap, self.level + (when - self.t) * self.rate) - extra
+            self.t = when
+        self.level = min(self.cap, self.level + (t - self.t) * self.rate)
+        self.t = t
+
+    def admit(self, t: float, charge: float) -> float:
+        """The earliest time from `t` the bucket holds `charge` (it is then charged)."""
+        need = min(charge, self.cap)
+        self._to(t)
+        while self.level < need:
+            at = self.t + (need - self.level) / self.rate
+            if self.settle and self.settle[0][0] < at:
+                self._to(self.settle[0][0])
+            else:
+                self._to(at)
+                self.level = max(self.level, need)  # (rounding)
+        self.level -= charge
+        return self.t
+
+
 def replay(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[float]
 ) -> float:
     """Makespan of list scheduling `jobs` on `conc` slots with zero overhead: whenever a slot frees, the
-    ready call of lowest `rank` starts (a critique is ready once its answer ended). `rates`: (per s, bucket
-    capacity, 0 requests / 1 tokens) a call also waits for, as a fluid bucket starting full and charged
-    the call's real tokens at its start (no max_tokens reservation, no debt to settle: an approximation of
-    the server's TPM bucket that can only be kinder)."""
+    ready call of lowest `rank` starts (a critique is ready once its answer ended), in that order (a call
+    waiting for its tokens holds its slot, as a lane's lease does). `rates`: (per s, bucket capacity, 0
+    requests / 1 tokens): RPM as a fluid bucket starting full, charged a request at admission; TPM as the
+    server's bucket (`_Tokens`), with ADMIT a choice as the admission charge."""
     slots = [0.0] * conc
     ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
     heapq.heapify(ready)
     later: list[tuple[float, int]] = []  # critiques: (release, index)
-    spent = [0.0] * len(rates)
-    end = 0.0
+    spent = 0.0
+    buckets = [_Tokens(rate, cap) if what else None for rate, cap, what in rates]
+    end = last = 0.0
     for _ in range(len(jobs)):
         t = heapq.heappop(slots)
         if not ready:  # every call left waits for an answer: the slot idles until the first ends
@@ -245,11 +283,17 @@ def replay(
             i = heapq.heappop(later)[1]
             heapq.heappush(ready, (rank[i], i))
         i = heapq.heappop(ready)[1]
-        lat, tok, _, _, nxt = jobs[i]
-        start = t
-        for k, (rate, cap, what) in enumerate(rates):
-            spent[k] += tok if what else 1
-            start = max(start, (spent[k] - cap) / rate)
+        lat, tok, _, n, nxt = jobs[i]
+        start = max(t, last)  # admitted in order
+        for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
+            if bucket is None:
+                spent += 1
+                start = max(start, (spent - cap) / rate)
+        for bucket in buckets:
+            if bucket is not None:
+                start = bucket.admit(start, ADMIT * n)
+                heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
+        last = start
         done = start + lat
         heapq.heappush(slots, done)
         if nxt >= 0:
