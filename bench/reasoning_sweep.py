@@ -25,8 +25,9 @@ memory (rusage of the `evalsweep sweep` process).
 
 Beside ours, what a scheduler could reach on the same draws (issue 40: is <= 1.15x reachable without knowing
 latencies?): list scheduling of the lane's logged calls on its slots with zero overhead (`replay`), as ratios to
-the same limit: `blind` a random order (mean of 50), `bymod` chains' answers first then the longest expected call
-by its model's law (the mean of its n choices' longest, from draws no run uses), `clairv` LPT knowing every
+the same limit: `blind` a random order, `bymod` chains' answers first then the longest expected call by its
+model's law (the mean of its n choices' longest, from draws no run uses), a model's calls in a random order (both
+means of 50 orders: which draw comes last moves a lane's end by a tenth), `clairv` LPT knowing every
 latency (a chain counts its answer + critique), which no real scheduler reaches. Exact for concurrency-bound lanes;
 RPM as a fluid bucket; TPM as the server's bucket (starting full, charged ~prompt + max_tokens at admission and
 settled to the real tokens at the end: `_Tokens`; JEEBench's admission charge is approximated by the jsonl
@@ -261,7 +262,7 @@ class _Tokens:
 
 
 def replay(
-    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[float]
+    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[Any]
 ) -> float:
     """Makespan of list scheduling `jobs` on `conc` slots with zero overhead: whenever a slot frees, the
     ready call of lowest `rank` starts (a critique is ready once its answer ended), in that order (a call
@@ -316,23 +317,21 @@ def schedules(
     entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
     shuffles: int = 50,
 ) -> dict[str, float]:
-    """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order (mean over
-    `shuffles`); `by model`, chains' answers first, then the longest expected call (its model's law and n);
+    """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order; `by model`,
+    chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
+    order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
     `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them)."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
     rng = random.Random(0)
-    blind = 0.0
+    blind = by_model = 0.0
+    expected = [(j[4] < 0, -expect(j[2], j[3])) for j in jobs]
     for _ in range(shuffles):
         blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
-    by_model = [(-1e9 if j[4] >= 0 else 0.0) - expect(j[2], j[3]) for j in jobs]
+        by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {
-        "blind": blind,
-        "by model": replay(jobs, held, conc, rates, by_model),
-        "clairvoyant": replay(jobs, held, conc, rates, lpt),
-    }
+    return {"blind": blind, "by model": by_model, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
 
 
 def lane_table(
