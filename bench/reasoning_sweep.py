@@ -39,6 +39,7 @@ forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the 
 
     python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]
     python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
+    python bench/reasoning_sweep.py --quick --reachable 60   # replays only, on 60 synthetic draws of the laws
 """
 
 from __future__ import annotations
@@ -334,6 +335,48 @@ def schedules(
     return {"blind": blind, "by model": by_model, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
 
 
+def synthetic_logs(
+    ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int]
+) -> list[dict[str, Any]]:
+    """The two servers' logs a sweep of `counts` would admit on draws of `seed` (`reasoning_server.draw`, on
+    prompts of their own: other draws of the same laws), every call arriving at 0: for `--reachable`."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from reasoning_server import draw
+
+    items, sc_items, chain_items = counts
+    logs: list[dict[str, Any]] = [{"log": [], "refused_by_key": {}} for _ in range(2)]
+    for name, m in ms.items():
+        calls = [(f"one {i}", 0, 1, "answer", "") for i in range(items)]  # (prompt, first choice, n, pass, item)
+        for i in range(sc_items if m["sc"] else 0):
+            calls += [(f"sc {i}", 0, 8, "answer", "")] if m["n"] else [(f"sc {i}", k, 1, "answer", "") for k in range(8)]
+        for i in range(chain_items if m["chain"] else 0):
+            calls += [(f"chain {i}", 0, 1, "answer", f"c{i}"), (f"critique {i}", 0, 1, "follow", f"c{i}")]
+        for prompt, k, n, pass_, item in calls:
+            got = [draw(m, name, prompt, k + j, scale, seed) for j in range(n)]
+            logs[KEYS[m["key"]][0]]["log"].append(
+                [0.0, f"k-{m['key']}", name, n, max(g[0] for g in got), 77 + sum(g[1] for g in got), pass_, item]
+            )
+    return logs
+
+
+def reachable(ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, int, int], seeds: int) -> None:
+    """Per lane, over `seeds` synthetic draws of the laws: the mean and worst ratio to the limit `blind`, `by
+    model` and `clairvoyant` reach, and how many seeds they keep <= 1.15x (no sweep is run)."""
+    got: dict[str, dict[str, list[float]]] = {}
+    for seed in range(seeds):
+        rows, _ = lane_table(synthetic_logs(ms, 10_000 + seed, scale, counts), 0.0, ms, scale)
+        for r in rows:
+            for k in ("blind", "by model", "clairvoyant"):
+                got.setdefault(r["lane"], {}).setdefault(k, []).append(r[k])
+        for k in ("blind", "by model", "clairvoyant"):  # the sweep's worst lane
+            got.setdefault("worst", {}).setdefault(k, []).append(max(r[k] for r in rows))
+    print(f"list scheduling on {seeds} synthetic draws, latency scale {scale}: mean / worst / seeds <= 1.15x")
+    for lane, by in got.items():
+        print(f"{lane:<6} " + "  ".join(
+            f"{k} {sum(v) / len(v):.3f} / {max(v):.2f} / {sum(x <= 1.15 for x in v)}" for k, v in by.items()
+        ))
+
+
 def lane_table(
     logs: list[dict[str, Any]], t_launch: float, ms: dict[str, dict[str, Any]] | None = None, scale: float = 1.0
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -517,10 +560,15 @@ def main() -> None:
                     help="two nights: the sweep, then a sweep of new questions (other draws) forecast by the dry "
                          "run from the first night's history; forecast vs bill and wall printed for both")
     ap.add_argument("--table", type=Path, help="print the lane table again from a kept folder's server_logs.json")
+    ap.add_argument("--reachable", type=int, metavar="SEEDS",
+                    help="no sweep: what list scheduling reaches per lane on this many synthetic draws of the laws")
     a = ap.parse_args()
     scale = 0.5 if a.quick else 1.0
     counts = (a.items or (30 if a.quick else 60), a.sc_items or (5 if a.quick else 9), a.chain_items or (10 if a.quick else 20))
     ms = lineup()
+    if a.reachable:
+        reachable(ms, scale, counts, a.reachable)
+        return
     if a.table is not None:  # the same draws: the servers' spec says their seed and scale
         spec = json.loads((a.table / "server0.json").read_text())
         kept = json.loads((a.table / "server_logs.json").read_text())
