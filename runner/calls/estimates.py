@@ -55,13 +55,13 @@ RANK_N = 101
 
 @dataclass
 class _Median:
-    """The median of the latest RANK_N latencies: the rank of a kind of call on its lane. A mean is set by
-    its heavy tail: one early thought of 30x the median (a long thinker, a Lomax draw) puts a model ahead
-    of the others for the next hundred calls, and a model whose few long draws came later behind them, its
-    backlog left for the lane's end (bench/reasoning_sweep.py no-n, seed 0: nn02 ranked last by its mean,
-    its 62 last calls the lane's tail). Replays of 60 draws of the bench's laws, mean -> median (chains
-    first): no-n 1.154 -> 1.146x its limit, conc 1.090 -> 1.091, shared 1.200 -> 1.189; ranked by the
-    laws' own means 1.135, 1.086, 1.186."""
+    """The median of the latest RANK_N latencies: the rank of a kind of call on its lane. A mean follows its
+    heavy tail: one early thought of 30x the median (a long thinker, a Lomax draw) puts a model ahead of the
+    others for the next hundred calls. Replays of 60 draws of bench/reasoning_sweep.py's laws, mean -> median
+    (chains first): no-n 1.154 -> 1.146x its limit, conc 1.090 -> 1.091, shared 1.200 -> 1.189; ranked by the
+    laws' own means 1.135, 1.086, 1.186. Neither sees the calls still in flight: a slow model's first answers
+    are its quick ones, and a kind ranked last gets no answer more to correct it (bench no-n, seed 0: nn02
+    ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail)."""
 
     recent: deque[float] = field(default_factory=deque)
     ordered: list[float] = field(default_factory=list)
