@@ -23,24 +23,39 @@ from its first to its last request) and the share of its concurrency slots idle 
 on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
 memory (rusage of the `evalsweep sweep` process).
 
+Beside ours, what a scheduler could reach on the same draws (issue 40: is <= 1.15x reachable without knowing
+latencies?): list scheduling of the lane's logged calls on its slots with zero overhead (`replay`), as ratios to
+the same limit: `blind` a random order, `bymod` chains' answers first then the longest expected call by its
+model's law (the mean of its n choices' longest, from draws no run uses), a model's calls in a random order (both
+means of 50 orders: which draw comes last moves a lane's end by a tenth), `clairv` LPT knowing every
+latency (a chain counts its answer + critique), which no real scheduler reaches. Exact for concurrency-bound lanes;
+RPM as a fluid bucket; TPM as the server's bucket (starting full, charged ~prompt + max_tokens at admission and
+settled to the real tokens at the end: `_Tokens`; JEEBench's admission charge is approximated by the jsonl
+runs'). The starting bucket (10 s of tpm-a's rate) is not in the limit, so a TPM lane's replays may come under 1.
+
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
 (runner.history); forecast vs actual printed for both.
 
-    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast]
+    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]
+    python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
+    python bench/reasoning_sweep.py --quick --reachable 60   # replays only, on 60 synthetic draws of the laws
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +207,190 @@ def use_of(entries: list[list[Any]], bound: str, limit_s: float) -> float:
     return min(1.0, limit_s / span) if span > 0 else 1.0
 
 
-def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+Job = tuple[float, int, str, int, int]
+"""A logged call for the replays: (latency s, tokens, model, n, index of its chain's critique or -1)."""
+
+
+def lane_jobs(entries: list[list[Any]]) -> tuple[list[Job], set[int]]:
+    """The lane's admitted calls as jobs, each chain's answer pointing at its critique (which cannot start
+    before the answer ends), and the set of critiques (released by their answer, not at the start)."""
+    follows: dict[tuple[str, str], list[int]] = {}
+    for i, e in enumerate(entries):
+        if e[7] and e[6] == "follow":
+            follows.setdefault((e[2], e[7]), []).append(i)
+    jobs: list[Job] = []
+    for e in entries:
+        nxt = follows.get((e[2], e[7]), []) if e[7] and e[6] != "follow" else []
+        jobs.append((e[4], e[5], e[2], e[3], nxt.pop(0) if nxt else -1))
+    return jobs, {i for j in jobs if j[4] >= 0 for i in [j[4]]}
+
+
+ADMIT = 77 + 1024
+"""What the server's TPM bucket is charged when it admits a choice, for the replays: the one-sample and 8-sample
+runs' prompts (~77 tokens) and the jsonl suite's max_tokens; JEEBench's (the chains) differ, the log lacks it."""
+
+
+class _Tokens:
+    """The server's TPM bucket for a replay: starts full (`cap`), refills at `rate`, charged ADMIT a choice at
+    admission (a call waits until it holds that, at most a full bucket) and settled to the call's real tokens
+    when it ends (a long thought's reasoning: a debt the next calls wait for)."""
+
+    def __init__(self, rate: float, cap: float) -> None:
+        self.rate, self.cap, self.level, self.t = rate, cap, cap, 0.0
+        self.settle: list[tuple[float, float]] = []  # (when, tokens beyond the charge)
+
+    def _to(self, t: float) -> None:
+        while self.settle and self.settle[0][0] <= t:
+            when, extra = heapq.heappop(self.settle)
+            self.level = min(self.cap, self.level + (when - self.t) * self.rate) - extra
+            self.t = when
+        self.level = min(self.cap, self.level + (t - self.t) * self.rate)
+        self.t = t
+
+    def admit(self, t: float, charge: float) -> float:
+        """The earliest time from `t` the bucket holds `charge` (it is then charged)."""
+        need = min(charge, self.cap)
+        self._to(t)
+        while self.level < need:
+            at = self.t + (need - self.level) / self.rate
+            if self.settle and self.settle[0][0] < at:
+                self._to(self.settle[0][0])
+            else:
+                self._to(at)
+                self.level = max(self.level, need)  # (rounding)
+        self.level -= charge
+        return self.t
+
+
+def replay(
+    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[Any]
+) -> float:
+    """Makespan of list scheduling `jobs` on `conc` slots with zero overhead: whenever a slot frees, the
+    ready call of lowest `rank` starts (a critique is ready once its answer ended), in that order (a call
+    waiting for its tokens holds its slot, as a lane's lease does). `rates`: (per s, bucket capacity, 0
+    requests / 1 tokens): RPM as a fluid bucket starting full, charged a request at admission; TPM as the
+    server's bucket (`_Tokens`), with ADMIT a choice as the admission charge."""
+    slots = [0.0] * conc
+    ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
+    heapq.heapify(ready)
+    later: list[tuple[float, int]] = []  # critiques: (release, index)
+    spent = 0.0
+    buckets = [_Tokens(rate, cap) if what else None for rate, cap, what in rates]
+    end = last = 0.0
+    for _ in range(len(jobs)):
+        t = heapq.heappop(slots)
+        if not ready:  # every call left waits for an answer: the slot idles until the first ends
+            t = max(t, later[0][0])
+        while later and later[0][0] <= t:
+            i = heapq.heappop(later)[1]
+            heapq.heappush(ready, (rank[i], i))
+        i = heapq.heappop(ready)[1]
+        lat, tok, _, n, nxt = jobs[i]
+        start = max(t, last)  # admitted in order
+        for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
+            if bucket is None:
+                spent += 1
+                start = max(start, (spent - cap) / rate)
+        for bucket in buckets:
+            if bucket is not None:
+                start = bucket.admit(start, ADMIT * n)
+                heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
+        last = start
+        done = start + lat
+        heapq.heappush(slots, done)
+        if nxt >= 0:
+            heapq.heappush(later, (done, nxt))
+        end = max(end, done)
+    return end
+
+
+def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, k: int = 400) -> float:
+    """A call's expected latency knowing only its model's law: the mean over `k` prompts (draws no run
+    uses) of the longest of its `n` choices."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from reasoning_server import draw
+
+    m = ms[model]
+    return sum(max(draw(m, model, f"expect {j}", i, scale, 99991)[0] for i in range(n)) for j in range(k)) / k
+
+
+def schedules(
+    entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
+    shuffles: int = 50,
+) -> dict[str, float]:
+    """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order; `by model`,
+    chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
+    order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
+    `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them)."""
+    jobs, held = lane_jobs(entries)
+    if not jobs:
+        return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
+    rng = random.Random(0)
+    blind = by_model = 0.0
+    expected = [(j[4] < 0, -expect(j[2], j[3])) for j in jobs]
+    for _ in range(shuffles):
+        blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
+        by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
+    lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
+    return {"blind": blind, "by model": by_model, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+
+
+def synthetic_logs(
+    ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int]
+) -> list[dict[str, Any]]:
+    """The two servers' logs a sweep of `counts` would admit on draws of `seed` (`reasoning_server.draw`, on
+    prompts of their own: other draws of the same laws), every call arriving at 0: for `--reachable`."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from reasoning_server import draw
+
+    items, sc_items, chain_items = counts
+    logs: list[dict[str, Any]] = [{"log": [], "refused_by_key": {}} for _ in range(2)]
+    for name, m in ms.items():
+        calls = [(f"one {i}", 0, 1, "answer", "") for i in range(items)]  # (prompt, first choice, n, pass, item)
+        for i in range(sc_items if m["sc"] else 0):
+            calls += [(f"sc {i}", 0, 8, "answer", "")] if m["n"] else [(f"sc {i}", k, 1, "answer", "") for k in range(8)]
+        for i in range(chain_items if m["chain"] else 0):
+            calls += [(f"chain {i}", 0, 1, "answer", f"c{i}"), (f"critique {i}", 0, 1, "follow", f"c{i}")]
+        for prompt, k, n, pass_, item in calls:
+            got = [draw(m, name, prompt, k + j, scale, seed) for j in range(n)]
+            logs[KEYS[m["key"]][0]]["log"].append(
+                [0.0, f"k-{m['key']}", name, n, max(g[0] for g in got), 77 + sum(g[1] for g in got), pass_, item]
+            )
+    return logs
+
+
+def reachable(ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, int, int], seeds: int) -> None:
+    """Per lane, over `seeds` synthetic draws of the laws: the mean and worst ratio to the limit `blind`, `by
+    model` and `clairvoyant` reach, and how many seeds they keep <= 1.15x (no sweep is run)."""
+    got: dict[str, dict[str, list[float]]] = {}
+    for seed in range(seeds):
+        rows, _ = lane_table(synthetic_logs(ms, 10_000 + seed, scale, counts), 0.0, ms, scale)
+        for r in rows:
+            for k in ("blind", "by model", "clairvoyant"):
+                got.setdefault(r["lane"], {}).setdefault(k, []).append(r[k])
+        for k in ("blind", "by model", "clairvoyant"):  # the sweep's worst lane
+            got.setdefault("worst", {}).setdefault(k, []).append(max(r[k] for r in rows))
+    print(f"list scheduling on {seeds} synthetic draws, latency scale {scale}: mean / worst / seeds <= 1.15x")
+    for lane, by in got.items():
+        print(f"{lane:<6} " + "  ".join(
+            f"{k} {sum(v) / len(v):.3f} / {max(v):.2f} / {sum(x <= 1.15 for x in v)}" for k, v in by.items()
+        ))
+
+
+def lane_table(
+    logs: list[dict[str, Any]], t_launch: float, ms: dict[str, dict[str, Any]] | None = None, scale: float = 1.0
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per lane: its limit, our wall and, with the lineup `ms`, what list scheduling reaches on the same
+    draws (`schedules`), each over the limit."""
     rows = []
-    for key, (srv, rpm, tpm, conc, _) in KEYS.items():
+    memo: dict[tuple[str, int], float] = {}
+
+    def expect(model: str, n: int) -> float:
+        if (model, n) not in memo:
+            memo[model, n] = expected_s(ms or {}, scale, model, n)
+        return memo[model, n]
+
+    for key, (srv, rpm, tpm, conc, window) in KEYS.items():
         entries = [e for e in logs[srv]["log"] if e[1] == f"k-{key}"]
         lat = [e[4] for e in entries]
         tokens = sum(e[5] for e in entries)
@@ -212,6 +408,9 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
         bound = max(bounds, key=bounds.__getitem__)
         end = max((e[0] + e[4] for e in entries), default=t_launch)
         refused = logs[srv]["refused_by_key"].get(f"k-{key}", 0)
+        rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # the server's buckets: RPM holds 1 s, TPM `window`
+        rates += [(tpm / 60, tpm / 60 * window, 1)] if tpm else []
+        reach = schedules(entries, conc, rates, expect) if ms else {}
         rows.append(
             {
                 "lane": key,
@@ -230,6 +429,7 @@ def lane_table(logs: list[dict[str, Any]], t_launch: float) -> tuple[list[dict[s
                 "chain_end_s": max(
                     (e[0] + e[4] for e in entries if e[6] == "follow"), default=t_launch
                 ) - t_launch,
+                **{k: v / bounds[bound] for k, v in reach.items()},
             }
         )
     return rows, {"limit_s": max(r["limit_s"] for r in rows)}
@@ -315,7 +515,7 @@ def bill(sweep: Path) -> float:
 def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int, int, int], scale: float,
            seed: int) -> None:
     items, sc_items, chain_items = counts
-    rows, sweep_lim = lane_table(out["logs"], out["t_launch"])
+    rows, sweep_lim = lane_table(out["logs"], out["t_launch"], ms, scale)
     n_calls = sum(r["calls"] for r in rows)
     n429 = sum(r["429"] for r in rows)
     wall, ru = out["wall"], out["ru"]
@@ -326,23 +526,26 @@ def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int
     )
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
-        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6} {'chain s':>7} {'chains':>6} {'ch end':>6}"
+        f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6} {'chain s':>7} {'chains':>6} {'ch end':>6} "
+        f"{'blind':>6} {'bymod':>6} {'clairv':>6}"
     )
     for r in rows:
         print(
             f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
             f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
-            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f}"
+            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f} {r['blind']:>6.2f} {r['by model']:>6.2f}"
+            f" {r['clairvoyant']:>6.2f}"
         )
     print(
         f"sweep: wall {wall:.1f} s / physical limit {sweep_lim['limit_s']:.1f} s = {wall / sweep_lim['limit_s']:.2f}x; "
         f"{n429} x 429 for {n_calls} admitted calls ({n429 / max(1, n_calls) * 1000:.1f} per 1,000); "
         f"first request {min(r['first_s'] for r in rows):.2f} s after launch"
     )
-    print(
-        f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f} ms "
-        f"per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
-    )
+    if ru is not None:
+        print(
+            f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f}"
+            f" ms per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
+        )
 
 
 def main() -> None:
@@ -356,10 +559,25 @@ def main() -> None:
     ap.add_argument("--forecast", action="store_true",
                     help="two nights: the sweep, then a sweep of new questions (other draws) forecast by the dry "
                          "run from the first night's history; forecast vs bill and wall printed for both")
+    ap.add_argument("--table", type=Path, help="print the lane table again from a kept folder's server_logs.json")
+    ap.add_argument("--reachable", type=int, metavar="SEEDS",
+                    help="no sweep: what list scheduling reaches per lane on this many synthetic draws of the laws")
     a = ap.parse_args()
     scale = 0.5 if a.quick else 1.0
     counts = (a.items or (30 if a.quick else 60), a.sc_items or (5 if a.quick else 9), a.chain_items or (10 if a.quick else 20))
     ms = lineup()
+    if a.reachable:
+        reachable(ms, scale, counts, a.reachable)
+        return
+    if a.table is not None:  # the same draws: the servers' spec says their seed and scale
+        spec = json.loads((a.table / "server0.json").read_text())
+        kept = json.loads((a.table / "server_logs.json").read_text())
+        wall = max(e[0] + e[4] for lg in kept["logs"] for e in lg["log"]) - kept["t_launch"]
+        out = {**kept, "wall": wall, "ru": None, "status": 0}
+        quick = (30, 5, 10) if spec["scale"] == 0.5 else counts  # (the header only)
+        report(out, spec["models"], quick if not (a.items or a.sc_items or a.chain_items) else counts, spec["scale"],
+               spec["seed"])
+        return
     tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
     tmp.mkdir(parents=True, exist_ok=True)
     if not a.forecast:

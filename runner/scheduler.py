@@ -81,7 +81,10 @@ class Scheduler:
         finished rows before any call (a round of 135 streams' chunks between each step of a call)."""
         self._batch_streams = max(1, sum(self._batched(r, m) for r in runs for m in r.models))
         streams = []
-        for r in runs:
+        # Runs with follow-ups first: a chain's critique cannot start before its answer ends, so its
+        # answers must queue on a shared lane ahead of the same model's single calls (each kind's
+        # calls go in arrival order), not behind them with the critiques left for the lane's tail.
+        for r in sorted(runs, key=lambda r: not r.has_follow_up):
             if r.loaded is not None:
                 await r.loaded.wait()
             for m in r.models:

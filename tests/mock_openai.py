@@ -34,7 +34,8 @@ Fault injection (deterministic), for any model:
   finish_reason content_filter), policy_400 (Azure's HTTP 400 `code: content_filter` for a filtered
   prompt) and 404 (the `missing-*` answer: a model withdrawn mid-run).
 Server-wide: `held` (while True, answers wait, but a `[[now]]` prompt's: a test decides when they may
-come), `latency_s`, and `rpm_per_key`, enforced over sliding 1-second windows (at most
+come), `latency_s`, `latency_of` (model, prompt, that model's requests before this one) -> seconds (a
+test's latency law per model), and `rpm_per_key`, enforced over sliding 1-second windows (at most
 rpm/60 requests in any second, per Authorization header) with HTTP 429 beyond.
 It counts what it receives: per prompt text, per key, with arrival times, and per request how many of
 its model's requests were answered before it and in flight with it (`seen_on_arrival`). A request with
@@ -58,6 +59,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -124,6 +126,7 @@ class MockServer(Threaded):
         self.models_status: int | None = None
         self.report_limits = report_limits
         self.latency_s = latency_s
+        self.latency_of: Callable[[str, str, int], float] | None = None
         self.rpm_per_key = rpm_per_key
         self.retry_after = retry_after
         self.timeout_hang_s = timeout_hang_s
@@ -201,6 +204,7 @@ class MockServer(Threaded):
         with self._lock:
             self.total += 1
             self.prompts[prompt] += 1
+            before = self.per_model[model]
             self.per_model[model] += 1
             request[_MODEL] = model
             self.in_flight[model] += 1
@@ -229,6 +233,8 @@ class MockServer(Threaded):
             )
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        if self.latency_of is not None:
+            await asyncio.sleep(self.latency_of(model, prompt, before))
         while self.held and "[[now]]" not in prompt:  # a `[[now]]` prompt is answered even when held
             await asyncio.sleep(0.02)
         if model == "flaky-500" and seen <= 2 or model == "always-500":

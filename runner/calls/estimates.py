@@ -8,12 +8,14 @@ budget in thoughts, and charged only the budget it runs the key into debt (429s)
 settle. The running mean of its answers' output (reasoning included) per pass; the lane reconciles
 every call with its real usage (a chat model's unused budget comes back as credit), so the mean is
 what must be right, not each call. Latency feeds the longest-work-first order of a
-concurrency-bound lane's queue.
+concurrency-bound lane's queue: its median, not its mean (`_Median`).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -47,12 +49,43 @@ class _Mean:
         return self.total / self.n if self.n else default
 
 
+RANK_N = 101
+"""A pass's latest latencies its median is taken over (a provider slowing down shows within them)."""
+
+
+@dataclass
+class _Median:
+    """The median of the latest RANK_N latencies: the rank of a kind of call on its lane. A mean follows its
+    heavy tail: one early thought of 30x the median (a long thinker, a Lomax draw) puts a model ahead of the
+    others for the next hundred calls. Replays of 60 draws of bench/reasoning_sweep.py's laws, mean -> median
+    (chains first): no-n 1.154 -> 1.146x its limit, conc 1.090 -> 1.091, shared 1.200 -> 1.189; ranked by the
+    laws' own means 1.135, 1.086, 1.186. Neither sees the calls still in flight: a slow model's first answers
+    are its quick ones, and a kind ranked last gets no answer more to correct it (bench no-n, seed 0: nn02
+    ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail)."""
+
+    recent: deque[float] = field(default_factory=deque)
+    ordered: list[float] = field(default_factory=list)
+
+    def add(self, x: float) -> None:
+        if len(self.recent) == RANK_N:
+            del self.ordered[bisect.bisect_left(self.ordered, self.recent.popleft())]
+        self.recent.append(x)
+        bisect.insort(self.ordered, x)
+
+    def get(self, default: float) -> float:
+        o, n = self.ordered, len(self.ordered)
+        if not n:
+            return default
+        return o[n // 2] if n % 2 else (o[n // 2 - 1] + o[n // 2]) / 2
+
+
 @dataclass
 class Spend:
-    """Per pass: output tokens per sample and latency per call (by samples in the call), as observed."""
+    """Per pass: output tokens per sample (their mean) and latency per call (by samples in the call: its
+    median), as observed."""
 
     out: dict[str, _Mean] = field(default_factory=dict)
-    latency: dict[tuple[str, int], _Mean] = field(default_factory=dict)
+    latency: dict[tuple[str, int], _Median] = field(default_factory=dict)
     _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float]]] = field(
         default_factory=dict, repr=False
     )
@@ -78,7 +111,7 @@ class Spend:
         return prompt + (budget if m is None else max(budget, round(m.get(budget)))), prompt + budget
 
     def seconds(self, pass_: str, n: int) -> float:
-        """Expected latency of a call of `n` samples of `pass_`: the larger of its own mean so far and
+        """Expected latency of a call of `n` samples of `pass_`: the larger of its own median so far and
         a one-sample call's times 1 + ln n (an n call waits for the slowest of its n; heavy tails grow
         slowly with n; a few n calls alone say little)."""
         one = self.latency.get((pass_, 1))
@@ -100,4 +133,4 @@ class Spend:
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
         if output_tokens is not None:
             self.out.setdefault(pass_, _Mean()).add(output_tokens, n, self._budget.get(pass_))
-        self.latency.setdefault((pass_, n), _Mean()).add(latency_s)
+        self.latency.setdefault((pass_, n), _Median()).add(latency_s)
