@@ -75,6 +75,7 @@ def _line(d: dict[str, Any]) -> str:
         f"[{d['run']}] {d['model']}: {d['done']}/{d['total']} {fmt_rate(d['rps'])} "
         f"tok {fmt_tokens(d['tokens'])} {cost_cell(d)} err {d['errors']} skip {d['skipped']} "
         f"retry {d['retries']} resumed {d['resumed']} cached {d['cached']} ETA {d['eta']}"
+        + (f" not sent {d['halted']}" if d.get("halted") else "")  # (after a Ctrl-C: neither err nor skip)
         + (f" lane {d['state']}" if d["state"] not in ("", "ok") else "")
         + (f" batches: {d['batches']}" if d["batches"] else "")
     )

@@ -113,3 +113,14 @@ def test_the_live_line_counts_unsent_calls_apart_from_errors():
            "retries": 0, "resumed": 0, "cached": 0}
     texts = [t for _, t in summary_parts([row], None)]
     assert "err 1" in texts and "not sent 29" in texts
+
+
+def test_the_per_model_log_line_counts_unsent_calls_too():
+    """Without the live view each model's line said `skip 0` beside the sweep's `not sent 62`."""
+    from cli.progress import _line
+
+    row = {"run": "r", "model": "m", "done": 10, "total": 40, "rps": 0.0, "tokens": 0, "cost": 0.0, "errors": 1,
+           "skipped": 0, "halted": 29, "retries": 0, "resumed": 0, "cached": 0, "eta": "?", "state": "",
+           "batches": "", "cached_in": 0.0}
+    line = _line(row)
+    assert "err 1 skip 0" in line and "not sent 29" in line
