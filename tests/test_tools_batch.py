@@ -77,3 +77,32 @@ def test_cot_tools_in_batches_gives_the_live_rows(tmp_path: Path, mock: MockBatc
     assert len(mock.batches) == n_batches and mock.total == calls
     assert {k: {f: r.get(f) for f in SAME} for k, r in again.items()} == {
         k: {f: r.get(f) for f in SAME} for k, r in got.items()}
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_tool_error_goes_to_anthropic_flagged_is_error(tmp_path: Path, mock: MockBatchServer, kind: str):
+    """A result that is the calculator's error (tool-bad-args: a call without `b`, or arguments not JSON) goes
+    back as a `tool_result` with `is_error: true` on Anthropic's API (https://docs.anthropic.com/en/docs/
+    agents-and-tools/tool-use/implement-tool-use#handling-results-from-client-tools); a good result without it,
+    and OpenAI's `role: tool` message has no such field."""
+    first = "gpt-4-0613" if kind == "openai" else "claude-tools"
+    models = [first, "tool-bad-args"]
+    cfg = _config(tmp_path, "c", kind, f"http://127.0.0.1:{mock.port}", models, FAST + API + "batch = true\n")
+    _run(tmp_path, cfg, models, "run", "--batch", "on", "--no-cache")
+    sent: dict[str, list[dict[str, Any]]] = {}
+    for b in mock.batches.values():
+        for _, body in b["reqs"]:
+            last = body["messages"][-1]
+            if kind == "openai" and last["role"] == "tool":
+                sent[body["model"]] = [last]
+            elif kind == "anthropic" and isinstance(last["content"], list):
+                sent[body["model"]] = [x for x in last["content"] if x.get("type") == "tool_result"]
+    assert set(sent) == set(models)
+    (bad,), (good,) = sent["tool-bad-args"], sent[first]
+    assert bad["content"].startswith("error: ") and good["content"] == "20.5"
+    if kind == "anthropic":
+        assert bad["is_error"] is True and "is_error" not in good
+    else:
+        assert "is_error" not in bad and "is_error" not in good
+    said = json.loads((tmp_path / "run" / "manifest.json").read_text())["protocol"]["deviations"]
+    assert any("as function tools (OpenAI's `tools`; Anthropic's `tool_use`)" in d for d in said)
