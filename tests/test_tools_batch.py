@@ -16,6 +16,7 @@ from cli.main import main
 from suites.jeebench.tools import ROUNDS
 from tests.helpers import write_config
 from tests.mock_batch import MockBatchServer
+from tests.mock_openai import THINKING_SIGNATURE
 from tests.test_batch import API, FAST, anthropic_config
 
 SAME = ("text", "tool_calls", "finish_reason", "usage", "error")
@@ -106,3 +107,20 @@ def test_a_tool_error_goes_to_anthropic_flagged_is_error(tmp_path: Path, mock: M
         assert "is_error" not in bad and "is_error" not in good
     said = json.loads((tmp_path / "run" / "manifest.json").read_text())["protocol"]["deviations"]
     assert any("as function tools (OpenAI's `tools`; Anthropic's `tool_use`)" in d for d in said)
+
+
+def test_claude_thinking_blocks_go_back_in_the_next_batch(tmp_path: Path, mock: MockBatchServer):
+    """With extended thinking on, the thinking block of a batched turn that called tools (carried on the row's
+    first call) starts the assistant turn its next round sends, in the next batch, as Anthropic requires."""
+    models = ["claude-sonnet-4-5"]  # (a model that thinks: thinking_budget is sent)
+    base = f"http://127.0.0.1:{mock.port}"
+    cfg = anthropic_config(tmp_path / "c.toml", base, models, FAST + "batch = true\n")
+    cfg.write_text(cfg.read_text() + "thinking_budget = 1024\n")
+    got = _run(tmp_path, cfg, models, "run", "--batch", "on", "--no-cache")
+    assert {k[3] for k in got} == {"answer", "tool1"} and not [r for r in got.values() if r["error"]]
+    rounds = [body for b in mock.batches.values() for _, body in b["reqs"] if len(body["messages"]) > 1]
+    assert len(rounds) == 2 and all(b["thinking"] == {"type": "enabled", "budget_tokens": 1024} for b in rounds)
+    for body in rounds:
+        turn = body["messages"][-2]["content"]
+        assert [b["type"] for b in turn] == ["thinking", "text", "tool_use"]
+        assert turn[0]["signature"] == THINKING_SIGNATURE
