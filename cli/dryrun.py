@@ -164,7 +164,7 @@ def dry_run(
                 "cost", "max", "live", "batch max", "mode"]
         t = Table(
             title=f"dry run {run}: remaining calls of every pass ('to do': first pass; '+ passes': the "
-                  "follow-ups (critique, judge), expected-most; cost and max: all passes)",
+                  "follow-ups (critique, judge, tool rounds), expected-most; cost and max: all passes)",
             columns=cols,
             rows=[
                 [

@@ -122,6 +122,8 @@ class Message(BaseModel):
     content: str | list[Part]
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    is_error: bool = False
+    """A `tool` message whose result is the tool's error: Anthropic's `tool_result` says so (`is_error`)."""
 
 
 class Decoding(BaseModel):

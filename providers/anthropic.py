@@ -183,7 +183,8 @@ def tool_use_turn(m: Message) -> list[dict[str, Any]]:
 
 def tool_result(m: Message) -> dict[str, Any]:
     """A `role: tool` message as Anthropic's `tool_result` block, answering the `tool_use` of that id."""
-    return {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": text_of(m.content)}
+    block = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": text_of(m.content)}
+    return {**block, "is_error": True} if m.is_error else block
 
 
 def _results(turn: dict[str, Any]) -> bool:

@@ -96,32 +96,57 @@ FOLLOW_DEPTH = 4
 """Passes after the answer a chain may have (answer -> critique -> judge of the critique...)."""
 
 
-def _as_answered(req: Request, text: str) -> Row:
-    """The row a follow-up is formed from, as if `req` was answered with `text`."""
-    return {"model": req.model, "item": req.item, "sample": req.sample, "pass": req.pass_, "text": text,
-            "error": None, "error_kind": None, "usage": {}, "cached": False}
+TOOL_ROUNDS = 1
+"""Tool rounds a typical chain is planned with when a request offers tools (JEEBench §4.2): one turn of
+calls (a model's parallel calls share a turn), its results, then the answer. The longest chain calls in
+every round the suite allows (its round limit)."""
+TOOL_DEPTH = 64
+"""A guard on a chain of tool rounds, for a suite that would never stop offering another."""
+
+
+def _as_answered(req: Request, text: str, called: bool = False) -> Row:
+    """The row a follow-up is formed from, as if `req` was answered with `text`; `called`: a turn that
+    called the first tool offered (the follow-up the suite makes of it: the next tool round)."""
+    row = {"model": req.model, "item": req.item, "sample": req.sample, "pass": req.pass_, "text": text,
+           "error": None, "error_kind": None, "usage": {}, "cached": False}
+    if called and req.tools:
+        name = (req.tools[0].get("function") or {}).get("name") or ""
+        row["tool_calls"] = [{"id": "call_0", "type": "function", "function": {"name": name, "arguments": "{}"}}]
+    return row
+
+
+def _chain(suite: Any, spec: Any, req: Request, text: str | None, rounds: int) -> list[Request]:
+    """One sample's follow-ups when each answer reads `text` (None: the simulated model's right answer) after
+    `rounds` tool rounds (a request offering tools: a turn of calls until then)."""
+    chain: list[Request] = []
+    todo = [req]
+    for depth in range(FOLLOW_DEPTH + (TOOL_DEPTH if req.tools else 0)):
+        nxt = []
+        for r in todo:
+            said = ((r.sim or {}).get("correct") or "") if text is None else text
+            nxt.extend(suite.follow_up(r, _as_answered(r, said, depth < rounds), spec))
+        chain.extend(nxt)
+        todo = nxt
+        if not todo:
+            break
+    return chain
 
 
 def follow_ups(suite: Any, spec: Any, req: Request) -> tuple[list[Request], list[Request]]:
     """The follow-up requests one sample of `req` leads to: (when each answer reads as the simulated
-    model's right answer would, when each answer is unreadable): the typical chain and the longest."""
+    model's right answer would, when each answer is unreadable): the typical chain and the longest. A
+    request offering tools: the typical chain answers after TOOL_ROUNDS rounds of calls; the longest,
+    per pass, the more of an unreadable answer then and of a chain calling in every round it may."""
     if suite.follow_up is _no_follow_up:
         return [], []
-    out = []
-    for kind in ("correct", None):
-        chain: list[Request] = []
-        todo = [req]
-        for _ in range(FOLLOW_DEPTH):
-            nxt = []
-            for r in todo:
-                text = ((r.sim or {}).get("correct") or "") if kind else ""
-                nxt.extend(suite.follow_up(r, _as_answered(r, text), spec))
-            chain.extend(nxt)
-            todo = nxt
-            if not todo:
-                break
-        out.append(chain)
-    return out[0], out[1]
+    rounds = TOOL_ROUNDS if req.tools else 0
+    typical, longest = _chain(suite, spec, req, None, rounds), _chain(suite, spec, req, "", rounds)
+    if req.tools:  # (a chain still calling at the limit has no answer to judge: both count)
+        calling = _chain(suite, spec, req, "", TOOL_DEPTH)
+        more = {p: n for p in dict.fromkeys(f.pass_ for f in calling)
+                if (n := sum(f.pass_ == p for f in calling)) > sum(f.pass_ == p for f in longest)}
+        longest = [f for f in longest if f.pass_ not in more] + [f for f in calling if f.pass_ in more]
+    return typical, longest
 
 
 def remaining(
@@ -227,7 +252,7 @@ def _real_follow_ups(suite: Any, spec: Any, req: Request, row: Row, model: str, 
                      depth: int = 0) -> dict[str, tuple[Request, int, int]]:
     """The follow-ups still to make after a real row: each one certain, then its own chains."""
     out: dict[str, tuple[Request, int, int]] = {}
-    if depth >= FOLLOW_DEPTH:
+    if depth >= FOLLOW_DEPTH + (TOOL_DEPTH if req.tools else 0):  # (a tool chain: up to the suite's round limit)
         return out
     for f in suite.follow_up(req, row, spec):
         loc = done.get(row_identity(model, f.item, f.sample, f.pass_))

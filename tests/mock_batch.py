@@ -12,6 +12,8 @@ It counts every submission of every custom_id, the files it was sent (lines, byt
 calls per prompt (`prompts`, `_seen`), so tests can prove nothing was sent twice or lost.
 OpenAI batches take `/v1/chat/completions` or `/v1/responses` lines (every line's `url` the batch's
 `endpoint`, as OpenAI requires); a live `/v1/responses` answers like the batch's Responses lines.
+A request offered `tools` is answered as the live mocks answer it (tool_completion, tool_message), live and
+in a batch alike: a cot-tools chain runs the same either way.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.mock_openai import _QUOTA, MockServer, _last_user_text, answer_text, chat_completion
+from tests.mock_openai import (
+    _QUOTA,
+    MockServer,
+    _last_user_text,
+    answer_text,
+    chat_completion,
+    tool_completion,
+    tool_message,
+)
 
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -212,6 +222,8 @@ class MockBatchServer(MockServer):
                     answer = (
                         response_object(body["model"], prompt)
                         if b["url"] == RESPONSES
+                        else tool_completion(body["model"], body)  # offered tools: the live mock's answer
+                        if body.get("tools")
                         else chat_completion(body["model"], prompt, int(body.get("n", 1)))
                     )
                     resp = {"status_code": 200, "request_id": "r", "body": answer}
@@ -282,6 +294,8 @@ class MockBatchServer(MockServer):
             seen = self._seen[(body["model"], prompt)]
         if self._fault(body["model"], prompt, seen) == "hang":  # `[[fault:hang*1]]`: past the client's timeout
             await asyncio.sleep(self.timeout_hang_s)
+        if body.get("tools"):  # the live MessagesServer's answer (tests.mock_openai.tool_message)
+            return web.json_response(tool_message(body["model"], body))
         return web.json_response(_message(body["model"], prompt))
 
     async def live_responses(self, request: web.Request) -> web.Response:
@@ -358,7 +372,8 @@ class MockBatchServer(MockServer):
             prompt = _last_user_text(p["messages"])
             fate = self.outcome(prompt)
             if fate == "ok":
-                res: dict[str, Any] = {"type": "succeeded", "message": _message(p["model"], prompt)}
+                msg = tool_message(p["model"], p) if p.get("tools") else _message(p["model"], prompt)
+                res: dict[str, Any] = {"type": "succeeded", "message": msg}
             elif fate == "errored":
                 res = {
                     "type": "errored",

@@ -210,7 +210,7 @@ def test_anthropic_recorded_exchange_round_trip(replay: Replay, name: str):
     (step,) = next_round(req, _row(got))  # the chain step; its result (our calculator's) swapped for the SDK's
     assert step.messages[-1].tool_call_id == call["id"]
     follow = step.model_copy(update={"messages": [*step.messages[:-1], step.messages[-1].model_copy(
-        update={"content": result["content"]})]})
+        update={"content": result["content"], "is_error": result.get("is_error", False)})]})  # (ours: an error)
     replay.answers.append(second["response"].encode() if streamed else second["response"])
     again = _complete(AnthropicProvider(replay.base_url.removesuffix("/v1"), stream_above_tokens=0 if streamed else None),
                       follow, first["request"]["model"])

@@ -56,6 +56,8 @@ class Result:
     error: str | None = None
     usage: dict[str, Any] | None = None
     reported: float | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """The answer's calls (Completion.tool_calls): a chain's next round is the next batch (JEEBench §4.2)."""
 
 
 @dataclass
@@ -130,25 +132,28 @@ class Batcher:
             if r.error is not None:
                 retry.append(s)
                 continue
+            text = "" if r.text is None and r.tool_calls is not None else r.text  # calls alone answer (as live)
             usage = r.usage or {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens}
             cost = r.reported  # a provider-reported cost is what was billed, discount included
             if cost is None:
                 cost = m.cost(r.input_tokens, r.output_tokens, usage.get("cached_input_tokens"),
                               usage.get("cache_write_tokens"))
                 cost = None if cost is None else cost * (1.0 - r.discount)
-            if m.profile is not None and exhausted(r.text, r.finish, m.profile.thinks):
+            if m.profile is not None and exhausted(text, r.finish, m.profile.thinks):
                 rows.append(exhausted_row(req, s, keys[s], usage, cost, 1, r.lane, r.finish))
                 continue
-            if r.text is None:  # as on the live path: a response without text is an error row
+            if text is None:  # as on the live path: a response without text is an error row
                 msg = f"no text in the response (finish_reason={r.finish})"
                 kind = "fatal" if r.finish in ("content_filter", "refusal") else "transient"
                 row = error_row(req, s, keys[s], msg, kind, 1, r.lane)
                 row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, r.finish
             else:
-                args = (req, s, keys[s], r.text, usage, cost, r.latency, 1)
+                args = (req, s, keys[s], text, usage, cost, r.latency, 1)
                 row = answer_row(*args, cached=False, finish=r.finish, lane=r.lane)
+                calls = {} if r.tool_calls is None else {"tool_calls": r.tool_calls}
+                row.update(calls)
                 if sched.cache is not None and m.provider_cacheable:
-                    value = {"text": r.text, "usage": usage, "cost_usd": cost, "finish_reason": r.finish}
+                    value = {"text": text, "usage": usage, "cost_usd": cost, "finish_reason": r.finish, **calls}
                     sched.cache.put(
                         keys[s], value | {"model": m.model_id, "t": row["t"], "batch_id": r.batch_id}
                     )
@@ -398,9 +403,10 @@ class Batcher:
             us = billed(comp, texts)
             disc = lane.endpoint.batch_discount
             rep = None if comp.reported_cost is None else comp.reported_cost / n
+            calls = (comp.tool_calls + [None] * n)[:n]
             results = [
                 Result(b.id, texts[i], finish[i], us[i]["input_tokens"], us[i]["output_tokens"], disc, latency,
-                       lane.name, usage=us[i], reported=rep)
+                       lane.name, usage=us[i], reported=rep, tool_calls=calls[i])
                 for i in range(n)
             ]
         for k, r in zip(keys, results, strict=True):

@@ -454,9 +454,10 @@ def deviations(
     if variant == TOOLS:
         out.append(
             f"§4.2's calculator functions and round limit are not released: ours are add, subtract, multiply and "
-            f"divide(a, b) as OpenAI tools, at most {ROUNDS} tool rounds after the answer (a chain still calling "
-            "then has no answer, scored 0); a malformed call (arguments not JSON, an unknown function) is answered "
-            "with an error message as its result and counted; the paper reports only gpt-4-0613's overall scores"
+            f"divide(a, b) as function tools (OpenAI's `tools`; Anthropic's `tool_use`), at most {ROUNDS} tool "
+            "rounds after the answer (a chain still calling then has no answer, scored 0); a malformed call "
+            "(arguments not JSON, an unknown function) is answered with an error message as its result and "
+            "counted; the paper reports only gpt-4-0613's overall scores"
         )
     if spec.samples not in (None, SC_SAMPLES if sc else 1):
         out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")

@@ -103,7 +103,8 @@ def next_round(req: Request, row: Row) -> list[Request]:
     if not 0 <= k < ROUNDS:
         return []
     sent = [wire_call(c, i) for i, c in enumerate(calls)]
-    results = [Message(role="tool", content=run_call(c)[0], tool_call_id=s["id"]) for c, s in zip(calls, sent, strict=True)]
+    results = [Message(role="tool", content=out, tool_call_id=s["id"], is_error=out.startswith("error: "))
+               for c, s in zip(calls, sent, strict=True) for out in [run_call(c)[0]]]
     turn = Message(role="assistant", content=row.get("text") or "", tool_calls=sent)
     return [
         req.model_copy(update={
