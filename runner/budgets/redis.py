@@ -54,6 +54,8 @@ LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RETRY_S = 0.02  # the key's concurrency is taken: ask again this often, doubling while it stays taken
 RETRY_MAX_S = 0.25  # ... up to this
+WAKE_S = 1.0  # a process queued for a lease is woken when one frees; else it looks again this often
+ROTATE_S = 0.5  # a lease held this long goes, as its call ends, to a process under its share waiting
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -104,6 +106,11 @@ class RedisBudget:
         self.n_procs = 1
         self.n_active = 1
         self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
+        self._lease_q: deque[asyncio.Future[bool]] = deque()  # tasks past the local cap waiting for a lease
+        self._giving = 0  # leases to give back to processes waiting for one (their turn: `release`)
+        self._turn_at = 0.0  # when this process last got a lease from the key
+        self.n_waiting = 0  # other processes queued for a lease, as the last reply said
+        self._leasing: asyncio.Task[None] | None = None
         self.margin = 0.0  # the Lane widens a local budget's window on persistent 429s; slots here use SAFETY
         self.late = 0
         self.admitted = 0
@@ -245,8 +252,9 @@ class RedisBudget:
         return 0.0  # admitted; the ticket keeps its lease until release()
 
     async def acquire(self) -> None:
-        """The local cap (a process never runs more than max_concurrency, 1 while probing); the shared
-        lease is taken with the slot, so waiting for a slot holds nobody else's concurrency."""
+        """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
+        of the key's: one this process holds spare, else one Redis gives it (`_lease`). The wait is on a
+        future, woken when a lease frees, never a poll: a process beyond the key's cap costs nothing."""
         while True:
             if self._local is not None:
                 local = self._local
@@ -257,8 +265,52 @@ class RedisBudget:
                 return
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
-                return
+                try:
+                    if await self._lease():
+                        return
+                except BaseException:
+                    self._used -= 1
+                    self._wake()
+                    raise
+                self._used -= 1  # Redis went away meanwhile: the fallback's lease
+                continue
             await wait_turn(self._waiters, self._wake)
+
+    async def _lease(self) -> bool:
+        """Wait for a lease of the key bound to this task (its ticket then gets slots before any new
+        one); False if the budget fell back meanwhile."""
+        task = asyncio.current_task()
+        while self._local is None:
+            fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            self._lease_q.append(fut)
+            if time.monotonic() - self._call.last < SYNC_S:  # (else its share and the queue are asked first)
+                self._hand_out()
+            if not fut.done():
+                self._kick()
+            try:
+                got = await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled() and fut.result():
+                    self._bound -= 1  # bound to us as we were cancelled: spare again
+                    self._hand_out()
+                raise
+            finally:
+                if fut in self._lease_q:
+                    self._lease_q.remove(fut)
+            if got:
+                self._tickets[task] = _Ticket(0, leased=True)
+                return True
+        return False
+
+    def _hand_out(self) -> None:
+        """Bind this process's spare leases to the tasks waiting for one, in order, within its share."""
+        if time.monotonic() < self._grace_until:
+            return
+        while self._lease_q and self._held - self._giving - self._bound > 0 and self._bound < self._fair():
+            fut = self._lease_q.popleft()
+            if not fut.done():
+                self._bound += 1
+                fut.set_result(True)
 
     def release(self) -> None:
         self._used -= 1
@@ -275,7 +327,12 @@ class RedisBudget:
             tk.dead = True
             if tk.leased:
                 self._bound -= 1
-                self._idle_since = time.monotonic()
+                now = self._idle_since = time.monotonic()
+                if self.n_waiting and (not self._lease_q or now - self._turn_at >= ROTATE_S):
+                    self._giving += 1  # unused, or its turn is over: it goes to the first process queued
+                    self._kick()
+                else:
+                    self._hand_out()
                 if self._again or self._new:
                     self._freed.set()
                     self._kick()
@@ -287,7 +344,7 @@ class RedisBudget:
 
     # --- talking to Redis ------------------------------------------------------------------------
 
-    async def _eval(self, want: int, ttl_us: int | None = None, **slots: Any) -> Any:
+    async def _eval(self, want: int, ttl_us: int | None = None, giving: bool = False, **slots: Any) -> Any:
         """One script call (the caller holds the lock): leases to hold, news to send, slots to ask. After
         an outage it did not pace through (met late, or joined since) it sends nothing until the processes
         that paced locally are back: no share was reserved for it (redis_fallback)."""
@@ -309,6 +366,7 @@ class RedisBudget:
             born=self._born,
             recent_us=int((fallback.RECOVER_S + fallback.GRACE_S + 2.0) * 1e6),
             demand=bool(self._bound or self._used or self._again or self._new or slots.get("n_new")),
+            waits=(2 if giving else 1) if self._waits() else 0,
             **slots,
         )
         news = self._outage_at is None or r.outage_at > self._outage_at + 1e-3 or r.born != self._born
@@ -318,7 +376,10 @@ class RedisBudget:
             if back > time.monotonic():  # no new lease nor slot of its own before then either
                 self.paused_until = max(self.paused_until, back)
                 self._grace_until = max(self._grace_until, back)
+        if r.held > self._held:
+            self._turn_at = time.monotonic()
         self._held = r.held
+        self.n_waiting = r.n_waiting
         self.paused_until = max(self.paused_until, r.paused_until)
         self.factor = r.factor
         # Back from an outage, the others register again one by one: N (the next fallback's 1/N)
@@ -327,7 +388,13 @@ class RedisBudget:
         self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
         self.n_active = max(1, r.n_active)
         self._answered = self._answered or time.monotonic()
+        self._hand_out()
         return r
+
+    def _waits(self) -> bool:
+        """Calls wait for a lease and this process is under its share: it queues for the next free one."""
+        live = any(not tk.dead for tk in self._new)
+        return bool(self._lease_q or live) and self._bound < self._fair() and time.monotonic() >= self._grace_until
 
     def _news(self) -> bool:
         return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
@@ -338,6 +405,8 @@ class RedisBudget:
         loop = asyncio.get_running_loop()
         if self._local is None and (self._syncing is None or self._syncing.done()):
             self._syncing = loop.create_task(self._sync())
+        if self._local is None and (self._giving or self._lease_q) and (self._leasing is None or self._leasing.done()):
+            self._leasing = loop.create_task(self._leases())
         if self._house is None or self._house.done():
             self._house = loop.create_task(self._housekeeping())
 
@@ -379,6 +448,38 @@ class RedisBudget:
                         await asyncio.wait_for(self._freed.wait(), min(RETRY_MAX_S, RETRY_S * 2 ** (misses - 1)))
                     except TimeoutError:
                         pass
+        except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
+            self._fall_back(e)
+
+    async def _leases(self) -> None:
+        """Leases for the tasks waiting in `acquire`, and leases given back at the end of a turn: one
+        script call each time; while none comes free, blocked on this process's wake list (BLPOP: the
+        script pushes to it when a lease frees for it), never polling."""
+        try:
+            while self._local is None and not self.closed:
+                self._lease_q = deque(f for f in self._lease_q if not f.done())
+                if not self._giving and not self._lease_q:
+                    return
+                grace = self._grace_until - time.monotonic()
+                if grace > 0 and not self._giving:
+                    await asyncio.sleep(grace)
+                    continue
+                held, born = self._held, self._born
+                if self._giving or self._waits():
+                    async with self._call.lock:
+                        if self._local is not None:
+                            return
+                        giving = self._giving  # (its spare leases to those queued first, itself queued
+                        # behind them if its calls wait: one call; spare, not bound, until the reply)
+                        want = self._bound + (min(len(self._lease_q), self._fair() - self._bound) if self._waits() else 0)
+                        await self._eval(want, giving=giving > 0)
+                        self._giving = max(0, self._giving - giving)
+                    if self._held > held or self._born != born or not self._lease_q or not self._waits():
+                        continue  # (handed out; the key's state first seen: ask again; or beyond its share:
+                        # its own calls' ends free its leases)
+                elif self._lease_q:  # beyond its share: a lease of its own frees as a call ends
+                    return
+                await self.client.blpop([self._call.wake_key], min(WAKE_S, self.lease_ms / 3000))
         except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
             self._fall_back(e)
 
@@ -430,6 +531,10 @@ class RedisBudget:
         free = (1 if self.probing else self.max_concurrency) - self._used
         if self._local is not None:
             free = len(self._waiters)
+            while self._lease_q:  # (fallen back: they take the fallback's leases)
+                fut = self._lease_q.popleft()
+                if not fut.done():
+                    fut.set_result(False)
         while free > 0 and self._waiters:
             fut = self._waiters.popleft()
             if not fut.done():
@@ -447,12 +552,13 @@ class RedisBudget:
                     now = time.monotonic()
                     spare = self._held - self._bound
                     over = self._held - max(self._fair(), self._bound)  # others may be waiting for these
-                    waiting = self._again or self._new
+                    waiting = self._again or self._new or self._lease_q
                     if spare > 0 and (over > 0 or not waiting and now - self._idle_since > KEEP_S):
                         await self._eval(self._held - (over if over > 0 else spare))
-                    # (pauses and factor picked up every SYNC_S only for calls holding leases: one
-                    # waiting for a lease hears them with its grant, and polls on its back-off alone)
-                    elif self._bound or self._flying or self._news() or now - self._call.last > self.lease_ms / 3000:
+                    # (pauses and factor picked up every SYNC_S only for slots granted and not yet used:
+                    # a call on the wire or waiting for a lease needs none; its lease a heartbeat)
+                    elif self._news() or now - self._call.last > self.lease_ms / 3000 or any(
+                            tk.slot is not None and not tk.sent for tk in self._tickets.values()):
                         await self._eval(self._held)
         except Exception as e:  # noqa: BLE001 - (a CancelledError is not one: it ends the task)
             self._fall_back(e)
@@ -463,7 +569,7 @@ class RedisBudget:
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
         self.closed = True  # no task of it starts again: no heartbeat keeps its leases after this
-        for t in (self._house, self._syncing, self._recovering, self._telling):
+        for t in (self._house, self._syncing, self._recovering, self._telling, self._leasing):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:
