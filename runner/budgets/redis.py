@@ -106,7 +106,9 @@ class RedisBudget:
         self.n_procs = 1
         self.n_active = 1
         self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
-        self._lease_q: deque[asyncio.Future[bool]] = deque()  # tasks past the local cap waiting for a lease
+        self._lease_q: deque[tuple[Any, asyncio.Future[bool]]] = deque()  # tasks past the local cap waiting
+        # for a lease (and the future that lets each through)
+        self._gated: weakref.WeakSet[Any] = weakref.WeakSet()  # ... let through, their ticket not yet made
         self._giving = 0  # leases to give back to processes waiting for one (their turn: `release`)
         self._turn_at = 0.0  # when this process last got a lease from the key
         self.n_waiting = 0  # other processes queued for a lease, as the last reply said
@@ -210,6 +212,7 @@ class RedisBudget:
         tk = self._tickets.get(task)
         if tk is None:
             tk = self._tickets[task] = _Ticket(0)
+            self._gated.discard(task)  # (now counted in `_new`)
         tk.tokens = tokens if self._Tt1 else 0
         tk.slot = None
         (self._again if tk.leased else self._new).append(tk)
@@ -253,8 +256,9 @@ class RedisBudget:
 
     async def acquire(self) -> None:
         """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
-        of the key's: one this process holds spare, else one Redis gives it (`_lease`). The wait is on a
-        future, woken when a lease frees, never a poll: a process beyond the key's cap costs nothing."""
+        of the key's for it: one this process holds spare, else one Redis gives it (`_lease`). The wait
+        is on a future, woken when a lease frees, never a poll: a process beyond the key's cap costs
+        nothing. (The lease is bound to the task's ticket with its slot, in one script call, as before.)"""
         while True:
             if self._local is not None:
                 local = self._local
@@ -277,12 +281,13 @@ class RedisBudget:
             await wait_turn(self._waiters, self._wake)
 
     async def _lease(self) -> bool:
-        """Wait for a lease of the key bound to this task (its ticket then gets slots before any new
-        one); False if the budget fell back meanwhile."""
+        """Wait until this process holds a lease for this task: its new ticket then takes it with its
+        slot, in one script call (a lease is bound only as Redis confirms it: one it lost in a lapse or
+        a restart is never used); False if the budget fell back meanwhile."""
         task = asyncio.current_task()
         while self._local is None:
             fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            self._lease_q.append(fut)
+            self._lease_q.append((task, fut))
             if time.monotonic() - self._call.last < SYNC_S:  # (else its share and the queue are asked first)
                 self._hand_out()
             if not fut.done():
@@ -291,30 +296,37 @@ class RedisBudget:
                 got = await fut
             except BaseException:
                 if fut.done() and not fut.cancelled() and fut.result():
-                    self._bound -= 1  # bound to us as we were cancelled: spare again
+                    self._gated.discard(task)  # let through as we were cancelled: its lease spare again
                     self._hand_out()
                 raise
             finally:
-                if fut in self._lease_q:
-                    self._lease_q.remove(fut)
+                if (task, fut) in self._lease_q:
+                    self._lease_q.remove((task, fut))
             if got:
-                self._tickets[task] = _Ticket(0, leased=True)
                 return True
         return False
 
+    def _pending(self) -> int:
+        """Tasks let through for a lease this process holds, not yet bound to it (their ticket's grant)."""
+        return len(self._gated) + sum(1 for tk in self._new if not tk.dead)
+
     def _hand_out(self) -> None:
-        """Bind this process's spare leases to the tasks waiting for one, in order, within its share."""
-        if time.monotonic() < self._grace_until:
+        """Let the tasks waiting for a lease through, in order, for this process's spare leases, within
+        its share."""
+        if time.monotonic() < self._grace_until or not self._lease_q:
             return
-        while self._lease_q and self._held - self._giving - self._bound > 0 and self._bound < self._fair():
-            fut = self._lease_q.popleft()
+        n = self._bound + self._pending()
+        while self._lease_q and self._held - self._giving - n > 0 and n < self._fair():
+            task, fut = self._lease_q.popleft()
             if not fut.done():
-                self._bound += 1
+                self._gated.add(task)
+                n += 1
                 fut.set_result(True)
 
     def release(self) -> None:
         self._used -= 1
         task = asyncio.current_task()
+        self._gated.discard(task)
         if self._local is not None:
             self._tickets.pop(task, None)
             self._flying.discard(task)
@@ -333,6 +345,8 @@ class RedisBudget:
                     self._kick()
                 else:
                     self._hand_out()
+            else:  # (one let through for a lease, not yet bound: the lease is spare again)
+                self._hand_out()
                 if self._again or self._new:
                     self._freed.set()
                     self._kick()
@@ -394,7 +408,8 @@ class RedisBudget:
     def _waits(self) -> bool:
         """Calls wait for a lease and this process is under its share: it queues for the next free one."""
         live = any(not tk.dead for tk in self._new)
-        return bool(self._lease_q or live) and self._bound < self._fair() and time.monotonic() >= self._grace_until
+        return bool(self._lease_q or live) and self._bound + self._pending() < self._fair() and (
+            time.monotonic() >= self._grace_until)
 
     def _news(self) -> bool:
         return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
@@ -457,7 +472,7 @@ class RedisBudget:
         script pushes to it when a lease frees for it), never polling."""
         try:
             while self._local is None and not self.closed:
-                self._lease_q = deque(f for f in self._lease_q if not f.done())
+                self._lease_q = deque(w for w in self._lease_q if not w[1].done())
                 if not self._giving and not self._lease_q:
                     return
                 grace = self._grace_until - time.monotonic()
@@ -471,7 +486,8 @@ class RedisBudget:
                             return
                         giving = self._giving  # (its spare leases to those queued first, itself queued
                         # behind them if its calls wait: one call; spare, not bound, until the reply)
-                        want = self._bound + (min(len(self._lease_q), self._fair() - self._bound) if self._waits() else 0)
+                        n = self._bound + self._pending()
+                        want = n + (min(len(self._lease_q), self._fair() - n) if self._waits() else 0)
                         await self._eval(want, giving=giving > 0)
                         self._giving = max(0, self._giving - giving)
                     if self._held > held or self._born != born or not self._lease_q or not self._waits():
@@ -532,7 +548,7 @@ class RedisBudget:
         if self._local is not None:
             free = len(self._waiters)
             while self._lease_q:  # (fallen back: they take the fallback's leases)
-                fut = self._lease_q.popleft()
+                _, fut = self._lease_q.popleft()
                 if not fut.done():
                     fut.set_result(False)
         while free > 0 and self._waiters:
