@@ -19,7 +19,8 @@ too late) is served before any new ticket, and the script gives it a slot whatev
 is already counted), so the key's concurrency can never be held by tickets that wait for each other.
 A new ticket gets a slot only if it got a lease. Leases are absolute counts (never deltas): a reply
 lost, a restart of Redis or a fallback cannot leak them, since the next call says again how many this
-process holds and how many its running calls need.
+process holds and how many its running calls need. A task past the local cap waits for a lease of its process
+without polling, and processes whose calls wait take the key's leases in turns (redis_turns).
 
 Calls are batched: the slot requests of all tasks waiting at once go out as one script call, and
 leases are kept while used, so steady state costs about one round trip per call at low rates and far
@@ -41,6 +42,7 @@ from collections import deque
 from typing import Any
 
 from runner.budgets import redis_fallback as fallback
+from runner.budgets import redis_turns as turns
 from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import ScriptCall, lane_id
 
@@ -54,8 +56,6 @@ LEAD_S = 0.02  # ... and asked for this long before the last granted one
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 RETRY_S = 0.02  # the key's concurrency is taken: ask again this often, doubling while it stays taken
 RETRY_MAX_S = 0.25  # ... up to this
-WAKE_S = 1.0  # a process queued for a lease is woken when one frees; else it looks again this often
-ROTATE_S = 0.5  # a lease held this long goes, as its call ends, to a process under its share waiting
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -280,48 +280,14 @@ class RedisBudget:
                 continue
             await wait_turn(self._waiters, self._wake)
 
-    async def _lease(self) -> bool:
-        """Wait until this process holds a lease for this task: its new ticket then takes it with its
-        slot, in one script call (a lease is bound only as Redis confirms it: one it lost in a lapse or
-        a restart is never used); False if the budget fell back meanwhile."""
-        task = asyncio.current_task()
-        while self._local is None:
-            fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            self._lease_q.append((task, fut))
-            if time.monotonic() - self._call.last < SYNC_S:  # (else its share and the queue are asked first)
-                self._hand_out()
-            if not fut.done():
-                self._kick()
-            try:
-                got = await fut
-            except BaseException:
-                if fut.done() and not fut.cancelled() and fut.result():
-                    self._gated.discard(task)  # let through as we were cancelled: its lease spare again
-                    self._hand_out()
-                raise
-            finally:
-                if (task, fut) in self._lease_q:
-                    self._lease_q.remove((task, fut))
-            if got:
-                return True
-        return False
+    async def _lease(self) -> bool:  # (runner.budgets.redis_turns: the key's leases in turns)
+        return await turns.lease(self)
 
     def _pending(self) -> int:
-        """Tasks let through for a lease this process holds, not yet bound to it (their ticket's grant)."""
-        return len(self._gated) + sum(1 for tk in self._new if not tk.dead)
+        return turns.pending(self)
 
     def _hand_out(self) -> None:
-        """Let the tasks waiting for a lease through, in order, for this process's spare leases, within
-        its share."""
-        if time.monotonic() < self._grace_until or not self._lease_q:
-            return
-        n = self._bound + self._pending()
-        while self._lease_q and self._held - self._giving - n > 0 and n < self._fair():
-            task, fut = self._lease_q.popleft()
-            if not fut.done():
-                self._gated.add(task)
-                n += 1
-                fut.set_result(True)
+        turns.hand_out(self)
 
     def release(self) -> None:
         self._used -= 1
@@ -340,7 +306,7 @@ class RedisBudget:
             if tk.leased:
                 self._bound -= 1
                 now = self._idle_since = time.monotonic()
-                if self.n_waiting and (not self._lease_q or now - self._turn_at >= ROTATE_S):
+                if self.n_waiting and (not self._lease_q or now - self._turn_at >= turns.ROTATE_S):
                     self._giving += 1  # unused, or its turn is over: it goes to the first process queued
                     self._kick()
                 else:
@@ -406,10 +372,7 @@ class RedisBudget:
         return r
 
     def _waits(self) -> bool:
-        """Calls wait for a lease and this process is under its share: it queues for the next free one."""
-        live = any(not tk.dead for tk in self._new)
-        return bool(self._lease_q or live) and self._bound + self._pending() < self._fair() and (
-            time.monotonic() >= self._grace_until)
+        return turns.waits(self)
 
     def _news(self) -> bool:
         return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
@@ -467,37 +430,7 @@ class RedisBudget:
             self._fall_back(e)
 
     async def _leases(self) -> None:
-        """Leases for the tasks waiting in `acquire`, and leases given back at the end of a turn: one
-        script call each time; while none comes free, blocked on this process's wake list (BLPOP: the
-        script pushes to it when a lease frees for it), never polling."""
-        try:
-            while self._local is None and not self.closed:
-                self._lease_q = deque(w for w in self._lease_q if not w[1].done())
-                if not self._giving and not self._lease_q:
-                    return
-                grace = self._grace_until - time.monotonic()
-                if grace > 0 and not self._giving:
-                    await asyncio.sleep(grace)
-                    continue
-                held, born = self._held, self._born
-                if self._giving or self._waits():
-                    async with self._call.lock:
-                        if self._local is not None:
-                            return
-                        giving = self._giving  # (its spare leases to those queued first, itself queued
-                        # behind them if its calls wait: one call; spare, not bound, until the reply)
-                        n = self._bound + self._pending()
-                        want = n + (min(len(self._lease_q), self._fair() - n) if self._waits() else 0)
-                        await self._eval(want, giving=giving > 0)
-                        self._giving = max(0, self._giving - giving)
-                    if self._held > held or self._born != born or not self._lease_q or not self._waits():
-                        continue  # (handed out; the key's state first seen: ask again; or beyond its share:
-                        # its own calls' ends free its leases)
-                elif self._lease_q:  # beyond its share: a lease of its own frees as a call ends
-                    return
-                await self.client.blpop([self._call.wake_key], min(WAKE_S, self.lease_ms / 3000))
-        except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
-            self._fall_back(e)
+        await turns.serve(self)
 
     async def _grant(self) -> bool:
         """Slots for every leased ticket waiting, then leases and slots for new tickets up to this
