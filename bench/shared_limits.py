@@ -8,13 +8,28 @@ side: achieved rate / limit over the span when all K were sending, 429s received
 limit, 0 x 429, <= 0.1 ms extra CPU per call.
 
     python bench/shared_limits.py [--rpm 12000] [--seconds 10] [--ks 1,2,4]
+
+Concurrency on one key across processes (#40), each process a Lane on the shared budget whose calls
+take --latency s (no server: the budget is what is measured), beside the same workload alone on the
+key in the same run (its single-process figure):
+
+    python bench/shared_limits.py --busy-idle 7 --cap 8     1 busy process beside 7 idle ones (they
+        hold the key open and heartbeat, sending nothing): the busy one's calls/s over its rate alone
+    python bench/shared_limits.py --join 6 --cap 4          6 busy processes (--join workers) on a cap
+        of 4: each one's calls/s and share of time idle while it holds work (calls waiting, none on
+        the wire), the key's leases in use while any process waits
+
+Each prints Redis commands per API call (INFO commandstats before/after, every process's) and the
+Redis path's CPU per call (the busy processes' CPU per call on Redis minus on a LocalBudget alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +44,8 @@ import orjson  # noqa: E402
 from bench.throughput import start_mock, stop_mock  # noqa: E402
 from tests.helpers import spawn  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
+
+WARM_S = 1.0  # the processes' figures are from this long after their start
 
 
 def write_inputs(d: Path, i: int, n: int, port: int, rpm: float, redis_url: str | None) -> tuple[Path, Path]:
@@ -147,12 +164,180 @@ def in_process(redis_url: str) -> None:
     asyncio.run(go())
 
 
+async def _worker(spec: dict) -> dict:
+    """One process on the key: `busy` keeps 2 x cap calls waiting or running for `seconds` (from the
+    wall-clock `start`), each taking `latency` s; an idle one holds the key open (heartbeats) and sends
+    nothing. Measures calls, time with calls waiting and none running, CPU and script calls."""
+    from runner.budgets.redis import RedisBudget, lane_id
+    from runner.budgets.redis_call import connect
+    from runner.config import Endpoint
+    from runner.lanes import Lane, LocalBudget
+
+    cap, latency = spec["cap"], spec["latency"]
+    if spec["url"]:
+        b: object = RedisBudget(connect(spec["url"]), lane_id("bench", spec["key"]), "bench", spec["rpm"], None, cap,
+                                5.0, local_factory=LocalBudget)
+    else:
+        b = LocalBudget(spec["rpm"], None, cap)
+    lane = Lane(Endpoint(name="bench", kind="sim"), None, None, provider=None)
+    lane.budget = b
+    if spec["url"]:  # on the key from now: its heartbeat keeps it there
+        async with b._call.lock:  # type: ignore[attr-defined]
+            await b._eval(0)  # type: ignore[attr-defined]
+        b._kick()  # type: ignore[attr-defined]
+    print("ready", flush=True)  # the parent sends the start (wall clock) once every process is ready
+    start = float(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+    await asyncio.sleep(max(0.0, start - time.time()))
+    end = start + spec["seconds"]
+    st = {"calls": 0, "running": 0, "idle_s": 0.0, "idle_from": time.monotonic()}
+
+    async def call() -> None:
+        if st["running"] == 0:
+            st["idle_s"] += time.monotonic() - st["idle_from"]
+        st["running"] += 1
+        try:
+            await asyncio.sleep(latency)
+        finally:
+            st["running"] -= 1
+            st["calls"] += 1
+            if st["running"] == 0:
+                st["idle_from"] = time.monotonic()
+
+    async def loop() -> None:
+        while time.time() < end:
+            await lane.call(call, 0)
+
+    mark: dict = {}
+
+    async def warm() -> None:  # measured from WARM_S on: lazy imports and the first grants left out
+        await asyncio.sleep(WARM_S)
+        if st["running"] == 0:
+            st["idle_s"] += time.monotonic() - st["idle_from"]
+            st["idle_from"] = time.monotonic()
+        mark.update(t=time.monotonic(), cpu=time.process_time(), calls=st["calls"], idle=st["idle_s"],
+                    script=getattr(b, "calls", 0))
+
+    if spec["busy"]:
+        await asyncio.gather(warm(), *(loop() for _ in range(2 * cap)))
+        if st["running"] == 0:
+            st["idle_s"] += time.monotonic() - st["idle_from"]
+    else:
+        await asyncio.gather(warm(), asyncio.sleep(max(0.0, end - time.time())))
+    wall, cpu = time.monotonic() - mark["t"], time.process_time() - mark["cpu"]
+    calls_all = st["calls"]  # (Redis's command counts cover the whole run)
+    st["calls"] -= mark["calls"]
+    st["idle_s"] -= mark["idle"]
+    script_calls = getattr(b, "calls", 0) - mark["script"]
+    if spec["url"]:
+        await b.aclose()  # type: ignore[attr-defined]
+        await b.client.aclose()  # type: ignore[attr-defined]
+    return {"busy": spec["busy"], "calls": st["calls"], "calls_all": calls_all, "wall": wall, "idle_share": st["idle_s"] / wall,
+            "cpu_s": cpu, "script_calls": script_calls}
+
+
+_SENT_BY_CLIENTS = {"evalsha", "eval", "evalsha_ro", "eval_ro", "script", "blpop", "brpop", "subscribe",
+                    "unsubscribe", "ping", "client", "hello", "select"}
+
+
+def _commands(client: object) -> tuple[int, int, float]:
+    """Commands Redis ran: those clients sent (round trips: a script call is one), all of them (the
+    commands scripts ran included; INFO left out), and its CPU seconds so far."""
+    stats = client.info("commandstats")  # type: ignore[attr-defined]
+    trips = sum(v["calls"] for k, v in stats.items() if k.removeprefix("cmdstat_") in _SENT_BY_CLIENTS)
+    n = sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info")
+    cpu = client.info("cpu")  # type: ignore[attr-defined]
+    return trips, n, cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+
+
+def _spawn_workers(specs: list[dict]) -> list[dict]:
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", orjson.dumps(s).decode()], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+             for s in specs]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    start = f"{time.time() + 0.5}\n"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(start)
+        p.stdin.flush()
+    out = []
+    for p in procs:
+        so, _ = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise SystemExit(f"worker failed ({p.returncode})")
+        out.append(orjson.loads(so.splitlines()[-1]))
+    return out
+
+
+def processes(url: str, busy: int, idle: int, cap: int, latency: float, seconds: float, rpm: float) -> None:
+    """`busy` busy processes and `idle` idle ones on one Redis-shared key capped at `cap`, beside the
+    busy workload alone on a LocalBudget and alone on Redis, in this run."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    key = f"k{time.time_ns()}"
+
+    def spec(busy_: bool, url_: str | None, k: str) -> dict:
+        return {"busy": busy_, "url": url_, "key": k, "cap": cap, "latency": latency, "seconds": seconds,
+                "rpm": rpm}
+
+    (local,) = _spawn_workers([spec(True, None, key)])
+    t0, n0, s0 = _commands(client)
+    (alone,) = _spawn_workers([spec(True, url, key + "-alone")])
+    t1, n1, s1 = _commands(client)
+    alone_cmd = f"{(t1 - t0) / max(1, alone['calls_all']):.2f} ({(n1 - n0) / max(1, alone['calls_all']):.2f} with scripts')"
+    rs = _spawn_workers([spec(True, url, key)] * busy + [spec(False, url, key)] * idle)
+    t2, n2, s2 = _commands(client)
+    client.close()
+    rate = {"local": local["calls"] / local["wall"], "alone": alone["calls"] / alone["wall"]}
+    cpu_local = local["cpu_s"] / max(1, local["calls"]) * 1e3
+    print(f"--- {busy} busy + {idle} idle on a key capped at {cap}, calls of {latency * 1e3:.0f} ms, {seconds:g} s")
+    print(f"alone, local budget: {rate['local']:.1f} calls/s, idle share {local['idle_share']:.3f}, "
+          f"CPU/call {cpu_local:.3f} ms")
+    print(f"alone, on Redis:     {rate['alone']:.1f} calls/s, idle share {alone['idle_share']:.3f}, "
+          f"CPU/call {alone['cpu_s'] / max(1, alone['calls']) * 1e3:.3f} ms "
+          f"(Redis path +{alone['cpu_s'] / max(1, alone['calls']) * 1e3 - cpu_local:.3f} ms), "
+          f"Redis commands/call {alone_cmd}")
+    total = sum(r["calls_all"] for r in rs)
+    for i, r in enumerate(rs):
+        if not r["busy"]:
+            continue
+        cps = r["calls"] / r["wall"]
+        print(f"  process {i}: {cps:.1f} calls/s ({cps / rate['alone']:.2f} of alone on Redis), idle while "
+              f"holding work {r['idle_share']:.3f}, script calls/call {r['script_calls'] / max(1, r['calls']):.2f}, "
+              f"Redis path CPU/call +{r['cpu_s'] / max(1, r['calls']) * 1e3 - cpu_local:.3f} ms")
+    idle_cmds = sum(r["script_calls"] for r in rs if not r["busy"])
+    together = sum(r["calls"] / r["wall"] for r in rs)
+    print(f"  together: {together:.1f} calls/s ({together / (cap / latency):.2f} of the cap's "
+          f"{cap / latency:.0f}/s); Redis commands/call {(t2 - t1) / max(1, total):.2f} "
+          f"({(n2 - n1) / max(1, total):.2f} with scripts'; idle processes' script calls "
+          f"{idle_cmds}); redis-server CPU/call {(s2 - s1) / max(1, total) * 1e3:.3f} ms", flush=True)
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(orjson.dumps(asyncio.run(_worker(orjson.loads(sys.argv[2])))).decode())
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rpm", type=float, default=12000)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--ks", default="1,2,4")
+    ap.add_argument("--busy-idle", type=int, metavar="N", help="1 busy process beside N idle ones")
+    ap.add_argument("--join", type=int, metavar="K", help="K busy processes on one key")
+    ap.add_argument("--cap", type=int, default=8, help="the key's max_concurrency (--busy-idle, --join)")
+    ap.add_argument("--latency", type=float, default=0.2, help="seconds per call (--busy-idle, --join)")
     a = ap.parse_args()
+    if a.busy_idle is not None or a.join is not None:
+        redis = RedisServer().start()
+        try:
+            if a.busy_idle is not None:
+                processes(redis.url, 1, a.busy_idle, a.cap, a.latency, a.seconds, 600_000)
+            if a.join is not None:
+                processes(redis.url, a.join, 0, a.cap, a.latency, a.seconds, 600_000)
+        finally:
+            redis.close()
+        return
     redis = RedisServer().start()
     try:
         results = []

@@ -16,7 +16,12 @@ if ttl > 0 and last and now - last > ttl / 2 then
   for i = 1, #ps, 2 do redis.call('ZADD', KEYS[2], tonumber(ps[i + 1]) + shift, ps[i]) end
 end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-for _, p in ipairs(dead) do redis.call('HDEL', KEYS[3], p) end
+local freed = 0  -- leases that come free in this call: processes waiting for one are woken
+for _, p in ipairs(dead) do
+  freed = freed + (tonumber(redis.call('HGET', KEYS[3], p)) or 0)
+  redis.call('HDEL', KEYS[3], p)
+  redis.call('ZREM', KEYS[5], p)
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZREM', KEYS[2], proc) end
 -- the processes with calls running or waiting: the key's leases are shared among them, an idle
@@ -24,12 +29,14 @@ if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZR
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 if ttl > 0 and ARGV[20] == '1' then redis.call('ZADD', KEYS[4], now + ttl, proc) else redis.call('ZREM', KEYS[4], proc) end
 local held = redis.call('HGETALL', KEYS[3])
-local others = 0
+local others, mine = 0, 0
 for i = 1, #held, 2 do
   if held[i] == proc then  -- ours: set below
+    mine = tonumber(held[i + 1])
   elseif redis.call('ZSCORE', KEYS[2], held[i]) then
     others = others + tonumber(held[i + 1])
   else  -- a lease with no heartbeat behind it (its holder left or its entry was lost): free
+    freed = freed + tonumber(held[i + 1])
     redis.call('HDEL', KEYS[3], held[i])
   end
 end
@@ -54,11 +61,51 @@ end
 -- A caller that has not seen this state (it joined, returns, or finds an outage: it learns of it from
 -- this reply) takes no lease nor slot beyond its running calls': processes pacing locally may hold them.
 if born ~= ARGV[17] then want = math.min(want, bound) end
+-- Processes under their share whose calls wait for a lease queue for one (KEYS[5], by when they began
+-- to wait): a lease that comes free goes to the first, whom it wakes (its wake list), never to a caller
+-- behind it nor to one not waiting; while any wait, a caller keeps no spare lease beyond its share.
+local giving = ttl > 0 and ARGV[21] == '2'  -- its turn is over: its spare leases go to those queued first
+local waits = giving or ttl > 0 and ARGV[21] == '1' and want > mine
+local left = 0
+if giving then
+  redis.call('ZADD', KEYS[5], now, proc)  -- (at the back)
+elseif waits then
+  if not redis.call('ZSCORE', KEYS[5], proc) then redis.call('ZADD', KEYS[5], now, proc) end
+else
+  left = redis.call('ZREM', KEYS[5], proc)
+end
+local ahead = waits and redis.call('ZRANK', KEYS[5], proc) or redis.call('ZCARD', KEYS[5])
 local new = 0
 if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
-  new = math.max(bound, math.min(want, cap - others))  -- only what the cap leaves, even if held before
+  local room = cap - others  -- only what the cap leaves, even if held before
+  local keep = math.min(mine, room)
+  if ahead > 0 then
+    if giving then keep = math.min(keep, bound) end
+    local share = math.ceil(cap / math.max(1, redis.call('ZCARD', KEYS[4])))
+    new = math.max(bound, math.min(want, keep, math.max(bound, share)))
+  else
+    new = math.max(bound, math.min(want, room))
+  end
 end
 if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end
+if waits and new > mine then  -- served (at the back if it waits again): a wake-up meant for it is spent
+  left = redis.call('ZREM', KEYS[5], proc)
+  redis.call('DEL', KEYS[6] .. proc)
+end
+freed = freed + math.max(0, mine - new)
+local free = cap - others - new
+-- wake the first waiters for the leases free now: after leases came free, or after a waiter left the
+-- queue (served, or no longer waiting), since one behind it may have had its wake-up meanwhile
+if free > 0 and (freed > 0 or left > 0) then
+  local n = 0
+  for _, p in ipairs(redis.call('ZRANGE', KEYS[5], 0, free)) do
+    if p ~= proc and n < free then
+      redis.call('RPUSH', KEYS[6] .. p, 1)
+      redis.call('PEXPIRE', KEYS[6] .. p, 5000)
+      n = n + 1
+    end
+  end
+end
 -- slots: every leased ticket gets one; a new ticket only with a lease of its own
 local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
 local kU = born == ARGV[17] and math.min(nU, math.max(0, new - bound)) or 0
@@ -81,7 +128,8 @@ if n > 0 then
   if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
-for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], 86400000) end
+for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
         tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born,
-        tostring(now - outage), redis.call('ZCARD', KEYS[4])}
+        tostring(now - outage), redis.call('ZCARD', KEYS[4]),
+        redis.call('ZCARD', KEYS[5]) - (redis.call('ZSCORE', KEYS[5], proc) and 1 or 0)}

@@ -19,7 +19,8 @@ too late) is served before any new ticket, and the script gives it a slot whatev
 is already counted), so the key's concurrency can never be held by tickets that wait for each other.
 A new ticket gets a slot only if it got a lease. Leases are absolute counts (never deltas): a reply
 lost, a restart of Redis or a fallback cannot leak them, since the next call says again how many this
-process holds and how many its running calls need.
+process holds and how many its running calls need. A task past the local cap waits for a lease of its process
+without polling, and processes whose calls wait take the key's leases in turns (redis_turns).
 
 Calls are batched: the slot requests of all tasks waiting at once go out as one script call, and
 leases are kept while used, so steady state costs about one round trip per call at low rates and far
@@ -41,6 +42,7 @@ from collections import deque
 from typing import Any
 
 from runner.budgets import redis_fallback as fallback
+from runner.budgets import redis_turns as turns
 from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import ScriptCall, lane_id
 
@@ -104,6 +106,13 @@ class RedisBudget:
         self.n_procs = 1
         self.n_active = 1
         self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
+        self._lease_q: deque[tuple[Any, asyncio.Future[bool]]] = deque()  # tasks past the local cap waiting
+        # for a lease (and the future that lets each through)
+        self._gated: weakref.WeakSet[Any] = weakref.WeakSet()  # ... let through, their ticket not yet made
+        self._giving = 0  # leases to give back to processes waiting for one (their turn: `release`)
+        self._turn_at = 0.0  # when this process last got a lease from the key
+        self.n_waiting = 0  # other processes queued for a lease, as the last reply said
+        self._leasing: asyncio.Task[None] | None = None
         self.margin = 0.0  # the Lane widens a local budget's window on persistent 429s; slots here use SAFETY
         self.late = 0
         self.admitted = 0
@@ -203,6 +212,7 @@ class RedisBudget:
         tk = self._tickets.get(task)
         if tk is None:
             tk = self._tickets[task] = _Ticket(0)
+            self._gated.discard(task)  # (now counted in `_new`)
         tk.tokens = tokens if self._Tt1 else 0
         tk.slot = None
         (self._again if tk.leased else self._new).append(tk)
@@ -245,8 +255,10 @@ class RedisBudget:
         return 0.0  # admitted; the ticket keeps its lease until release()
 
     async def acquire(self) -> None:
-        """The local cap (a process never runs more than max_concurrency, 1 while probing); the shared
-        lease is taken with the slot, so waiting for a slot holds nobody else's concurrency."""
+        """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
+        of the key's for it: one this process holds spare, else one Redis gives it (`_lease`). The wait
+        is on a future, woken when a lease frees, never a poll: a process beyond the key's cap costs
+        nothing. (The lease is bound to the task's ticket with its slot, in one script call, as before.)"""
         while True:
             if self._local is not None:
                 local = self._local
@@ -257,12 +269,30 @@ class RedisBudget:
                 return
             if self._used < (1 if self.probing else self.max_concurrency):
                 self._used += 1
-                return
+                try:
+                    if await self._lease():
+                        return
+                except BaseException:
+                    self._used -= 1
+                    self._wake()
+                    raise
+                self._used -= 1  # Redis went away meanwhile: the fallback's lease
+                continue
             await wait_turn(self._waiters, self._wake)
+
+    async def _lease(self) -> bool:  # (runner.budgets.redis_turns: the key's leases in turns)
+        return await turns.lease(self)
+
+    def _pending(self) -> int:
+        return turns.pending(self)
+
+    def _hand_out(self) -> None:
+        turns.hand_out(self)
 
     def release(self) -> None:
         self._used -= 1
         task = asyncio.current_task()
+        self._gated.discard(task)
         if self._local is not None:
             self._tickets.pop(task, None)
             self._flying.discard(task)
@@ -275,7 +305,14 @@ class RedisBudget:
             tk.dead = True
             if tk.leased:
                 self._bound -= 1
-                self._idle_since = time.monotonic()
+                now = self._idle_since = time.monotonic()
+                if self.n_waiting and (not self._lease_q or now - self._turn_at >= turns.ROTATE_S):
+                    self._giving += 1  # unused, or its turn is over: it goes to the first process queued
+                    self._kick()
+                else:
+                    self._hand_out()
+            else:  # (one let through for a lease, not yet bound: the lease is spare again)
+                self._hand_out()
                 if self._again or self._new:
                     self._freed.set()
                     self._kick()
@@ -287,7 +324,7 @@ class RedisBudget:
 
     # --- talking to Redis ------------------------------------------------------------------------
 
-    async def _eval(self, want: int, ttl_us: int | None = None, **slots: Any) -> Any:
+    async def _eval(self, want: int, ttl_us: int | None = None, giving: bool = False, **slots: Any) -> Any:
         """One script call (the caller holds the lock): leases to hold, news to send, slots to ask. After
         an outage it did not pace through (met late, or joined since) it sends nothing until the processes
         that paced locally are back: no share was reserved for it (redis_fallback)."""
@@ -309,6 +346,7 @@ class RedisBudget:
             born=self._born,
             recent_us=int((fallback.RECOVER_S + fallback.GRACE_S + 2.0) * 1e6),
             demand=bool(self._bound or self._used or self._again or self._new or slots.get("n_new")),
+            waits=(2 if giving else 1) if self._waits() else 0,
             **slots,
         )
         news = self._outage_at is None or r.outage_at > self._outage_at + 1e-3 or r.born != self._born
@@ -318,7 +356,10 @@ class RedisBudget:
             if back > time.monotonic():  # no new lease nor slot of its own before then either
                 self.paused_until = max(self.paused_until, back)
                 self._grace_until = max(self._grace_until, back)
+        if r.held > self._held:
+            self._turn_at = time.monotonic()
         self._held = r.held
+        self.n_waiting = r.n_waiting
         self.paused_until = max(self.paused_until, r.paused_until)
         self.factor = r.factor
         # Back from an outage, the others register again one by one: N (the next fallback's 1/N)
@@ -327,7 +368,11 @@ class RedisBudget:
         self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
         self.n_active = max(1, r.n_active)
         self._answered = self._answered or time.monotonic()
+        self._hand_out()
         return r
+
+    def _waits(self) -> bool:
+        return turns.waits(self)
 
     def _news(self) -> bool:
         return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
@@ -338,6 +383,8 @@ class RedisBudget:
         loop = asyncio.get_running_loop()
         if self._local is None and (self._syncing is None or self._syncing.done()):
             self._syncing = loop.create_task(self._sync())
+        if self._local is None and (self._giving or self._lease_q) and (self._leasing is None or self._leasing.done()):
+            self._leasing = loop.create_task(self._leases())
         if self._house is None or self._house.done():
             self._house = loop.create_task(self._housekeeping())
 
@@ -381,6 +428,9 @@ class RedisBudget:
                         pass
         except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
             self._fall_back(e)
+
+    async def _leases(self) -> None:
+        await turns.serve(self)
 
     async def _grant(self) -> bool:
         """Slots for every leased ticket waiting, then leases and slots for new tickets up to this
@@ -430,6 +480,10 @@ class RedisBudget:
         free = (1 if self.probing else self.max_concurrency) - self._used
         if self._local is not None:
             free = len(self._waiters)
+            while self._lease_q:  # (fallen back: they take the fallback's leases)
+                _, fut = self._lease_q.popleft()
+                if not fut.done():
+                    fut.set_result(False)
         while free > 0 and self._waiters:
             fut = self._waiters.popleft()
             if not fut.done():
@@ -447,12 +501,13 @@ class RedisBudget:
                     now = time.monotonic()
                     spare = self._held - self._bound
                     over = self._held - max(self._fair(), self._bound)  # others may be waiting for these
-                    waiting = self._again or self._new
+                    waiting = self._again or self._new or self._lease_q
                     if spare > 0 and (over > 0 or not waiting and now - self._idle_since > KEEP_S):
                         await self._eval(self._held - (over if over > 0 else spare))
-                    # (pauses and factor picked up every SYNC_S only for calls holding leases: one
-                    # waiting for a lease hears them with its grant, and polls on its back-off alone)
-                    elif self._bound or self._flying or self._news() or now - self._call.last > self.lease_ms / 3000:
+                    # (pauses and factor picked up every SYNC_S only for slots granted and not yet used:
+                    # a call on the wire or waiting for a lease needs none; its lease a heartbeat)
+                    elif self._news() or now - self._call.last > self.lease_ms / 3000 or any(
+                            tk.slot is not None and not tk.sent for tk in self._tickets.values()):
                         await self._eval(self._held)
         except Exception as e:  # noqa: BLE001 - (a CancelledError is not one: it ends the task)
             self._fall_back(e)
@@ -463,7 +518,7 @@ class RedisBudget:
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
         self.closed = True  # no task of it starts again: no heartbeat keeps its leases after this
-        for t in (self._house, self._syncing, self._recovering, self._telling):
+        for t in (self._house, self._syncing, self._recovering, self._telling, self._leasing):
             if t is not None and not t.done():
                 t.cancel()
         if self._local is None:

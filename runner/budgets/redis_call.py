@@ -39,6 +39,7 @@ class Reply:
     factor: float
     n_procs: int
     n_active: int  # processes with calls running or waiting: the fair share's divisor
+    n_waiting: int  # other processes queued for a lease (under their share, calls waiting)
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
     outage_at: float  # when Redis last answered after an outage (server seconds): processes that met
     # it may pace locally until the first RECOVER_S boundary from then (redis_fallback)
@@ -50,7 +51,8 @@ class ScriptCall:
 
     def __init__(self, client: Any, ident: str, proc: str) -> None:
         self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held",
-                     f"evalsweep:{{{ident}}}:active"]
+                     f"evalsweep:{{{ident}}}:active", f"evalsweep:{{{ident}}}:waiting", f"evalsweep:{{{ident}}}:wake:"]
+        self.wake_key = self.keys[5] + proc  # a lease came free for this process (redis.lua pushes to it)
         self.proc = proc
         self._script = client.register_script(LUA)
         self.lock = asyncio.Lock()
@@ -80,13 +82,16 @@ class ScriptCall:
         recent_us: int = 0,
         charge: int = 0,
         demand: bool = True,
+        waits: int = 0,
     ) -> Reply:
         """`recent_us`: a Redis up for less than this when it finds no state for the key marks an
         outage at its start (processes that met its restart may pace locally until they return);
-        `charge`: requests this process sent locally in the last second, back from a fallback."""
+        `charge`: requests this process sent locally in the last second, back from a fallback; `waits`:
+        calls wait for a lease and this process is under its share: 1, it queues for the next free one if it
+        wants more than it holds; 2, it queues whatever it asks (it gives leases back, its turn over)."""
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
                 T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
-                recent_us, charge, "1" if demand else "0"]
+                recent_us, charge, "1" if demand else "0", str(waits)]
         t0 = time.monotonic()
         res = await self._script(keys=self.keys, args=args)
         t1 = time.monotonic()
@@ -114,6 +119,7 @@ class ScriptCall:
             factor=float(res[4]),
             n_procs=int(res[5]),
             n_active=int(res[11]),
+            n_waiting=int(res[12]),
             born=res[9],
             outage_at=now_s - float(res[10]) / 1e6,
             now_s=now_s,

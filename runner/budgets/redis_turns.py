@@ -1,0 +1,110 @@
+"""The key's concurrency leases across processes, in turns (#40): what a RedisBudget (runner.budgets.redis)
+does for the tasks past its local cap, and what its script (redis.lua) keeps for them.
+
+A task waits in `acquire` (`lease`) on a future, never a poll, until its process holds a lease for it:
+one spare (kept from a call that ended), else one Redis gives it (`serve`). A process under its share
+whose calls wait queues in Redis for the next lease that frees, in order of arrival, and blocks on its
+own wake list (BLPOP) until the script pushes to it; nobody behind it, nor a process not waiting, takes
+that lease first. A lease held ROTATE_S goes, as its call ends, to the first process queued (`release`),
+so with more processes than the cap each has turns instead of two waiting for ever. A task let through
+is not bound to the lease yet: its ticket takes it with its slot in one script call, so a lease Redis
+dropped (a restart, a lapse) is never used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+WAKE_S = 1.0  # a process queued for a lease is woken when one frees; else it looks again this often
+ROTATE_S = 0.5  # a lease held this long goes, as its call ends, to a process under its share waiting
+FRESH_S = 0.1  # the last reply is this recent: its spare leases and share are used without asking
+
+
+async def lease(b: Any) -> bool:
+    """Wait until this process holds a lease for this task: its new ticket then takes it with its
+    slot, in one script call (a lease is bound only as Redis confirms it: one it lost in a lapse or
+    a restart is never used); False if the budget fell back meanwhile."""
+    task = asyncio.current_task()
+    while b._local is None:
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        b._lease_q.append((task, fut))
+        if time.monotonic() - b._call.last < FRESH_S:  # (else its share and the queue are asked first)
+            hand_out(b)
+        if not fut.done():
+            b._kick()
+        try:
+            got = await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled() and fut.result():
+                b._gated.discard(task)  # let through as we were cancelled: its lease spare again
+                hand_out(b)
+            raise
+        finally:
+            if (task, fut) in b._lease_q:
+                b._lease_q.remove((task, fut))
+        if got:
+            return True
+    return False
+
+
+def pending(b: Any) -> int:
+    """Tasks let through for a lease this process holds, not yet bound to it (their ticket's grant)."""
+    return len(b._gated) + sum(1 for tk in b._new if not tk.dead)
+
+
+def hand_out(b: Any) -> None:
+    """Let the tasks waiting for a lease through, in order, for this process's spare leases, within
+    its share."""
+    if time.monotonic() < b._grace_until or not b._lease_q:
+        return
+    n = b._bound + pending(b)
+    while b._lease_q and b._held - b._giving - n > 0 and n < b._fair():
+        task, fut = b._lease_q.popleft()
+        if not fut.done():
+            b._gated.add(task)
+            n += 1
+            fut.set_result(True)
+
+
+def waits(b: Any) -> bool:
+    """Calls wait for a lease and this process is under its share: it queues for the next free one."""
+    live = any(not tk.dead for tk in b._new)
+    return bool(b._lease_q or live) and b._bound + pending(b) < b._fair() and (
+        time.monotonic() >= b._grace_until)
+
+
+async def serve(b: Any) -> None:
+    """Leases for the tasks waiting in `acquire`, and leases given back at the end of a turn: one
+    script call each time; while none comes free, blocked on this process's wake list (BLPOP: the
+    script pushes to it when a lease frees for it), never polling."""
+    try:
+        while b._local is None and not b.closed:
+            b._lease_q = deque(w for w in b._lease_q if not w[1].done())
+            if not b._giving and not b._lease_q:
+                return
+            grace = b._grace_until - time.monotonic()
+            if grace > 0 and not b._giving:
+                await asyncio.sleep(grace)
+                continue
+            held, born = b._held, b._born
+            if b._giving or waits(b):
+                async with b._call.lock:
+                    if b._local is not None:
+                        return
+                    giving = b._giving  # (its spare leases to those queued first, itself queued
+                    # behind them if its calls wait: one call; spare, not bound, until the reply)
+                    n = b._bound + pending(b)
+                    want = n + (min(len(b._lease_q), b._fair() - n) if waits(b) else 0)
+                    await b._eval(want, giving=giving > 0)
+                    b._giving = max(0, b._giving - giving)
+                if b._held > held or b._born != born or not b._lease_q or not waits(b):
+                    continue  # (handed out; the key's state first seen: ask again; or beyond its share:
+                    # its own calls' ends free its leases)
+            elif b._lease_q:  # beyond its share: a lease of its own frees as a call ends
+                return
+            await b.client.blpop([b._call.wake_key], min(WAKE_S, b.lease_ms / 3000))
+    except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
+        b._fall_back(e)

@@ -1,0 +1,96 @@
+"""#40: the key's concurrency leases across processes on a real Redis (the fixture starts one), counted
+in commands the server ran, not timed: a process beyond the cap waits without polling, and leases go
+in turn to the processes whose calls wait."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as aioredis
+
+from runner.budgets.redis import RedisBudget, lane_id
+from runner.budgets.redis_call import connect
+from runner.lanes import LocalBudget
+from tests.servers import RedisServer
+
+_TRIPS = ("evalsha", "eval", "blpop")  # what a budget sends (a script call is one round trip)
+
+
+async def _trips(client: aioredis.Redis) -> int:
+    stats = await client.info("commandstats")
+    return sum(v["calls"] for k, v in stats.items() if k.removeprefix("cmdstat_") in _TRIPS)
+
+
+def _budgets(url: str, n: int, cap: int) -> list[RedisBudget]:
+    return [RedisBudget(connect(url), lane_id("u", "turns"), f"p{i}", 600_000, None, cap, 5.0,
+                        local_factory=LocalBudget) for i in range(n)]
+
+
+async def _call(b: RedisBudget, done: list[int], latency: float = 0.05) -> None:
+    """One call through the budget's seam, as a Lane makes it: lease, slot, the call, release."""
+    await b.acquire()
+    try:
+        wait = b.reserve(0)
+        while wait > 0:
+            await asyncio.sleep(wait)
+            wait = b.confirm()
+        await asyncio.sleep(latency)
+        done.append(1)
+    finally:
+        b.release()
+
+
+async def test_six_processes_on_a_cap_of_four_take_turns_at_3_commands_a_call(redis_server: RedisServer):
+    """6 processes (--join workers), each with more calls than the key's cap of 4 allows: every one gets
+    turns while the others run (two held none: the four first kept their leases as long as they had
+    work), and the leases cost at most 3 Redis round trips per call (3.5 then, and ~80 script calls per
+    call for a waiting process that re-confirmed every round trip)."""
+    admin = aioredis.Redis.from_url(redis_server.url)
+    procs = _budgets(redis_server.url, 6, 4)
+    for p in procs:  # all on the key before any sends (a --join run's workers start together)
+        async with p._call.lock:
+            await p._eval(0)
+    before = await _trips(admin)
+    done: list[list[int]] = [[] for _ in procs]
+    total = 180
+
+    async def work(i: int) -> None:
+        while sum(map(len, done)) < total:
+            await _call(procs[i], done[i])
+
+    await asyncio.wait_for(asyncio.gather(*(work(i) for i in range(6) for _ in range(4))), 120)
+    trips = await _trips(admin) - before
+    calls = sum(map(len, done))
+    counts = sorted(len(d) for d in done)
+    assert counts[0] >= total / 6 / 3, counts  # each had turns (30 each if even; 0-2 for two before)
+    assert trips / calls <= 3, (trips, calls)
+    for p in procs:
+        await p.aclose()
+        await p.client.aclose()
+    await admin.aclose()
+
+
+async def test_a_process_beyond_the_cap_waits_without_polling(redis_server: RedisServer):
+    """A holds the key's one lease on a call that lasts; B's call waits for it: ~2 s of that wait cost
+    the server a handful of commands (B's wake-up wait and its heartbeat, A's heartbeat), not a poll
+    (28: B's 0.1 s sync and A's while its call ran), and B's call goes once A's ends."""
+    admin = aioredis.Redis.from_url(redis_server.url)
+    a, b = _budgets(redis_server.url, 2, 1)
+    done_a: list[int] = []
+    ta = asyncio.create_task(_call(a, done_a, latency=3.0))
+    while not a.admitted:
+        await asyncio.sleep(0.01)
+    done_b: list[int] = []
+    tb = asyncio.create_task(_call(b, done_b, latency=0.0))
+    await asyncio.sleep(0.5)
+    before = await _trips(admin)
+    await asyncio.sleep(2.0)
+    during = await _trips(admin) - before
+    assert not done_b and b.admitted == 0
+    await asyncio.wait_for(asyncio.gather(ta, tb), 10)
+    assert done_b == [1]
+    assert during <= 8, during
+    for p in (a, b):
+        await p.aclose()
+        await p.client.aclose()
+    await admin.aclose()
