@@ -6,15 +6,31 @@ Each model's calls, every pass (runner.remaining), go to its lanes evenly (the p
 judge's to the judge's; a call lasts what the model's calls of that pass lasted in the run so far
 (`latency_s`), else in its earlier runs (runner.history), else a prior (a second plus its output at 50 tokens/s). The range: output at each
 model's expected length, and every call writing its whole limit.
+
+The live ETA (`Live`) is the same forecast on the work left: the run's whole plan, made once (in a thread),
+less the final rows each pass has so far (read from the scheduler's counters), at what the run's own calls
+spent and lasted so far; recomputed every `EVERY_S`, never per row. A model's ETA is when its lanes reach
+the end of its share of their work, shared as the lanes share it (each model's calls in turn: processor
+sharing), so the latest model's ETA is the sweep's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from runner.batch.plan import LATENCY_S, OUT_TOKENS_PER_S
 from runner.budgets.local import TPM_SHARE
+
+log = logging.getLogger(__name__)
+
+EVERY_S = 5.0
+"""The live ETA is recomputed this often (a few dozen small sums: nothing on the hot path)."""
 
 
 @dataclass
@@ -30,6 +46,18 @@ class LaneWork:
     tail_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
     """The longest typical call among its work: a lane paced by RPM or TPM sends its last request when its
     budget allows, and that request still takes this long."""
+    parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
+    """Per (run, model) whose calls it carries: [[calls, tokens, call-seconds] expected, [...] most]."""
+
+    def ends(self, k: int) -> dict[tuple[str, str], float]:
+        """When each (run, model) on this lane has its work done, the lane taking its models' calls in
+        turn (processor sharing on what binds it): a model with w of the binding work, of W in all, ends
+        after sum(min(w_i, w)) / W of the lane's time; the model with the most ends with the lane."""
+        total, bound = self.seconds(k)
+        j = {"RPM": 0, "TPM": 1}.get(bound, 2)
+        work = {key: p[k][j] for key, p in self.parts.items() if p[k][j] > 0}
+        whole = sum(work.values())
+        return {key: total * sum(min(v, w) for v in work.values()) / whole for key, w in work.items()}
 
     def seconds(self, k: int) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it."""
@@ -47,6 +75,8 @@ class Forecast:
     most_s: float
     lane: str
     bound: str
+    models: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    """Per (run, model) with work left: (expected, most) seconds until its last call ends."""
 
 
 def _latency(plan: Any, pass_: str, out_per_call: float) -> float:
@@ -71,11 +101,16 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
                 if not calls[k]:
                     continue
                 per_out = out[k] / calls[k]  # a row's latency is its request's (samples arrive together)
-                w.calls[k] += requests[k] * share
-                w.tokens[k] += (tin / max(calls[1], 1) * calls[k] + out[k]) * share
                 lat = _latency(plan, pass_, per_out)
-                w.busy_s[k] += requests[k] * share * lat
+                got = (requests[k] * share, (tin / max(calls[1], 1) * calls[k] + out[k]) * share,
+                       requests[k] * share * lat)
+                w.calls[k] += got[0]
+                w.tokens[k] += got[1]
+                w.busy_s[k] += got[2]
                 w.tail_s[k] = max(w.tail_s[k], lat)
+                mine = w.parts.setdefault((plan.run, plan.model), [[0.0] * 3, [0.0] * 3])[k]
+                for i in range(3):
+                    mine[i] += got[i]
 
     for t in todo:
         if t.calls:
@@ -88,4 +123,135 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
         return None
     exp = max((w.seconds(0) + (w.name,) for w in lanes.values()), key=lambda x: x[0])
     most = max(w.seconds(1)[0] for w in lanes.values())
-    return Forecast(exp[0], max(most, exp[0]), exp[2], exp[1])
+    ends: dict[tuple[str, str], list[float]] = {}
+    for w in lanes.values():
+        for k in (0, 1):
+            for key, t in w.ends(k).items():
+                e = ends.setdefault(key, [0.0, 0.0])
+                e[k] = max(e[k], t)
+    return Forecast(exp[0], max(most, exp[0]), exp[2], exp[1], {key: (e, max(e, m)) for key, (e, m) in ends.items()})
+
+
+def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any]]) -> Any:
+    """`base` (a runner.remaining.Plan of the whole run) less `first` first-pass rows and `follow[pass]`
+    rows of each follow-up pass already final, at what `seen` (this session's runner.history tally) says
+    the model spent and took so far, where it has rows; else `base`'s basis (its earlier runs, priors)."""
+    calls = max(0, base.calls - first)
+    f = calls / base.calls if base.calls else 0.0
+    passes = {}
+    for p, (n, most, tin, mx) in base.follow.items():
+        done = follow.get(p, 0)
+        n2, most2 = max(0, n - done), max(0, most - done)
+        g = most2 / most if most else 0.0
+        passes[p] = [n2, most2, round(tin * g), round(mx * g)]
+
+    def own(key: str, old: list[Any]) -> list[Any]:
+        v = seen.get(key)
+        return list(v) if v and v[1] else old
+
+    return replace(
+        base, calls=calls, requests=-(-base.requests * calls // base.calls) if base.calls else 0,
+        input_tokens=round(base.input_tokens * f), max_output_tokens=round(base.max_output_tokens * f),
+        out_tokens_seen=own("answer", base.out_tokens_seen), follow=passes,
+        follow_seen={p: own(p, base.follow_seen.get(p, [0, 0])) for p in base.follow},
+        latency_seen={p: own(f"latency:{p}", base.latency_seen.get(p, [0.0, 0])) for p in ["answer", *base.follow]},
+    )
+
+
+@dataclass
+class Live:
+    """The live ETA of a sweep (runner.run passes it to the progress view): `prepare` (in a thread: the
+    runs' whole plans, their resumed rows by pass), then `refresh` (cheap: the counters) every EVERY_S;
+    `eta(i, model)` and `sweep()` count down between refreshes. Batched models are left to the view's rate."""
+
+    runs: list[Any]
+    models: dict[str, Any]
+    cache_dir: Path | None = None
+    base: dict[int, list[Any]] = field(default_factory=dict)
+    """Per run (index): runner.remaining.Plan of each model, every pass, as if nothing was done."""
+    resumed: dict[int, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """Per run: model -> pass -> rows finished before this session (read once the run is loaded)."""
+    todo: list[Any] = field(default_factory=list)
+    """The last refresh's inputs: what each model has left (runner.remaining.Plan)."""
+    last: Forecast | None = None
+    at: float = 0.0
+
+    def prepare(self) -> None:
+        """The slow part, once per run: its plan (the suite's requests and follow-up chains, no file
+        read: what is done comes from the counters) and, once loaded, its resumed rows by pass."""
+        from runner import history
+        from runner.remaining import remaining
+
+        for i, r in enumerate(self.runs):
+            if i not in self.base:
+                plan = SimpleNamespace(spec=r.spec, models=r.models, out=None)
+                got = remaining([plan], self.models, lambda _k: False,
+                                prior=lambda m, _out: history.prior(self.cache_dir, self.models[m].cache_id))
+                for t in got:
+                    t.run = str(i)
+                self.base[i] = [t for t in got if not getattr(self.models[t.model], "batch", False)]
+            if i not in self.resumed and (r.loaded is None or r.loaded.is_set()):
+                by: dict[str, dict[str, int]] = {}
+                for ident in list(r.done):
+                    model, _, rest = ident.partition("\x1f")
+                    p = rest.rsplit("\x1f", 1)[-1]
+                    d = by.setdefault(model, {})
+                    d[p] = d.get(p, 0) + 1
+                self.resumed[i] = by
+
+    def refresh(self) -> Forecast | None:
+        """The forecast of what is left now (inputs kept in `todo`)."""
+        todo = []
+        for i, plans in self.base.items():
+            r = self.runs[i]
+            old = self.resumed.get(i, {})
+            for t in plans:
+                st = r.stats.get(t.model)
+                if st is None:
+                    continue
+                seen = r.spent.get(t.model, {})
+                was = old.get(t.model, {})
+                todo.append(left(t, st.done + was.get("answer", 0), _follow_done(t, st, seen, was), seen))
+        self.todo = todo
+        self.last = wall(todo, self.models) if todo else None
+        if self.last is None and todo:  # nothing left anywhere
+            self.last = Forecast(0.0, 0.0, "", "", {})
+        self.at = time.monotonic()
+        return self.last
+
+    def eta(self, i: int, model: str) -> tuple[float, float] | None:
+        """(expected, most) seconds left for a model of run `i`; 0 once its every pass is done; None:
+        no forecast (not made yet, a batched model)."""
+        if self.last is None or not any(t.model == model for t in self.base.get(i, [])):
+            return None
+        e = self.last.models.get((str(i), model))
+        if e is None:
+            return (0.0, 0.0)
+        gone = time.monotonic() - self.at
+        return (max(1.0, e[0] - gone), max(1.0, e[1] - gone))
+
+    async def run(self) -> None:
+        """Until cancelled: prepare (in a thread) and refresh every EVERY_S. A failure costs the view its
+        forecast (it falls back to the rate), never the run."""
+        while True:
+            try:
+                await asyncio.to_thread(self.prepare)
+                self.refresh()
+            except Exception as e:
+                log.debug("live forecast failed: %s: %s", type(e).__name__, e)
+            await asyncio.sleep(EVERY_S)
+
+
+def _follow_done(t: Any, st: Any, seen: dict[str, list[Any]], was: dict[str, int]) -> dict[str, int]:
+    """Final rows of each follow-up pass: resumed, plus this session's (every row written, less the
+    first pass's: errors and cache hits have no per-pass count, so the rest goes to the passes by what
+    each still expects)."""
+    passes = list(t.follow)
+    if not passes:
+        return {}
+    rows = max(0, st.ok + st.errors + st.skipped - st.done)
+    ok = {p: (seen.get(p) or [0, 0])[1] for p in passes}
+    rest = max(0, rows - sum(ok.values()))
+    want = {p: max(0, t.follow[p][0] - ok[p] - was.get(p, 0)) for p in passes}
+    total = sum(want.values())
+    return {p: was.get(p, 0) + ok[p] + (round(rest * want[p] / total) if total else 0) for p in passes}
