@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,8 +30,10 @@ from runner.budgets.local import TPM_SHARE
 
 log = logging.getLogger(__name__)
 
-EVERY_S = 5.0
-"""The live ETA is recomputed this often (a few dozen small sums: nothing on the hot path)."""
+EVERY_S = 2.0
+"""The live ETA is recomputed this often, in a thread (~5 ms for 90 models x runs: nothing on the hot path)."""
+SHRINK = 8
+"""Rows below which a pass's own mean is weighed with the next basis (the sweep's other runs, then history)."""
 
 
 @dataclass
@@ -46,27 +49,41 @@ class LaneWork:
     tail_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
     """The longest typical call among its work: a lane paced by RPM or TPM sends its last request when its
     budget allows, and that request still takes this long."""
+    chain_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    """Its longest typical chain: an answer still to come, then the critique quoting it."""
     parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
-    """Per (run, model) whose calls it carries: [[calls, tokens, call-seconds] expected, [...] most]."""
+    """Per (run, model) whose calls it carries: [[calls, tokens, call-seconds, its tail] expected, [...] most]."""
 
     def ends(self, k: int) -> dict[tuple[str, str], float]:
         """When each (run, model) on this lane has its work done, the lane taking its models' calls in
         turn (processor sharing on what binds it): a model with w of the binding work, of W in all, ends
-        after sum(min(w_i, w)) / W of the lane's time; the model with the most ends with the lane."""
+        after sum(min(w_i, w)) / W of the lane's time (the model with the most ends with the lane), and
+        no sooner than its own longest chain (`spread`)."""
         total, bound = self.seconds(k)
         j = {"RPM": 0, "TPM": 1}.get(bound, 2)
-        work = {key: p[k][j] for key, p in self.parts.items() if p[k][j] > 0}
-        whole = sum(work.values())
-        return {key: total * sum(min(v, w) for v in work.values()) / whole for key, w in work.items()}
+        work = {key: p[k][j] for key, p in self.parts.items() if p[k][2] > 0}
+        whole = sum(work.values()) or 1.0
+        return {key: max(spread(self.parts[key][k][3], self.parts[key][k][0], self.concurrency),
+                         total * sum(min(v, w) for v in work.values()) / whole)
+                for key, w in work.items()}
 
     def seconds(self, k: int) -> tuple[float, str]:
-        """How long this lane's work takes, and what binds it."""
-        parts = [(self.busy_s[k] / max(1, self.concurrency), "concurrency")]
+        """How long this lane's work takes, and what binds it (its longest chain: an answer still to
+        come, then the critique that quotes it, cannot overlap)."""
+        parts = [(self.busy_s[k] / max(1, self.concurrency), "concurrency"),
+                 (spread(self.chain_s[k], self.calls[k], self.concurrency), "longest chain")]
         if self.rpm:
             parts.append((self.calls[k] / (self.rpm / 60.0) + self.tail_s[k], "RPM"))
         if self.tpm:  # (paced at TPM_SHARE of the key: runner.budgets.local)
             parts.append((self.tokens[k] / (self.tpm * TPM_SHARE / 60.0) + self.tail_s[k], "TPM"))
         return max(parts)
+
+
+def spread(chain_s: float, calls: float, concurrency: int) -> float:
+    """A lane's (or a model's) last calls end with the slowest of those in flight together: its longest
+    typical chain times ~1 + ln k for k calls at once (runner.calls.estimates says the same of an n
+    call's samples); the calls left at the end of a pass are those still running."""
+    return chain_s * (1.0 + math.log(max(1.0, min(calls, concurrency))))
 
 
 @dataclass
@@ -89,10 +106,16 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
     lanes: dict[int, LaneWork] = {}
 
     def put(target: str, plan: Any, pass_: str, calls: tuple[float, float], tin: float,
-            out: tuple[float, float], requests: tuple[float, float]) -> None:
-        """`calls`: rows (samples), `requests`: what they go out as (fewer where `n` carries samples)."""
+            out: tuple[float, float], requests: tuple[float, float], before: list[float]) -> list[float]:
+        """`calls`: rows (samples), `requests`: what they go out as (fewer where `n` carries samples);
+        `before`: [expected, most] seconds of the chain's earlier passes still to come (a critique starts
+        once its answer ended). Returns the chain's seconds with this pass."""
         m = models[target]
         paced = [ln for ln in m.lanes] or []
+        chain = list(before)
+        for k in (0, 1):
+            if calls[k]:  # a row's latency is its request's (samples arrive together)
+                chain[k] += _latency(plan, pass_, out[k] / calls[k])
         for ln in paced:
             ep = ln.endpoint
             w = lanes.setdefault(id(ln), LaneWork(ln.name, ep.rpm, ep.tpm, ep.max_concurrency or 1))
@@ -100,25 +123,29 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
             for k in (0, 1):
                 if not calls[k]:
                     continue
-                per_out = out[k] / calls[k]  # a row's latency is its request's (samples arrive together)
-                lat = _latency(plan, pass_, per_out)
+                lat = chain[k] - before[k]
                 got = (requests[k] * share, (tin / max(calls[1], 1) * calls[k] + out[k]) * share,
                        requests[k] * share * lat)
                 w.calls[k] += got[0]
                 w.tokens[k] += got[1]
                 w.busy_s[k] += got[2]
                 w.tail_s[k] = max(w.tail_s[k], lat)
-                mine = w.parts.setdefault((plan.run, plan.model), [[0.0] * 3, [0.0] * 3])[k]
+                w.chain_s[k] = max(w.chain_s[k], chain[k])
+                mine = w.parts.setdefault((plan.run, plan.model), [[0.0] * 4, [0.0] * 4])[k]
                 for i in range(3):
                     mine[i] += got[i]
+                mine[3] = max(mine[3], chain[k])
+        return chain
 
     for t in todo:
+        chain = [0.0, 0.0]
         if t.calls:
-            put(t.model, t, "answer", (t.calls, t.calls), t.input_tokens,
-                (t.expected_output_tokens(), t.max_output_tokens), (t.requests, t.requests))
+            chain = put(t.model, t, "answer", (t.calls, t.calls), t.input_tokens,
+                        (t.expected_output_tokens(), t.max_output_tokens), (t.requests, t.requests), chain)
         for pass_, (n, most, tin, max_out) in t.follow.items():
             target = t.follow_via.get(pass_) or t.model
-            put(target, t, pass_, (n, most), tin, (t.follow_expected_output_tokens(pass_), max_out), (n, most))
+            chain = put(target, t, pass_, (n, most), tin, (t.follow_expected_output_tokens(pass_), max_out),
+                        (n, most), chain)
     if not lanes:
         return None
     exp = max((w.seconds(0) + (w.name,) for w in lanes.values()), key=lambda x: x[0])
@@ -132,10 +159,15 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
     return Forecast(exp[0], max(most, exp[0]), exp[2], exp[1], {key: (e, max(e, m)) for key, (e, m) in ends.items()})
 
 
-def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any]]) -> Any:
+def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any]],
+         pool: dict[str, list[Any]] | None = None) -> Any:
     """`base` (a runner.remaining.Plan of the whole run) less `first` first-pass rows and `follow[pass]`
-    rows of each follow-up pass already final, at what `seen` (this session's runner.history tally) says
-    the model spent and took so far, where it has rows; else `base`'s basis (its earlier runs, priors)."""
+    rows of each follow-up pass already final, at what the model spent and took per pass so far: in this
+    run (`seen`: this session's runner.history tally), else in the sweep's other runs (`pool`: the same
+    tally over every run of the session), else in its earlier runs (`base`'s basis), else its calls' mean
+    latency in this session, any pass (a model's own pace is nearer than a prior: `pool["latency:*"]`),
+    else the prior."""
+    pool = pool or {}
     calls = max(0, base.calls - first)
     f = calls / base.calls if base.calls else 0.0
     passes = {}
@@ -146,8 +178,17 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
         passes[p] = [n2, most2, round(tin * g), round(mx * g)]
 
     def own(key: str, old: list[Any]) -> list[Any]:
-        v = seen.get(key)
-        return list(v) if v and v[1] else old
+        """The nearest basis, its first rows weighed with the next one's mean as SHRINK rows in all (one
+        heavy-tailed first call would otherwise set a whole pass's forecast)."""
+        got: list[Any] | None = None
+        mine, sweep = seen.get(key), pool.get(key)
+        if mine and sweep and sweep[1] <= mine[1]:
+            sweep = None  # (the same rows: the model in this run only)
+        for v in (pool.get("latency:*") if key.startswith("latency:") else None, old, sweep, mine):
+            if v and v[1]:
+                got = list(v) if got is None or v[1] >= SHRINK else [
+                    v[0] + (SHRINK - v[1]) * got[0] / got[1], SHRINK]
+        return old if got is None else got
 
     return replace(
         base, calls=calls, requests=-(-base.requests * calls // base.calls) if base.calls else 0,
@@ -160,8 +201,8 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
 
 @dataclass
 class Live:
-    """The live ETA of a sweep (runner.run passes it to the progress view): `prepare` (in a thread: the
-    runs' whole plans, their resumed rows by pass), then `refresh` (cheap: the counters) every EVERY_S;
+    """The live ETA of a sweep (runner.run passes it to the progress view): `prepare` (the runs' whole
+    plans, their resumed rows by pass), then `refresh` (the counters), in a thread every EVERY_S;
     `eta(i, model)` and `sweep()` count down between refreshes. Batched models are left to the view's rate."""
 
     runs: list[Any]
@@ -202,6 +243,15 @@ class Live:
     def refresh(self) -> Forecast | None:
         """The forecast of what is left now (inputs kept in `todo`)."""
         todo = []
+        pools: dict[str, dict[str, list[Any]]] = {}  # per model: its tally over the session's runs
+        for r in self.runs:
+            for m, by in r.spent.items():
+                mine = pools.setdefault(m, {})
+                for k, v in by.items():
+                    for key in (k, "latency:*") if k.startswith("latency:") else (k,):
+                        acc = mine.setdefault(key, [0, 0])
+                        acc[0] += v[0]
+                        acc[1] += v[1]
         for i, plans in self.base.items():
             r = self.runs[i]
             old = self.resumed.get(i, {})
@@ -211,7 +261,8 @@ class Live:
                     continue
                 seen = r.spent.get(t.model, {})
                 was = old.get(t.model, {})
-                todo.append(left(t, st.done + was.get("answer", 0), _follow_done(t, st, seen, was), seen))
+                todo.append(left(t, st.done + was.get("answer", 0), _follow_done(t, st, seen, was), seen,
+                                 pools.get(t.model)))
         self.todo = todo
         self.last = wall(todo, self.models) if todo else None
         if self.last is None and todo:  # nothing left anywhere
@@ -230,13 +281,16 @@ class Live:
         gone = time.monotonic() - self.at
         return (max(1.0, e[0] - gone), max(1.0, e[1] - gone))
 
+    def step(self) -> None:
+        self.prepare()
+        self.refresh()
+
     async def run(self) -> None:
         """Until cancelled: prepare (in a thread) and refresh every EVERY_S. A failure costs the view its
         forecast (it falls back to the rate), never the run."""
         while True:
             try:
-                await asyncio.to_thread(self.prepare)
-                self.refresh()
+                await asyncio.to_thread(self.step)
             except Exception as e:
                 log.debug("live forecast failed: %s: %s", type(e).__name__, e)
             await asyncio.sleep(EVERY_S)

@@ -6,6 +6,7 @@ checked, not wall timings."""
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from cli.progress import snapshot, sweep_line, watch
 from runner.config import load_config
-from runner.forecast import LaneWork, Live
+from runner.forecast import SHRINK, LaneWork, Live
 from runner.run import execute
 from runner.rundir import RunPlan
 from suites.base import RunSpec
@@ -56,10 +57,15 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
     assert left >= 1  # the last answer's critique at least
     (t,) = got["todo"]  # the forecast's inputs: no answer left, the critiques still to come
     assert (t.calls, t.follow["critique"][:2]) == (0, [left, left])
+    own, every = got["seen"]["latency:critique"], [got["seen"][f"latency:{p}"] for p in ("answer", "critique")]
+    assert own[1] == ITEMS - left < SHRINK  # this run's own critiques so far, weighed with all its calls' mean:
     lat, n = t.latency_seen["critique"]
-    assert [lat, n] == got["seen"]["latency:critique"] and n == ITEMS - left  # this run's own calls so far
-    fc = got["fc"]  # its output: the critiques' calls over the lane's 2 slots (no RPM or TPM)
-    assert fc.expected_s == pytest.approx(left * lat / n / 2) and fc.bound == "concurrency"
+    assert [lat, n] == pytest.approx([own[0] + (SHRINK - own[1]) * sum(e[0] for e in every) / sum(e[1] for e in every),
+                                      SHRINK])
+    fc = got["fc"]  # its output: the critiques' calls over the lane's 2 slots (no RPM or TPM), or the last
+    mean = lat / n  # ones in flight together ending with their slowest (~1 + ln k calls)
+    assert fc.expected_s == pytest.approx(max(left * mean / 2, mean * (1 + math.log(min(left, 2)))))
+    assert fc.bound in ("concurrency", "longest chain")
     (row,) = got["rows"]
     assert row["done"] == row["total"] == ITEMS  # every first-pass row in ...
     assert row["eta_s"] > 0 and row["eta"] != "done"  # ... and not done (before: `done`, from the answers' rate)
@@ -70,5 +76,5 @@ def test_a_lane_shared_in_turn_ends_each_model_with_its_share():
     """Processor sharing on the binding limit: of work 1 and 3 on one lane, the small model ends at half
     the lane's time (1 + 1 of 4), the large with the lane."""
     w = LaneWork("k", None, None, 1, busy_s=[4.0, 4.0])
-    w.parts = {("0", "a"): [[1, 0, 1.0]] * 2, ("0", "b"): [[1, 0, 3.0]] * 2}
+    w.parts = {("0", "a"): [[1, 0, 1.0, 1.0]] * 2, ("0", "b"): [[1, 0, 3.0, 3.0]] * 2}
     assert w.ends(0) == {("0", "a"): 2.0, ("0", "b"): 4.0}
