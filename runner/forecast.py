@@ -50,7 +50,8 @@ class LaneWork:
     """The longest typical call among its work: a lane paced by RPM or TPM sends its last request when its
     budget allows, and that request still takes this long."""
     chain_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
-    """Its longest typical chain: an answer still to come, then the critique quoting it."""
+    """Its longest typical chain: an answer still to come, then the critique quoting it (the lane's end
+    is no sooner, nor before its last calls in flight end: `spread`)."""
     parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
     """Per (run, model) whose calls it carries: [[calls, tokens, call-seconds, its tail] expected, [...] most]."""
 
@@ -58,20 +59,20 @@ class LaneWork:
         """When each (run, model) on this lane has its work done, the lane taking its models' calls in
         turn (processor sharing on what binds it): a model with w of the binding work, of W in all, ends
         after sum(min(w_i, w)) / W of the lane's time (the model with the most ends with the lane), and
-        no sooner than its own longest chain (`spread`)."""
+        no sooner than its own longest chain and its last calls (`spread`)."""
         total, bound = self.seconds(k)
         j = {"RPM": 0, "TPM": 1}.get(bound, 2)
         work = {key: p[k][j] for key, p in self.parts.items() if p[k][2] > 0}
         whole = sum(work.values()) or 1.0
-        return {key: max(spread(self.parts[key][k][3], self.parts[key][k][0], self.concurrency),
+        return {key: max(p[k][3], spread(p[k][2], p[k][0], self.concurrency),
                          total * sum(min(v, w) for v in work.values()) / whole)
-                for key, w in work.items()}
+                for key, w in work.items() if (p := self.parts[key])}
 
     def seconds(self, k: int) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it (its longest chain: an answer still to
         come, then the critique that quotes it, cannot overlap)."""
-        parts = [(self.busy_s[k] / max(1, self.concurrency), "concurrency"),
-                 (spread(self.chain_s[k], self.calls[k], self.concurrency), "longest chain")]
+        parts = [(self.busy_s[k] / max(1, self.concurrency), "concurrency"), (self.chain_s[k], "longest chain"),
+                 (spread(self.busy_s[k], self.calls[k], self.concurrency), "last calls")]
         if self.rpm:
             parts.append((self.calls[k] / (self.rpm / 60.0) + self.tail_s[k], "RPM"))
         if self.tpm:  # (paced at TPM_SHARE of the key: runner.budgets.local)
@@ -79,11 +80,13 @@ class LaneWork:
         return max(parts)
 
 
-def spread(chain_s: float, calls: float, concurrency: int) -> float:
-    """A lane's (or a model's) last calls end with the slowest of those in flight together: its longest
-    typical chain times ~1 + ln k for k calls at once (runner.calls.estimates says the same of an n
-    call's samples); the calls left at the end of a pass are those still running."""
-    return chain_s * (1.0 + math.log(max(1.0, min(calls, concurrency))))
+def spread(busy_s: float, calls: float, concurrency: int) -> float:
+    """A lane's (or a model's) last calls end with the slowest of those in flight together: its mean
+    call times ~1 + ln k for k calls at once (runner.calls.estimates says the same of an n call's
+    samples); the calls left at the end of a pass are those still running."""
+    if calls <= 0:
+        return 0.0
+    return busy_s / calls * (1.0 + math.log(max(1.0, min(calls, concurrency))))
 
 
 @dataclass
@@ -177,14 +180,16 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
         g = most2 / most if most else 0.0
         passes[p] = [n2, most2, round(tin * g), round(mx * g)]
 
-    def own(key: str, old: list[Any]) -> list[Any]:
+    def own(key: str, old: list[Any], prior: float | None = None) -> list[Any]:
         """The nearest basis, its first rows weighed with the next one's mean as SHRINK rows in all (one
-        heavy-tailed first call would otherwise set a whole pass's forecast)."""
+        heavy-tailed first call would otherwise set a whole pass's forecast); `prior`: a row's output
+        by the prior, the basis under all others."""
         got: list[Any] | None = None
         mine, sweep = seen.get(key), pool.get(key)
         if mine and sweep and sweep[1] <= mine[1]:
             sweep = None  # (the same rows: the model in this run only)
-        for v in (pool.get("latency:*") if key.startswith("latency:") else None, old, sweep, mine):
+        under = pool.get("latency:*") if key.startswith("latency:") else None if prior is None else [prior, 1]
+        for v in (under, old, sweep, mine):
             if v and v[1]:
                 got = list(v) if got is None or v[1] >= SHRINK else [
                     v[0] + (SHRINK - v[1]) * got[0] / got[1], SHRINK]
@@ -193,8 +198,11 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
     return replace(
         base, calls=calls, requests=-(-base.requests * calls // base.calls) if base.calls else 0,
         input_tokens=round(base.input_tokens * f), max_output_tokens=round(base.max_output_tokens * f),
-        out_tokens_seen=own("answer", base.out_tokens_seen), follow=passes,
-        follow_seen={p: own(p, base.follow_seen.get(p, [0, 0])) for p in base.follow},
+        out_tokens_seen=own("answer", base.out_tokens_seen,
+                            base.expected_output_tokens() / base.calls if base.calls else None), follow=passes,
+        follow_seen={p: own(p, base.follow_seen.get(p, [0, 0]),
+                            base.follow_expected_output_tokens(p) / n if (n := base.follow[p][0]) else None)
+                     for p in base.follow},
         latency_seen={p: own(f"latency:{p}", base.latency_seen.get(p, [0.0, 0])) for p in ["answer", *base.follow]},
     )
 
