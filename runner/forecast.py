@@ -163,14 +163,15 @@ def wall(todo: list[Any], models: dict[str, Any]) -> Forecast | None:
 
 
 def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any]],
-         pool: dict[str, list[Any]] | None = None) -> Any:
+         pool: dict[str, list[Any]] | None = None, peers: dict[str, list[Any]] | None = None) -> Any:
     """`base` (a runner.remaining.Plan of the whole run) less `first` first-pass rows and `follow[pass]`
     rows of each follow-up pass already final, at what the model spent and took per pass so far: in this
     run (`seen`: this session's runner.history tally), else in the sweep's other runs (`pool`: the same
     tally over every run of the session), else in its earlier runs (`base`'s basis), else its calls' mean
     latency in this session, any pass (a model's own pace is nearer than a prior: `pool["latency:*"]`),
-    else the prior."""
-    pool = pool or {}
+    else its lanes' other models' so far (`peers`: a model not started yet on a lane that is), else the
+    prior."""
+    pool, peers = pool or {}, peers or {}
     calls = max(0, base.calls - first)
     f = calls / base.calls if base.calls else 0.0
     passes = {}
@@ -188,8 +189,9 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
         mine, sweep = seen.get(key), pool.get(key)
         if mine and sweep and sweep[1] <= mine[1]:
             sweep = None  # (the same rows: the model in this run only)
-        under = pool.get("latency:*") if key.startswith("latency:") else None if prior is None else [prior, 1]
-        for v in (under, old, sweep, mine):
+        under = ((peers.get(key), pool.get("latency:*")) if key.startswith("latency:")
+                 else (None if prior is None else [prior, 1], peers.get(key)))
+        for v in (*under, old, sweep, mine):
             if v and v[1]:
                 got = list(v) if got is None or v[1] >= SHRINK else [
                     v[0] + (SHRINK - v[1]) * got[0] / got[1], SHRINK]
@@ -253,13 +255,12 @@ class Live:
         todo = []
         pools: dict[str, dict[str, list[Any]]] = {}  # per model: its tally over the session's runs
         for r in self.runs:
-            for m, by in r.spent.items():
-                mine = pools.setdefault(m, {})
-                for k, v in by.items():
-                    for key in (k, "latency:*") if k.startswith("latency:") else (k,):
-                        acc = mine.setdefault(key, [0, 0])
-                        acc[0] += v[0]
-                        acc[1] += v[1]
+            for m, by in list(r.spent.items()):
+                _add(pools.setdefault(m, {}), by, True)
+        lanes: dict[int, dict[str, list[Any]]] = {}  # per lane: its models' tallies
+        for m, by in pools.items():
+            for ln in getattr(self.models.get(m), "lanes", ()):
+                _add(lanes.setdefault(id(ln), {}), by)
         for i, plans in self.base.items():
             r = self.runs[i]
             old = self.resumed.get(i, {})
@@ -269,8 +270,11 @@ class Live:
                     continue
                 seen = r.spent.get(t.model, {})
                 was = old.get(t.model, {})
+                peers: dict[str, list[Any]] = {}
+                for ln in self.models[t.model].lanes:
+                    _add(peers, lanes.get(id(ln), {}))
                 todo.append(left(t, st.done + was.get("answer", 0), _follow_done(t, st, seen, was), seen,
-                                 pools.get(t.model)))
+                                 pools.get(t.model), peers))
         self.todo = todo
         self.last = wall(todo, self.models) if todo else None
         if self.last is None and todo:  # nothing left anywhere
@@ -302,6 +306,15 @@ class Live:
             except Exception as e:
                 log.debug("live forecast failed: %s: %s", type(e).__name__, e)
             await asyncio.sleep(EVERY_S)
+
+
+def _add(into: dict[str, list[Any]], by: dict[str, list[Any]], every_pass: bool = False) -> None:
+    """Sum runner.history tallies (`every_pass`: the latencies of all passes under `latency:*` too)."""
+    for k, v in list(by.items()):
+        for key in (k, "latency:*") if every_pass and k.startswith("latency:") else (k,):
+            acc = into.setdefault(key, [0, 0])
+            acc[0] += v[0]
+            acc[1] += v[1]
 
 
 def _follow_done(t: Any, st: Any, seen: dict[str, list[Any]], was: dict[str, int]) -> dict[str, int]:
