@@ -226,6 +226,9 @@ class Live:
     """The last refresh's inputs: what each model has left (runner.remaining.Plan)."""
     last: Forecast | None = None
     at: float = 0.0
+    blind: set[str] = field(default_factory=set)
+    """Models (`model<US>run`) whose calls' pace is the prior alone yet (no row of theirs, their lanes' or
+    their earlier runs'): their ETA is the rate's until one comes (the prior is the dry run's guess)."""
 
     def prepare(self) -> None:
         """The slow part, once per run: its plan (the suite's requests and follow-up chains, no file
@@ -276,6 +279,7 @@ class Live:
                 todo.append(left(t, st.done + was.get("answer", 0), _follow_done(t, st, seen, was), seen,
                                  pools.get(t.model), peers))
         self.todo = todo
+        self.blind = {t.model + "\x1f" + t.run for t in todo if _blind(t)}
         self.last = wall(todo, self.models) if todo else None
         if self.last is None and todo:  # nothing left anywhere
             self.last = Forecast(0.0, 0.0, "", "", {})
@@ -284,8 +288,8 @@ class Live:
 
     def eta(self, i: int, model: str) -> tuple[float, float] | None:
         """(expected, most) seconds left for a model of run `i`; 0 once its every pass is done; None:
-        no forecast (not made yet, a batched model)."""
-        if self.last is None or not any(t.model == model for t in self.base.get(i, [])):
+        no forecast (not made yet, a batched model, a pace not seen yet: `blind`)."""
+        if self.last is None or f"{model}\x1f{i}" in self.blind or all(t.model != model for t in self.base.get(i, [])):
             return None
         e = self.last.models.get((str(i), model))
         if e is None:
@@ -306,6 +310,12 @@ class Live:
             except Exception as e:
                 log.debug("live forecast failed: %s: %s", type(e).__name__, e)
             await asyncio.sleep(EVERY_S)
+
+
+def _blind(t: Any) -> bool:
+    """A plan with work whose calls' latency is the prior's: nothing seen of it anywhere yet."""
+    passes = (["answer"] if t.calls else []) + [p for p, v in t.follow.items() if v[1]]
+    return any(not t.latency_seen.get(p, [0, 0])[1] for p in passes)
 
 
 def _add(into: dict[str, list[Any]], by: dict[str, list[Any]], every_pass: bool = False) -> None:

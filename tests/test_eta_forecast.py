@@ -35,7 +35,11 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
         try:
             while True:
                 st = runs[0].stats.get("m")
-                if st is not None and st.done >= ITEMS and not got:
+                if "blind" not in got and st is not None and st.ok + st.errors == 0:
+                    await asyncio.to_thread(eta.prepare)
+                    eta.refresh()  # before any answer: the prior alone, not said (the dry run's guess)
+                    got["blind"] = (eta.last is not None, eta.eta(0, "m"), snapshot(runs, eta=eta)[0]["eta"])
+                if st is not None and st.done >= ITEMS and "fc" not in got:
                     await asyncio.to_thread(eta.prepare)
                     eta.refresh()  # (no await from here: the counters are those the forecast read)
                     got.update(todo=eta.todo, fc=eta.last, critiques=st.ok + st.errors - st.done,
@@ -52,7 +56,8 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
                        watch=probe)
     finally:
         srv.stop()
-    assert code == 0 and got, "the first pass ended while the view watched"
+    assert code == 0 and "fc" in got, "the first pass ended while the view watched"
+    assert got["blind"] == (True, None, "?")  # a forecast made, but from priors alone: the rate's `?` said
     left = ITEMS - got["critiques"]
     assert left >= 1  # the last answer's critique at least
     (t,) = got["todo"]  # the forecast's inputs: no answer left, the critiques still to come
