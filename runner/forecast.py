@@ -1,6 +1,7 @@
 """The night's wall time, forecast from the work left on each lane (one endpoint + key, shared by the
-models on it): a lane ends no sooner than its requests at its RPM, its tokens at its TPM, or its calls'
-latency spread over its concurrency; the sweep ends with its slowest lane.
+models on it): a lane ends no sooner than its requests at its RPM, its tokens at its TPM, its calls'
+latency spread over its concurrency, its longest chain (an answer, then its critique) or its last calls in
+flight (they end with the slowest of them); the sweep ends with its slowest lane.
 
 Each model's calls, every pass (runner.remaining), go to its lanes evenly (the pool spreads them), a
 judge's to the judge's; a call lasts what the model's calls of that pass lasted in the run so far
@@ -8,10 +9,13 @@ judge's to the judge's; a call lasts what the model's calls of that pass lasted 
 model's expected length, and every call writing its whole limit.
 
 The live ETA (`Live`) is the same forecast on the work left: the run's whole plan, made once (in a thread),
-less the final rows each pass has so far (read from the scheduler's counters), at what the run's own calls
-spent and lasted so far; recomputed every `EVERY_S`, never per row. A model's ETA is when its lanes reach
-the end of its share of their work, shared as the lanes share it (each model's calls in turn: processor
-sharing), so the latest model's ETA is the sweep's.
+less the final rows each pass has so far (read from the scheduler's counters), at what the calls spent and
+lasted so far: the model's in this run, else in the sweep's other runs, its history, its other passes, its
+lanes' other models (a pass's first rows weighed with the next basis: one heavy-tailed call is no mean);
+recomputed every `EVERY_S` in a thread, never per row. A model whose pace nothing has shown yet keeps the
+view's rate (the prior is the dry run's guess, 4x off on a first night). A model's ETA is when its lanes
+reach the end of its share of their work, shared as the lanes share it (each model's calls in turn:
+processor sharing), so the latest model's ETA is the sweep's.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ log = logging.getLogger(__name__)
 
 EVERY_S = 2.0
 """The live ETA is recomputed this often, in a thread (~5 ms for 90 models x runs: nothing on the hot path)."""
+SHARE_OF_CPU = 50
+"""... or 50 times what one took, whichever is longer: a sweep of thousands of models spends at most ~2% of
+a core on its ETA."""
 SHRINK = 8
 """Rows below which a pass's own mean is weighed with the next basis (the sweep's other runs, then history)."""
 
@@ -305,11 +312,12 @@ class Live:
         """Until cancelled: prepare (in a thread) and refresh every EVERY_S. A failure costs the view its
         forecast (it falls back to the rate), never the run."""
         while True:
+            t0 = time.monotonic()
             try:
                 await asyncio.to_thread(self.step)
             except Exception as e:
                 log.debug("live forecast failed: %s: %s", type(e).__name__, e)
-            await asyncio.sleep(EVERY_S)
+            await asyncio.sleep(max(EVERY_S, SHARE_OF_CPU * (time.monotonic() - t0)))
 
 
 def _blind(t: Any) -> bool:
