@@ -220,7 +220,8 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
 class Live:
     """The live ETA of a sweep (runner.run passes it to the progress view): `prepare` (the runs' whole
     plans, their resumed rows by pass), then `refresh` (the counters), in a thread every EVERY_S;
-    `eta(i, model)` and `sweep()` count down between refreshes. Batched models are left to the view's rate."""
+    `eta(i, model)` counts down between refreshes. Batched models and `--join` workers (whose run is shared
+    with processes it does not count) are left to the view's rate."""
 
     runs: list[Any]
     models: dict[str, Any]
@@ -244,6 +245,8 @@ class Live:
         from runner.remaining import remaining
 
         for i, r in enumerate(self.runs):
+            if i not in self.base and getattr(r, "join", False):  # other workers' rows are not counted here
+                self.base[i] = []
             if i not in self.base:
                 plan = SimpleNamespace(spec=r.spec, models=r.models, out=None)
                 got = remaining([plan], self.models, lambda _k: False,
