@@ -466,7 +466,7 @@ def sweep_once(
             "--no-live",
             "--no-score",
             "--progress-every",
-            "30",
+            PROGRESS_EVERY,
             "--cache-dir",
             str(tmp / "cache"),
         ]
@@ -487,6 +487,8 @@ def sweep_once(
             "before": got, "ports": ports}
 
 
+PROGRESS_EVERY = "30"
+"""The summary lines' interval (`--eta`: 2 s, for eta_printout)."""
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", **{f"BENCH_KEY_{k.replace('-', '_').upper()}": f"k-{k}" for k in KEYS}}
 
 
@@ -562,7 +564,12 @@ def main() -> None:
     ap.add_argument("--table", type=Path, help="print the lane table again from a kept folder's server_logs.json")
     ap.add_argument("--reachable", type=int, metavar="SEEDS",
                     help="no sweep: what list scheduling reaches per lane on this many synthetic draws of the laws")
+    ap.add_argument("--eta", action="store_true", help="summary lines every 2 s; the live ETA at 10/50/90%% of "
+                    "the run vs the real remaining time printed (eta_printout)")
     a = ap.parse_args()
+    if a.eta:
+        global PROGRESS_EVERY
+        PROGRESS_EVERY = "2"
     scale = 0.5 if a.quick else 1.0
     counts = (a.items or (30 if a.quick else 60), a.sc_items or (5 if a.quick else 9), a.chain_items or (10 if a.quick else 20))
     ms = lineup()
@@ -581,7 +588,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
     tmp.mkdir(parents=True, exist_ok=True)
     if not a.forecast:
-        report(sweep_once(tmp, ms, a.seed, scale, counts), ms, counts, scale, a.seed)
+        out = sweep_once(tmp, ms, a.seed, scale, counts)
+        report(out, ms, counts, scale, a.seed)
+        if a.eta:
+            eta_printout(tmp, out["wall"])
         return
     nights = []
     for night, (seed, tag) in enumerate(((a.seed, ""), (a.seed + 1000, " (night 2)"))):
@@ -592,6 +602,8 @@ def main() -> None:
                          ports_from=nights[0][3] if nights else None)
         print(f"--- night {night + 1}{' (priors from night 1)' if night else ' (no history: priors)'}")
         report(out, ms, counts, scale, seed)
+        if a.eta:
+            eta_printout(d, out["wall"])
         nights.append((out["before"], bill(out["sweep"]), out["wall"], out["ports"]))
     print(f"{'forecast vs actual':<28} {'bill fc':>9} {'(max)':>9} {'bill':>9} {'ratio':>6} {'wall fc':>8} {'(max)':>8} "
           f"{'wall':>7} {'ratio':>6}")
@@ -599,6 +611,39 @@ def main() -> None:
         label = "night 1 (priors)" if i == 0 else "night 2 (night 1's history)"
         print(f"{label:<28} {fc['cost']:>9.2f} {fc['cost_max']:>9.2f} {paid:>9.2f} {fc['cost'] / max(paid, 1e-9):>6.2f} "
               f"{fc['wall']:>8.1f} {fc['wall_max']:>8.1f} {wall:>7.1f} {fc['wall'] / wall:>6.2f}  last: {fc['lane']}")
+
+
+def eta_printout(tmp: Path, wall: float) -> None:
+    """The live ETA (the non-tty summary lines, with --eta every 2 s) at 10/50/90% of the run vs the real
+    remaining time: when the calls ended (the last summary line) less when the line was said."""
+    import datetime as dt
+    import re
+
+    logs = sorted(tmp.glob("runs/*/log.txt"))
+    if not logs:
+        return
+    said = []
+    for line in logs[0].read_text().splitlines():
+        m = re.match(r"(\S+ \S+) INFO progress \(.*ETA (\S+)(?: \(at most (\S+)\))?", line)
+        if m:
+            at = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            said.append((at, m.group(2), m.group(3)))
+    if len(said) < 2:
+        return
+    end = said[-1][0]
+    start = end - wall
+
+    def secs(s: str | None) -> float | None:
+        if s is None or s in ("?", "done"):
+            return 0.0 if s == "done" else None
+        return float(s[:-1]) * {"s": 1, "m": 60, "h": 3600}[s[-1]]
+
+    print(f"{'live ETA':<10} {'at s':>6} {'ETA said':>9} {'(max)':>8} {'real left':>9} {'said/real':>9}")
+    for share in (0.1, 0.5, 0.9):
+        at, eta, most = min(said[:-1], key=lambda x: abs(x[0] - (start + share * wall)))
+        real, e = end - at, secs(eta)
+        ratio = f"{e / real:.2f}" if e is not None and real > 0 else "-"
+        print(f"{f'{share:.0%} run':<10} {at - start:>6.1f} {eta:>9} {most or '-':>8} {real:>9.1f} {ratio:>9}")
 
 
 if __name__ == "__main__":

@@ -91,9 +91,11 @@ def _row(name: str, vals: list[str], widths: list[int], name_w: int) -> str:
     return name.ljust(name_w) + "".join(" " + v.rjust(w) for v, w in zip(vals, widths, strict=True))
 
 
-def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = "") -> list[tuple[int, str]]:
+def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = "", most_s: float | None = None
+                  ) -> list[tuple[int, str]]:
     """(priority, text) pieces of a summary (a run's or the sweep's); lower priority is kept longer.
-    `spend`: the spend ceilings (`spent $0.12/$0.20`), kept as long as the cost."""
+    `spend`: the spend ceilings (`spent $0.12/$0.20`), kept as long as the cost; `most_s`: the ETA if
+    every call writes its limit, said after the ETA where there is room."""
     done, total = sum(d["done"] for d in rows), sum(d["total"] for d in rows)
     known = sum(d["cost"] for d in rows if d["cost"] is not None)
     cost = fmt_cost(known) + ("+?" if any(d["cost"] is None for d in rows) else "")  # +?: a model unpriced
@@ -112,6 +114,7 @@ def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = 
         (2, f"resumed {resumed}") if resumed else (9, ""),
         (2, f"cached {cached}") if cached else (9, ""),
         (0, f"ETA {fmt_eta(eta_s)}"),
+        (4, f"(at most {fmt_eta(most_s)})") if eta_s and most_s and most_s > eta_s * 1.05 else (9, ""),
     ]
     return [p for p in parts if p[1]]
 
@@ -127,9 +130,15 @@ def fit_line(head: str, parts: list[tuple[int, str]], width: int) -> str:
         keep.pop(worst)
 
 
-def sweep_eta(rows: list[dict[str, Any]]) -> float | None:
-    """A sweep's (or run's) ETA: its rows left at its present rate of fresh answers (its models share
-    lanes, so a model not started yet waits for the others, not forever); 0 when all are done."""
+def sweep_eta(rows: list[dict[str, Any]], most: bool = False) -> float | None:
+    """A sweep's (or run's) ETA. From the forecast (every row has one: `eta_most_s` set), its latest
+    model's, every pass and lane counted (runner.forecast.Live; `most`: if every call writes its limit);
+    else its first-pass rows left at its present rate of fresh answers (its models share lanes, so a
+    model not started yet waits for the others, not forever); 0 when all are done."""
+    if rows and all(d.get("eta_most_s") is not None for d in rows):
+        return max(d["eta_most_s" if most else "eta_s"] for d in rows)
+    if most:
+        return None
     left = sum(max(0, d["total"] - d["done"]) for d in rows)
     if left == 0:
         return 0.0
@@ -159,7 +168,8 @@ def screen(
     names, prefix = abbreviate(list(dict.fromkeys(d["model"] for d in rows)), name_w)
     head = "model" + (f" ({prefix}*)" if prefix else "")
     header = "  " + _row(head[:name_w], [COLUMNS[i][1] for i in shown], [widths[i] for i in shown], name_w)
-    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows), spend), width), header]
+    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows), spend, sweep_eta(rows, most=True)), width),
+           header]
     bad = [ln for ln in lanes if ln.get("state", "ok") not in ("ok", "")]
     lane_lines = [_lane_line(ln, width) for ln in bad[:4]]
     if lanes:
@@ -174,7 +184,8 @@ def screen(
     keep = {id(d) for d in picked}
     for run in runs:
         mine = [d for d in rows if d["run"] == run]
-        out.append(fit_line(f"▸ {run}", summary_parts(mine, sweep_eta(mine)), width))
+        out.append(fit_line(f"▸ {run}", summary_parts(mine, sweep_eta(mine), most_s=sweep_eta(mine, most=True)),
+                            width))
         for d in mine:
             if id(d) in keep:
                 vals = [COLUMNS[i][2](d) for i in shown]

@@ -15,13 +15,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from cli.live import cost_cell, fit_line, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
+from runner.forecast import Live
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
 
 
 def _eta_s(st: Stats) -> float | None:
-    """Seconds left at this model's rate of fresh answers; 0 when done, None before any answer."""
+    """Seconds left at this model's rate of fresh answers; 0 when done, None before any answer: the
+    fallback until the forecast (runner.forecast.Live) has one, and for a batched model."""
     elapsed = time.monotonic() - st.started
     fresh = st.done - st.cached
     remaining = st.total - st.done - st.resumed
@@ -32,17 +34,21 @@ def _eta_s(st: Stats) -> float | None:
     return remaining / (fresh / elapsed)
 
 
-def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
+def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None, eta: Live | None = None
+             ) -> list[dict[str, Any]]:
     """One dict per (run, model): first-pass rows done (resumed included) of total, resumed and cached
-    apart, and `state`, the worst of the model's lanes (`down`, `retrying`...)."""
+    apart, `state`, the worst of the model's lanes (`down`, `retrying`...), and the ETA of all its passes
+    from the forecast (`eta`: `eta_s` expected, `eta_most_s` if every call writes its limit), else at its
+    rate of first-pass answers (`eta_most_s` None)."""
     out = []
     names = [r.name for r in runs]
-    for r in runs:
+    for i, r in enumerate(runs):
         label = r.name if names.count(r.name) == 1 else f"{r.name} ({r.run_dir.name})"
         for m in r.models:
             st = r.stats.setdefault(m, Stats())
             elapsed = max(1e-9, time.monotonic() - st.started)
-            eta = _eta_s(st)
+            fc = eta.eta(i, m) if eta is not None else None
+            eta_s, most = (_eta_s(st), None) if fc is None else fc
             out.append(
                 {
                     "run": label,
@@ -60,8 +66,9 @@ def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None) -> l
                     "retries": st.retries,
                     "cached": st.cached,
                     "resumed": st.resumed,
-                    "eta_s": eta,
-                    "eta": fmt_eta(eta),
+                    "eta_s": eta_s,
+                    "eta_most_s": most,
+                    "eta": fmt_eta(eta_s) + (f" (at most {fmt_eta(most)})" if most and most > eta_s * 1.05 else ""),
                     "state": state(m) if state is not None else "",
                     "batches": r.batcher.describe(m) if r.batcher is not None else "",
                 }
@@ -84,7 +91,7 @@ def _line(d: dict[str, Any]) -> str:
 def sweep_line(rows: list[dict[str, Any]], spend: str = "") -> str:
     n_runs = len({d["run"] for d in rows})
     head = f"progress ({n_runs} run{'s' * (n_runs != 1)}, {len(rows)} model-runs):"
-    return fit_line(head, summary_parts(rows, sweep_eta(rows), spend), 10_000)
+    return fit_line(head, summary_parts(rows, sweep_eta(rows), spend, sweep_eta(rows, most=True)), 10_000)
 
 
 def _lanes_table(lanes: list[dict[str, Any]]) -> Any:
@@ -184,16 +191,23 @@ async def watch(
     lanes: Callable[[], list[dict[str, Any]]] | None = None,
     state: Callable[[str], str] | None = None,
     spend: Callable[[], str] | None = None,
+    eta: Live | None = None,
 ) -> None:
     """Until cancelled: refresh the live view (TTY), or every `every_s` log the sweep's summary line
     and a line per model or lane whose state changed. `lanes` describes each lane (limit, source,
-    use, state); `state` gives a model's lane state; `spend` the spend ceilings (`spent $0.12/$0.20`)."""
+    use, state); `state` gives a model's lane state; `spend` the spend ceilings (`spent $0.12/$0.20`);
+    `eta` the live forecast, kept fresh here (runner.forecast.Live.run) and read by every line."""
     lanes = lanes or list
     live = sys.stderr.isatty() if live is None else live
-    if live:
-        await _watch_live(runs, lanes, state, spend)
-    else:
-        await _watch_log(runs, lanes, state, every_s, spend)
+    keep = asyncio.create_task(eta.run()) if eta is not None else None
+    try:
+        if live:
+            await _watch_live(runs, lanes, state, spend, eta)
+        else:
+            await _watch_log(runs, lanes, state, every_s, spend, eta)
+    finally:
+        if keep is not None:
+            keep.cancel()
 
 
 async def _watch_live(
@@ -201,6 +215,7 @@ async def _watch_live(
     lanes: Callable[[], list[dict[str, Any]]],
     state: Callable[[str], str] | None,
     spend: Callable[[], str] | None = None,
+    eta: Live | None = None,
 ) -> None:
     from rich.console import Console
     from rich.live import Live
@@ -211,7 +226,7 @@ async def _watch_live(
     def view() -> Any:
         w, h = console.size
         # a few lines above the area stay for the latest warnings; never taller than the terminal
-        lines = screen(snapshot(runs, state), lanes(), w, max(3, min(h - 1, max(8, h - 6))), spend() if spend else "")
+        lines = screen(snapshot(runs, state, eta), lanes(), w, max(3, min(h - 1, max(8, h - 6))), spend() if spend else "")
         return Text("\n".join(lines), no_wrap=True, overflow="crop")
 
     with _logs_above(console), Live(
@@ -231,8 +246,9 @@ async def _watch_log(
     state: Callable[[str], str] | None,
     every_s: float,
     spend: Callable[[], str] | None = None,
+    eta: Live | None = None,
 ) -> None:
-    seen = {(d["run"], d["model"]): _state_key(d) for d in snapshot(runs, state)}
+    seen = {(d["run"], d["model"]): _state_key(d) for d in snapshot(runs, state, eta)}
     lane_seen = {ln["lane"]: ln.get("state", "ok") for ln in lanes()}
 
     def changes(rows: list[dict[str, Any]]) -> None:
@@ -249,16 +265,17 @@ async def _watch_log(
     try:
         while True:
             await asyncio.sleep(every_s)
-            rows = snapshot(runs, state)
+            rows = snapshot(runs, state, eta)
             log.info(sweep_line(rows, spend() if spend else ""))
             changes(rows)
     finally:
-        rows = snapshot(runs, state)
+        rows = snapshot(runs, state, eta)
         changes(rows)
         log.info(sweep_line(rows, spend() if spend else ""))
         for run in dict.fromkeys(d["run"] for d in rows):
             mine = [d for d in rows if d["run"] == run]
-            log.info(fit_line(f"[{run}]", summary_parts(mine, sweep_eta(mine)), 10_000))
+            log.info(fit_line(f"[{run}]", summary_parts(mine, sweep_eta(mine), most_s=sweep_eta(mine, most=True)),
+                              10_000))
         for d in rows:  # batch runs: where each model's batches stand
             if d["batches"]:
                 log.info(_line(d))

@@ -34,6 +34,7 @@ from runner.calls.halt import HALTED
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.ending import account, finish_manifest, hold_unwritten, not_running, unpaid_for, warn_exhausted
+from runner.forecast import Live
 from runner.lanes import worst_state
 from runner.lock import LOCK, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report
@@ -49,7 +50,7 @@ from suites.base import get_suite
 
 log = logging.getLogger("evalsweep")
 Watch = Callable[..., Awaitable[None]]
-"""What shows a run's progress (cli.progress.watch): `watch(runs, live=, every_s=, lanes=, state=)`,
+"""What shows a run's progress (cli.progress.watch): `watch(runs, live=, every_s=, lanes=, state=, eta=)`,
 cancelled when the calls are done. The engine knows no terminal: the command line passes it in."""
 GC_GEN0 = 20_000
 """The collector's gen-0 threshold while calls run (see `execute`)."""
@@ -268,6 +269,7 @@ async def _main(
             lanes=lambda: [ln.describe() for ln in dict.fromkeys(lanes)],
             state=lambda m: worst_state([ln.state for ln in models[m].lanes if ln in lanes]) if lanes else "",
             **({"spend": lambda: spend.live_text(ceilings)} if ceilings else {}),
+            eta=Live(runs, models, None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir())),
         )
     )
     t0 = time.monotonic()

@@ -14,6 +14,7 @@ from cache.store import AsyncCache
 from core.secrets import redact_url
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
+from runner.budgets.local import TPM_SHARE
 from runner.calls import learned
 from runner.calls.halt import Halted
 from runner.calls.spend import paid
@@ -73,6 +74,27 @@ ITEM_SPECIFIC = re.compile(r"context|too long|too many tokens|maximum .{0,20}len
 model (a proxy's authentication): not the model refusing every request."""
 
 
+def fit_tpm(group: list[int], prompt: int, per_sample: int, tpm: float | None) -> list[list[int]]:
+    """`group` (consecutive samples, one `n` call) in the fewest calls whose worst case, `prompt` + k x
+    `per_sample` tokens, fits the key's TPM bucket as the lane paces it: a key admits a request on that
+    worst case, so 8 x 4,096 on a 20k key is never admitted whole (refused forever, or sent on a full
+    bucket and overdrawn). Sizes balanced, order kept; a single sample over the bucket is left to the
+    caller (what it says of a prompt over the limit)."""
+    if not tpm or len(group) <= 1:
+        return [group]
+    k = max(1, int((tpm * TPM_SHARE - prompt) // max(1, per_sample)))
+    if k >= len(group):
+        return [group]
+    calls = -(-len(group) // k)
+    base, extra = divmod(len(group), calls)
+    out, i = [], 0
+    for c in range(calls):
+        size = base + (c < extra)
+        out.append(group[i : i + size])
+        i += size
+    return out
+
+
 def same_words(msg: str) -> str:
     """A 400's words with what changes from request to request masked (numbers, ids, quoted values)."""
     return re.sub(r"\d+", "#", re.sub(r"(['\"`])[^'\"`]{0,80}\1", "'_'", msg)).strip()[:200]
@@ -105,6 +127,15 @@ async def _send(
         breaker.failures = max(breaker.failures, breaker.threshold)
         breaker.last_error = m.lanes[0].stopped or "out of quota"
         return [error_row(req, s, keys[s], breaker.last_error, "quota") for s in group]
+    if len(group) > 1 and lane.tpm is not None:  # an `n` call over the key's bucket: the fewest calls that fit
+        est1, charge1 = m.usage.cost(req)
+        budget = req.decoding.max_tokens or 256
+        prompt = charge1 - budget
+        limit = m.shape.limit(budget) if m.shape is not None else budget  # (reasoning budget included)
+        parts = fit_tpm(group, prompt, max(limit or budget, est1 - prompt), lane.tpm)
+        if len(parts) > 1:
+            return [r for g in await asyncio.gather(*(send(req, m, p, keys, breaker, cache) for p in parts))
+                    for r in g]
     n, start = len(group), group[0]
     est, charge = m.usage.cost(req) if lane.tpm is not None else (0, 0)  # what its answers so far used
     est, charge = est * n, charge * n
