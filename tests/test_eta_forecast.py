@@ -35,7 +35,8 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
         try:
             while True:
                 st = runs[0].stats.get("m")
-                if "blind" not in got and st is not None and st.ok + st.errors == 0:
+                # (once the run's plan is counted: before, a total of 0 reads as `done`)
+                if "blind" not in got and st is not None and st.total and st.ok + st.errors == 0:
                     await asyncio.to_thread(eta.prepare)
                     eta.refresh()  # before any answer: the prior alone, not said (the dry run's guess)
                     got["blind"] = (eta.last is not None, eta.eta(0, "m"), snapshot(runs, eta=eta)[0]["eta"])
