@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -137,3 +138,16 @@ def fake_key(tag: str) -> str:
     """A made-up key shaped like a provider's (`sk-<tag>`), for the secrets tests. Built at run time so that
     no key-shaped literal is tracked in git (secret scanners); no test ever holds a real key."""
     return "-".join(("sk", tag))
+
+
+def complete_once(prov: Any, req: Any, model: str) -> Any:
+    """One `prov.complete` of `req` (one sample, a test key), the provider closed after: a provider test's call."""
+    import asyncio
+
+    async def send() -> Any:
+        try:
+            return await prov.complete(req, model, 1, 0, "sk-test", {})
+        finally:
+            await prov.close()
+
+    return asyncio.run(send())

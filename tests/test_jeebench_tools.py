@@ -4,7 +4,6 @@ mock server (tests/mock_openai.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from cli.main import main
 from core.types import Completion, Message, Request
 from providers.openai import OpenAIProvider
 from suites.jeebench.tools import ROUNDS, run_call
-from tests.helpers import write_config
+from tests.helpers import complete_once, write_config
 from tests.mock_openai import MockServer
 from tests.test_openai_schema import _validator
 
@@ -44,15 +43,7 @@ def srv():
 
 
 def _call(srv: MockServer, req: Request, model: str = "gpt-4-0613") -> Completion:
-    prov = OpenAIProvider(srv.base_url)
-
-    async def send() -> Completion:
-        try:
-            return await prov.complete(req, model, 1, 0, "sk-test", {})
-        finally:
-            await prov.close()
-
-    return asyncio.run(send())
+    return complete_once(OpenAIProvider(srv.base_url), req, model)
 
 
 def test_tools_sent_and_tool_calls_read_back(srv: MockServer):

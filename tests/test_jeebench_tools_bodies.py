@@ -8,7 +8,6 @@ back as the JSON string the spec requires."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from core.types import Completion, Message, Request
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from suites.jeebench.tools import next_round, run_call
+from tests.helpers import complete_once
 from tests.test_openai_schema import _validator
 from tests.threaded import Threaded
 
@@ -64,14 +64,7 @@ def replay():
     s.stop()
 
 
-def _complete(prov: Any, req: Request, model: str) -> Completion:
-    async def send() -> Completion:
-        try:
-            return await prov.complete(req, model, 1, 0, "sk-test", {})
-        finally:
-            await prov.close()
-
-    return asyncio.run(send())
+_complete = complete_once
 
 
 def _row(comp: Completion) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from cli.main import main
 from core.types import Completion, Message, Request
 from providers.anthropic import AnthropicProvider
 from suites.jeebench.tools import CALCULATOR, ROUNDS
-from tests.helpers import write_config
+from tests.helpers import complete_once, write_config
 from tests.mock_openai import SIGNATURE, THINKING_SIGNATURE, MessagesServer, MockServer
 
 MODELS = ["gpt-4-0613", "tool-bad-args", "tool-never", "tool-always"]
@@ -77,15 +77,8 @@ ASK = [Message(role="system", content=""), Message(role="user", content="What is
 
 def _claude(srv: MessagesServer, req: Request, model: str = "claude-tools", stream_above: int | None = None
             ) -> Completion:
-    prov = AnthropicProvider(srv.base_url.removesuffix("/v1"), stream_above_tokens=stream_above)
-
-    async def send() -> Completion:
-        try:
-            return await prov.complete(req, model, 1, 0, "sk-test", {})
-        finally:
-            await prov.close()
-
-    return asyncio.run(send())
+    return complete_once(AnthropicProvider(srv.base_url.removesuffix("/v1"), stream_above_tokens=stream_above), req,
+                         model)
 
 
 @pytest.mark.parametrize("stream_above", [None, 0])
