@@ -3,8 +3,12 @@
 The script runs atomically on the server's clock (`TIME`), so slots are instants of that clock; this
 module turns them into our monotonic clock from the round trips least delayed (an event loop busy
 elsewhere makes a reply look late), slewing so slots granted before and after a new estimate do not
-bunch; it jumps only into the interval a round trip proves (the server read its clock within it). Calls of one budget are serialised (`lock`): each says how many leases the
-process wants in absolute terms, which only means something if no other call of it is in flight.
+bunch; it jumps only into the interval a round trip proves (the server read its clock within it). A reply
+slowed on its way (a busy loop) leaves the offset unsure by up to half its round trip: the slots it brings
+would then be sent late, and the next call's, once the estimate is right, on time, a second's worth of
+slots bunched into less than a second; so a few `TIME` readings follow it first (ERR_S).
+Calls of one budget are serialised (`lock`): each says how many leases the process wants in absolute
+terms, which only means something if no other call of it is in flight.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from typing import Any
 SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
 FRESH_S = 0.3  # a key with no state (new, or Redis restarted) starts its slots this far ahead: slots
 # granted before the restart (at most AHEAD_S + a round trip ahead) may still be due
+
+ERR_S = 0.005  # slots are converted with an offset known to this (with LATE_S, within SAFETY's margin) ...
+PROBES = 2  # ... asking the server's TIME up to this often after a slow reply (a busy loop: not forever)
+DRIFT = 1e-4  # two hosts' clocks drift apart by at most this (s/s): an offset grows unsure between calls
 
 TIMEOUT_S = 1.5  # a script call takes well under a millisecond: no answer by then is an outage
 RETRIES = 2  # ... retried this often on a fresh connection (a stale pooled one fails at once)
@@ -59,6 +67,9 @@ class ScriptCall:
         self._best_rtt, self._best_at = float("inf"), 0.0
         self.calls = 0
         self.last = 0.0
+        self.err = float("inf")  # how far the offset may be off (seconds): at most the width of a round trip
+        self._client = client
+        self._learnt = 0.0
 
     async def __call__(
         self,
@@ -95,15 +106,17 @@ class ScriptCall:
         rtt = t1 - t0
         self.rtt = 0.8 * self.rtt + 0.2 * rtt
         now_s = float(res[6]) / 1e6
-        est = now_s - (t0 + t1) / 2
-        if self._best_rtt == float("inf"):
-            self.offset = est
-        else:  # the server read its clock within this round trip: an estimate outside it is wrong (a
-            # first call slowed by a busy loop), however slowly slewing would correct it
-            self.offset = min(max(self.offset, est - rtt / 2), est + rtt / 2)
-        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
-            self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
-            self._best_rtt, self._best_at = rtt, t1
+        self._learn(now_s, t0, t1)
+        for _ in range(PROBES):  # a slow reply (a busy loop) leaves the offset unsure: its slots, and the
+            # next call's once the estimate is right, would bunch by the error (limit + 1 in a second)
+            if self.err <= ERR_S:
+                break
+            try:
+                p0 = time.monotonic()
+                sec, usec = await self._client.time()
+                self._learn(sec + usec / 1e6, p0, time.monotonic())
+            except Exception:  # noqa: BLE001 - the script's reply stands; the next call asks again
+                break
         return Reply(
             held=int(res[0]),
             start=float(res[1]) / 1e6 - self.offset,
@@ -118,6 +131,24 @@ class ScriptCall:
             outage_at=now_s - float(res[10]) / 1e6,
             now_s=now_s,
         )
+
+    def _learn(self, now_s: float, t0: float, t1: float) -> None:
+        """The offset from one reading of the server's clock (now_s), taken between t0 and t1."""
+        rtt = t1 - t0
+        est = now_s - (t0 + t1) / 2
+        before = self.offset
+        if self._best_rtt == float("inf"):
+            self.offset, self.err = est, rtt / 2
+        else:  # the server read its clock within this round trip: an estimate outside it is wrong (a
+            # first call slowed by a busy loop), however slowly slewing would correct it
+            self.err += (t1 - self._learnt) * DRIFT
+            self.offset = min(max(self.offset, est - rtt / 2), est + rtt / 2)
+        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
+            self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
+            self._best_rtt, self._best_at = rtt, t1
+        if self._learnt:  # (the offset now lies within this round trip's interval, as the true one does)
+            self.err = min(self.err + abs(self.offset - before), rtt)
+        self._learnt = t1
 
 
 def lane_id(base_url: str | None, api_key: str | None) -> str:
