@@ -6,7 +6,7 @@ elsewhere makes a reply look late), slewing so slots granted before and after a 
 bunch; it jumps only into the interval a round trip proves (the server read its clock within it). A reply
 slowed on its way (a busy loop) leaves the offset unsure by up to half its round trip: the slots it brings
 would then be sent late, and the next call's, once the estimate is right, on time, a second's worth of
-slots bunched into less than a second; so a few `TIME` readings follow it first (ERR_S).
+slots bunched into less than a second; so a `TIME` reading follows such a reply first (ERR_S).
 Calls of one budget are serialised (`lock`): each says how many leases the process wants in absolute
 terms, which only means something if no other call of it is in flight.
 """
@@ -24,8 +24,8 @@ SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round t
 FRESH_S = 0.3  # a key with no state (new, or Redis restarted) starts its slots this far ahead: slots
 # granted before the restart (at most AHEAD_S + a round trip ahead) may still be due
 
-ERR_S = 0.005  # slots are converted with an offset known to this (with LATE_S, within SAFETY's margin) ...
-PROBES = 2  # ... asking the server's TIME up to this often after a slow reply (a busy loop: not forever)
+ERR_S = 0.005  # slots are converted with an offset known to this (with LATE_S, within SAFETY's margin),
+# the server's TIME read once more after a reply slower than usual that left it less sure
 DRIFT = 1e-4  # two hosts' clocks drift apart by at most this (s/s): an offset grows unsure between calls
 
 TIMEOUT_S = 1.5  # a script call takes well under a millisecond: no answer by then is an outage
@@ -106,17 +106,19 @@ class ScriptCall:
         rtt = t1 - t0
         self.rtt = 0.8 * self.rtt + 0.2 * rtt
         now_s = float(res[6]) / 1e6
+        best = self._best_rtt
         self._learn(now_s, t0, t1)
-        for _ in range(PROBES):  # a slow reply (a busy loop) leaves the offset unsure: its slots, and the
-            # next call's once the estimate is right, would bunch by the error (limit + 1 in a second)
-            if self.err <= ERR_S:
-                break
+        if self.err > ERR_S and (best == float("inf") or rtt > 2 * best):
+            # A reply slower than usual (a busy loop) left the offset unsure: its slots, and the next
+            # call's once the estimate is right, would bunch by the error (limit + 1 in a second). One
+            # reading of the server's clock first; a loop slow for good (every reply alike) is not asked
+            # more: each round trip added here makes the slots later when they are heard of.
             try:
                 p0 = time.monotonic()
                 sec, usec = await self._client.time()
                 self._learn(sec + usec / 1e6, p0, time.monotonic())
             except Exception:  # noqa: BLE001 - the script's reply stands; the next call asks again
-                break
+                pass
         return Reply(
             held=int(res[0]),
             start=float(res[1]) / 1e6 - self.offset,
@@ -166,9 +168,12 @@ async def drop_connections(client: Any) -> None:
 
 def connect(url: str) -> Any:
     """The client every shared budget of a process uses: a connection error or timeout is retried on
-    a new connection twice, then the lane falls back (a frozen Redis costs seconds, not a minute of
-    redis-py's ten retries at the socket timeout each)."""
+    a new connection twice, then the lane falls back (a frozen Redis costs 3 x TIMEOUT_S, not a minute
+    of redis-py's ten retries at the socket timeout each)."""
+    import inspect
+
     import redis.asyncio as aioredis
+    from redis.asyncio.connection import AbstractConnection
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialWithJitterBackoff
 
@@ -177,4 +182,10 @@ def connect(url: str) -> Any:
         socket_timeout=TIMEOUT_S,
         socket_connect_timeout=TIMEOUT_S,
         retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), RETRIES),
+        # No handshake on connecting (HELLO 3, CLIENT SETINFO): a frozen Redis accepts the connection
+        # (its backlog) but never answers, and the handshake's timeout, retried within each retry of
+        # the command, made a fallback take 10.5 s instead of 4.5 (RESP2 reads the script's reply alike)
+        protocol=2,
+        **({"driver_info": None} if "driver_info" in inspect.signature(AbstractConnection.__init__).parameters
+           else {"lib_name": None, "lib_version": None}),  # (redis-py 8 / 5 to 7)
     )
