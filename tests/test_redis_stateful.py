@@ -30,7 +30,7 @@ import pytest
 from runner.budgets import redis_fallback
 from runner.budgets.local import LocalBudget
 from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import LUA, connect
+from runner.budgets.redis_call import LUA, RETRIES, ScriptCall, connect
 from tests.servers import RedisServer
 
 LEASE_S = 1.0
@@ -253,9 +253,16 @@ class SlowReplies:
 
     def __init__(self, sock: str, delay_s: float) -> None:
         self.sock, self.delay_s, self.held, self.slow = sock, delay_s, 0, True
+        self.writes = 0  # what the clients sent, write by write (a command, or a pipeline of them)
         self.server: asyncio.Server | None = None
 
-    async def start(self) -> str:
+    async def start(self, unix: bool = False) -> str:
+        """Listening on 127.0.0.1, or with `unix` on a socket beside the server's (as `[shared] redis_url`
+        names a local Redis: redis-py connects to the two differently)."""
+        if unix:
+            path = f"{self.sock}.proxy"
+            self.server = await asyncio.start_unix_server(self._serve, path)
+            return f"unix://{path}"
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         return f"redis://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
@@ -265,6 +272,7 @@ class SlowReplies:
 
         async def up() -> None:
             while data := await cr.read(65536):
+                self.writes += 1
                 if b"EVALSHA" in data and self.slow:
                     self.held += 1
                     hold.set()
@@ -281,7 +289,10 @@ class SlowReplies:
                 await cw.drain()
             cw.close()
 
-        await asyncio.gather(up(), down(), return_exceptions=True)
+        try:
+            await asyncio.gather(up(), down(), return_exceptions=True)
+        except asyncio.CancelledError:  # (the test's loop ends with connections open: not an error)
+            pass
 
     async def close(self) -> None:
         if self.server is not None:
@@ -336,3 +347,36 @@ def test_a_slow_reply_does_not_bunch_a_second_of_slots(redis_server: RedisServer
     admits.sort()
     worst = max(sum(1 for u in admits if t <= u < t + 1.0) for t in admits)
     assert worst <= 20, worst  # before: 21
+
+
+async def _frozen_call(redis: RedisServer) -> tuple[int, str]:
+    """One script call to a frozen Redis (SIGSTOP: it accepts connections, answers nothing), through the
+    proxy: how many writes waited for an answer, and the error the call ended in."""
+    proxy = SlowReplies(str(redis.sock), 0.0)
+    proxy.slow = False
+    client = connect(await proxy.start(unix=True))
+    call = ScriptCall(client, lane_id("http://frozen.test/v1", "k"), "p")
+    assert redis.proc is not None
+    try:
+        await call(ttl_us=1_000_000, cap=4, want=1, bound=0)
+        os.kill(redis.proc.pid, signal.SIGSTOP)
+        before = proxy.writes
+        try:
+            await call(ttl_us=1_000_000, cap=4, want=1, bound=0)
+            return proxy.writes - before, "answered"
+        except Exception as e:  # noqa: BLE001
+            return proxy.writes - before, type(e).__name__
+    finally:
+        os.kill(redis.proc.pid, signal.SIGCONT)
+        await client.aclose()
+        await proxy.close()
+
+
+def test_a_frozen_redis_is_met_after_three_timeouts(redis_server: RedisServer):
+    """A frozen Redis is met (the lane falls back) after the call and its RETRIES, each on a new
+    connection, time out: 3 x TIMEOUT_S (#39: a --join worker's first 11.6 s of a 120 s freeze sent
+    nothing). Before: each new connection's handshake (HELLO) timed out too, retried within the retry
+    of the command: 7 writes waited, 10.5 s."""
+    waited, error = asyncio.run(_frozen_call(redis_server))
+    assert error != "answered"
+    assert waited == RETRIES + 1, waited  # before: 7
