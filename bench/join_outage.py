@@ -4,13 +4,15 @@ Real Postgres (the work leases) and a real redis-server (the key's shared budget
 tests/servers.py does; the local mock server (tests/mock_openai.py, in this process, so its arrival log
 is at hand) answers after --latency. --workers `evalsweep run ... --out DIR --join` processes share one
 API key capped at --cap concurrent calls. Once the run has sent for --before seconds, Redis is killed
-(SIGKILL) for --outage seconds, then restarted empty on the same socket. Printed from the mock's log:
+(SIGKILL) for --outage seconds, then restarted empty on the same socket (--freeze: SIGSTOP, then SIGCONT,
+its state kept). Printed from the mock's log:
 the longest gap with no request sent while some worker may send (before the outage, during it when a
 worker held leases, from the restart to the first request, after), requests paid twice (the same
 prompt sent twice: one model, one sample per item, so the same request body), rows per worker,
 hand-backs, the most calls on the wire at once, tracebacks in the workers' stderr and exit codes.
 
-    python bench/join_outage.py [--outage 120] [--workers 6] [--cap 4] [--latency 1.0] [--before 15]
+    python bench/join_outage.py [--outage 120] [--workers 6] [--cap 4] [--latency 1.0] [--before 15] [--freeze]
+        [--late N: N of the workers start 10 s into the outage] [--redis-wait S] [--lease S] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +36,23 @@ from tests.mock_openai import MockServer  # noqa: E402
 from tests.servers import PgServer, RedisServer  # noqa: E402
 
 KEY_ENV = "BENCH_JOIN_OUTAGE_KEY"
+
+
+class Redis(RedisServer):
+    """tests.servers.RedisServer without its reaper: restarted, it would leave one per process, each
+    SIGKILLing its old pid when this script ends, by then perhaps another process's (pids are reused)."""
+
+    def start(self) -> Redis:
+        self.sock.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", "0", "--unixsocket", str(self.sock), "--unixsocketperm", "700",
+             "--save", "", "--appendonly", "no", "--dir", str(self.dir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        while not self.sock.exists():
+            assert self.proc.poll() is None, "redis-server did not start"
+            time.sleep(0.01)
+        return self
 
 
 def _gaps(times: list[float], lo: float, hi: float) -> float:
@@ -52,12 +72,15 @@ def main() -> None:
     p.add_argument("--after", type=float, default=30.0, help="seconds of work left after the restart (at full rate)")
     p.add_argument("--lease", type=float, default=5.0, help="[shared] lease_s")
     p.add_argument("--rpm", type=float, default=6000.0)
+    p.add_argument("--freeze", action="store_true", help="SIGSTOP Redis for the outage (its state kept), not kill it")
+    p.add_argument("--late", type=int, default=0, help="of the workers, this many start 10 s into the outage")
+    p.add_argument("--redis-wait", type=float, help="[shared] redis_wait_s (default: the project's)")
     p.add_argument("--keep", help="keep the run directory and the workers' stderr here")
     a = p.parse_args()
 
     rate = a.cap / a.latency
     n = int(rate * (a.before + a.outage + a.after))
-    pg, redis = PgServer().start(), RedisServer().start()
+    pg, redis = PgServer().start(), Redis().start()
     srv = MockServer(latency_s=a.latency).start()
     procs: list[subprocess.Popen[bytes]] = []
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="join-outage-"))
@@ -67,15 +90,19 @@ def main() -> None:
         cfg = write_config(tmp / "c.toml", srv.base_url, ["ok-a"], key_env=KEY_ENV,
                            extra_endpoint=f"max_concurrency = {a.cap}\nrpm = {a.rpm}\n")
         cfg.write_text(cfg.read_text() + f'\n[shared]\ncache_url = "{pg.new_db()}"\nredis_url = "{redis.url}"\n'
-                       f"lease_s = {a.lease}\n")
+                       f"lease_s = {a.lease}\n" + (f"redis_wait_s = {a.redis_wait}\n" if a.redis_wait is not None else ""))
         out = tmp / "run"
         args = run_args(data, "ok-a", cfg, out, "--join")
         errs = [tmp / f"worker{i}.err" for i in range(a.workers)]
-        for i in range(a.workers):
+
+        def worker(i: int) -> None:
             env = {**os.environ, KEY_ENV: "join-outage-key", "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{i}")}
             with errs[i].open("wb") as f:
                 procs.append(subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=REPO, env=env,
                                               stdout=subprocess.DEVNULL, stderr=f))
+
+        for i in range(a.workers - a.late):
+            worker(i)
         t_start = time.monotonic()
         while not srv.arrivals:
             assert all(q.poll() is None for q in procs), "a worker ended before any request"
@@ -84,13 +111,18 @@ def main() -> None:
         while time.monotonic() < first + a.before:
             time.sleep(0.05)
         down = time.monotonic()
-        redis.stop()
-        print(f"Redis killed {down - first:.1f}s after the first request ({srv.total} requests so far)", flush=True)
+        assert redis.proc is not None
+        os.kill(redis.proc.pid, signal.SIGSTOP) if a.freeze else redis.stop()
+        print(f"Redis {'frozen' if a.freeze else 'killed'} {down - first:.1f}s after the first request ({srv.total} requests so far)", flush=True)
         while time.monotonic() < down + a.outage:
+            if a.late and len(procs) < a.workers and time.monotonic() > down + 10:
+                for i in range(a.workers - a.late, a.workers):
+                    worker(i)
             time.sleep(0.2)
         up = time.monotonic()
-        redis.start()
-        print(f"Redis restarted after {up - down:.1f}s ({srv.total} requests so far)", flush=True)
+        os.kill(redis.proc.pid, signal.SIGCONT) if a.freeze else redis.start()
+        assert redis.proc is not None
+        print(f"Redis {'thawed' if a.freeze else 'restarted'} after {up - down:.1f}s ({srv.total} requests so far)", flush=True)
         deadline = up + 600
         while any(q.poll() is None for q in procs) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -133,6 +165,8 @@ def main() -> None:
             if q.poll() is None:
                 q.kill()
         srv.stop()
+        if redis.proc is not None and redis.proc.poll() is None:
+            os.kill(redis.proc.pid, signal.SIGCONT)
         redis.close()
         pg.close()
         print(f"(workers' stderr in {tmp})")
