@@ -30,7 +30,7 @@ import pytest
 from runner.budgets import redis_fallback
 from runner.budgets.local import LocalBudget
 from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import connect
+from runner.budgets.redis_call import LUA, RETRIES, ScriptCall, connect
 from tests.servers import RedisServer
 
 LEASE_S = 1.0
@@ -244,3 +244,139 @@ def test_lease_and_slot_protocol_under_faults(seed: int, k: int, redis_server: R
     steps, violations, info = asyncio.run(_scenario(seed * 100 + k, k, redis_server))
     print(f"stateful: {steps} steps, {info}")
     assert not violations, (info, violations[:10])
+
+
+class SlowReplies:
+    """A TCP proxy on 127.0.0.1 to the redis-server's socket that holds back each reply to a script call
+    (EVALSHA) by `delay_s` while `slow`: replies slowed on their way, as a busy event loop makes them
+    (other commands pass at once)."""
+
+    def __init__(self, sock: str, delay_s: float) -> None:
+        self.sock, self.delay_s, self.held, self.slow = sock, delay_s, 0, True
+        self.writes = 0  # what the clients sent, write by write (a command, or a pipeline of them)
+        self.server: asyncio.Server | None = None
+
+    async def start(self, unix: bool = False) -> str:
+        """Listening on 127.0.0.1, or with `unix` on a socket beside the server's (as `[shared] redis_url`
+        names a local Redis: redis-py connects to the two differently)."""
+        if unix:
+            path = f"{self.sock}.proxy"
+            self.server = await asyncio.start_unix_server(self._serve, path)
+            return f"unix://{path}"
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"redis://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+        sr, sw = await asyncio.open_unix_connection(self.sock)
+        hold = asyncio.Event()
+
+        async def up() -> None:
+            while data := await cr.read(65536):
+                self.writes += 1
+                if b"EVALSHA" in data and self.slow:
+                    self.held += 1
+                    hold.set()
+                sw.write(data)
+                await sw.drain()
+            sw.close()
+
+        async def down() -> None:
+            while data := await sr.read(65536):
+                if hold.is_set():
+                    hold.clear()
+                    await asyncio.sleep(self.delay_s)
+                cw.write(data)
+                await cw.drain()
+            cw.close()
+
+        try:
+            await asyncio.gather(up(), down(), return_exceptions=True)
+        except asyncio.CancelledError:  # (the test's loop ends with connections open: not an error)
+            pass
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+async def _one_slow_process(redis: RedisServer, rate: int, calls: int) -> tuple[list[float], int]:
+    """Two processes on one key, one of whose script replies come late; every admission of either."""
+    admin = connect(redis.url)
+    await admin.script_load(LUA)  # (the first EVALSHA finds it: no NOSCRIPT round trip in between)
+    proxy = SlowReplies(str(redis.sock), 0.1)
+    clients = [connect(redis.url), connect(await proxy.start())]
+    ident = lane_id("http://slow.test/v1", "k")
+    budgets = [RedisBudget(c, ident, f"p{i}", rate * 60, None, 8, LEASE_S, local_factory=LocalBudget)
+               for i, c in enumerate(clients)]
+    admits: list[float] = []
+
+    async def call(b: RedisBudget) -> None:
+        await b.acquire()
+        wait = b.reserve(0)
+        while True:
+            if wait > 0:
+                await asyncio.sleep(wait)
+            wait = b.confirm()
+            if wait <= 0:
+                break
+        admits.append(time.monotonic())
+        if len(admits) >= calls:  # (alone on an idle key, a process whose replies come this late finds
+            proxy.slow = False  # each slot past when it hears of it: the end of the run is not the point)
+        await asyncio.sleep(0.2)
+        b.release()
+
+    try:
+        await asyncio.gather(*(call(b) for b in budgets for _ in range(calls)))
+    finally:
+        for b, c in zip(budgets, clients, strict=True):
+            await b.aclose()
+            await c.aclose()
+        await admin.aclose()
+        await proxy.close()
+    return admits, proxy.held
+
+
+def test_a_slow_reply_does_not_bunch_a_second_of_slots(redis_server: RedisServer):
+    """Limit + 1 (#39): one process's script replies come 100 ms late for the first half of the calls, so
+    its clock offset was 50 ms off (half the round trip, the server having read its clock at the start):
+    its slots were sent 50 ms late, the other process's on time, and 21 slots spaced 1/(20 x SAFETY) s
+    fell within one second.
+    (A new redis-server: the first slots come at the next RECOVER_S boundary.)"""
+    admits, held = asyncio.run(_one_slow_process(redis_server, 20, 30))
+    assert held and len(admits) == 60
+    admits.sort()
+    worst = max(sum(1 for u in admits if t <= u < t + 1.0) for t in admits)
+    assert worst <= 20, worst  # before: 21
+
+
+async def _frozen_call(redis: RedisServer) -> tuple[int, str]:
+    """One script call to a frozen Redis (SIGSTOP: it accepts connections, answers nothing), through the
+    proxy: how many writes waited for an answer, and the error the call ended in."""
+    proxy = SlowReplies(str(redis.sock), 0.0)
+    proxy.slow = False
+    client = connect(await proxy.start(unix=True))
+    call = ScriptCall(client, lane_id("http://frozen.test/v1", "k"), "p")
+    assert redis.proc is not None
+    try:
+        await call(ttl_us=1_000_000, cap=4, want=1, bound=0)
+        os.kill(redis.proc.pid, signal.SIGSTOP)
+        before = proxy.writes
+        try:
+            await call(ttl_us=1_000_000, cap=4, want=1, bound=0)
+            return proxy.writes - before, "answered"
+        except Exception as e:  # noqa: BLE001
+            return proxy.writes - before, type(e).__name__
+    finally:
+        os.kill(redis.proc.pid, signal.SIGCONT)
+        await client.aclose()
+        await proxy.close()
+
+
+def test_a_frozen_redis_is_met_after_three_timeouts(redis_server: RedisServer):
+    """A frozen Redis is met (the lane falls back) after the call and its RETRIES, each on a new
+    connection, time out: 3 x TIMEOUT_S (#39: a --join worker's first 11.6 s of a 120 s freeze sent
+    nothing). Before: each new connection's handshake (HELLO) timed out too, retried within the retry
+    of the command: 7 writes waited, 10.5 s."""
+    waited, error = asyncio.run(_frozen_call(redis_server))
+    assert error != "answered"
+    assert waited == RETRIES + 1, waited  # before: 7

@@ -3,8 +3,12 @@
 The script runs atomically on the server's clock (`TIME`), so slots are instants of that clock; this
 module turns them into our monotonic clock from the round trips least delayed (an event loop busy
 elsewhere makes a reply look late), slewing so slots granted before and after a new estimate do not
-bunch; it jumps only into the interval a round trip proves (the server read its clock within it). Calls of one budget are serialised (`lock`): each says how many leases the
-process wants in absolute terms, which only means something if no other call of it is in flight.
+bunch; it jumps only into the interval a round trip proves (the server read its clock within it). A reply
+slowed on its way (a busy loop) leaves the offset unsure by up to half its round trip: the slots it brings
+would then be sent late, and the next call's, once the estimate is right, on time, a second's worth of
+slots bunched into less than a second; so a `TIME` reading follows such a reply first (ERR_S).
+Calls of one budget are serialised (`lock`): each says how many leases the process wants in absolute
+terms, which only means something if no other call of it is in flight.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from typing import Any
 SLEW_S = 0.0005  # the clock offset estimate moves at most this much per round trip
 FRESH_S = 0.3  # a key with no state (new, or Redis restarted) starts its slots this far ahead: slots
 # granted before the restart (at most AHEAD_S + a round trip ahead) may still be due
+
+ERR_S = 0.005  # slots are converted with an offset known to this (with LATE_S, within SAFETY's margin),
+# the server's TIME read once more after a reply slower than usual that left it less sure
+DRIFT = 1e-4  # two hosts' clocks drift apart by at most this (s/s): an offset grows unsure between calls
 
 TIMEOUT_S = 1.5  # a script call takes well under a millisecond: no answer by then is an outage
 RETRIES = 2  # ... retried this often on a fresh connection (a stale pooled one fails at once)
@@ -61,6 +69,9 @@ class ScriptCall:
         self._best_rtt, self._best_at = float("inf"), 0.0
         self.calls = 0
         self.last = 0.0
+        self.err = float("inf")  # how far the offset may be off (seconds): at most the width of a round trip
+        self._client = client
+        self._learnt = 0.0
 
     async def __call__(
         self,
@@ -100,15 +111,19 @@ class ScriptCall:
         rtt = t1 - t0
         self.rtt = 0.8 * self.rtt + 0.2 * rtt
         now_s = float(res[6]) / 1e6
-        est = now_s - (t0 + t1) / 2
-        if self._best_rtt == float("inf"):
-            self.offset = est
-        else:  # the server read its clock within this round trip: an estimate outside it is wrong (a
-            # first call slowed by a busy loop), however slowly slewing would correct it
-            self.offset = min(max(self.offset, est - rtt / 2), est + rtt / 2)
-        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
-            self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
-            self._best_rtt, self._best_at = rtt, t1
+        best = self._best_rtt
+        self._learn(now_s, t0, t1)
+        if self.err > ERR_S and (best == float("inf") or rtt > 2 * best):
+            # A reply slower than usual (a busy loop) left the offset unsure: its slots, and the next
+            # call's once the estimate is right, would bunch by the error (limit + 1 in a second). One
+            # reading of the server's clock first; a loop slow for good (every reply alike) is not asked
+            # more: each round trip added here makes the slots later when they are heard of.
+            try:
+                p0 = time.monotonic()
+                sec, usec = await self._client.time()
+                self._learn(sec + usec / 1e6, p0, time.monotonic())
+            except Exception:  # noqa: BLE001 - the script's reply stands; the next call asks again
+                pass
         return Reply(
             held=int(res[0]),
             start=float(res[1]) / 1e6 - self.offset,
@@ -124,6 +139,24 @@ class ScriptCall:
             outage_at=now_s - float(res[10]) / 1e6,
             now_s=now_s,
         )
+
+    def _learn(self, now_s: float, t0: float, t1: float) -> None:
+        """The offset from one reading of the server's clock (now_s), taken between t0 and t1."""
+        rtt = t1 - t0
+        est = now_s - (t0 + t1) / 2
+        before = self.offset
+        if self._best_rtt == float("inf"):
+            self.offset, self.err = est, rtt / 2
+        else:  # the server read its clock within this round trip: an estimate outside it is wrong (a
+            # first call slowed by a busy loop), however slowly slewing would correct it
+            self.err += (t1 - self._learnt) * DRIFT
+            self.offset = min(max(self.offset, est - rtt / 2), est + rtt / 2)
+        if rtt <= self._best_rtt * 1.5 or t1 - self._best_at > 5.0:
+            self.offset += max(-SLEW_S, min(SLEW_S, est - self.offset))
+            self._best_rtt, self._best_at = rtt, t1
+        if self._learnt:  # (the offset now lies within this round trip's interval, as the true one does)
+            self.err = min(self.err + abs(self.offset - before), rtt)
+        self._learnt = t1
 
 
 def lane_id(base_url: str | None, api_key: str | None) -> str:
@@ -141,9 +174,12 @@ async def drop_connections(client: Any) -> None:
 
 def connect(url: str) -> Any:
     """The client every shared budget of a process uses: a connection error or timeout is retried on
-    a new connection twice, then the lane falls back (a frozen Redis costs seconds, not a minute of
-    redis-py's ten retries at the socket timeout each)."""
+    a new connection twice, then the lane falls back (a frozen Redis costs 3 x TIMEOUT_S, not a minute
+    of redis-py's ten retries at the socket timeout each)."""
+    import inspect
+
     import redis.asyncio as aioredis
+    from redis.asyncio.connection import AbstractConnection
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialWithJitterBackoff
 
@@ -152,4 +188,10 @@ def connect(url: str) -> Any:
         socket_timeout=TIMEOUT_S,
         socket_connect_timeout=TIMEOUT_S,
         retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), RETRIES),
+        # No handshake on connecting (HELLO 3, CLIENT SETINFO): a frozen Redis accepts the connection
+        # (its backlog) but never answers, and the handshake's timeout, retried within each retry of
+        # the command, made a fallback take 10.5 s instead of 4.5 (RESP2 reads the script's reply alike)
+        protocol=2,
+        **({"driver_info": None} if "driver_info" in inspect.signature(AbstractConnection.__init__).parameters
+           else {"lib_name": None, "lib_version": None}),  # (redis-py 8 / 5 to 7)
     )
