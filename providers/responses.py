@@ -5,6 +5,12 @@ The same messages as the chat path, in the Responses input format; one sample pe
 answer is the text of its `output_text` parts; usage as `input_tokens`/`output_tokens` with their
 details (cached input, reasoning). A response cut by its limit is `status: "incomplete"` with
 `incomplete_details.reason = "max_output_tokens"`: the finish reason "length" of the chat path.
+Function tools (https://platform.openai.com/docs/guides/function-calling?api-mode=responses) go flat
+(`{"type": "function", "name", "description", "parameters"}`); a `function_call` output item is read as
+the chat path's `tool_calls` entry, and a turn that called tools goes back as `function_call` items and
+each result as a `function_call_output`, by `call_id` only: with `store: false` an item sent back with
+its `id` is refused ("Items are not persisted when `store` is set to false",
+https://github.com/continuedev/continue/issues/9101). Reasoning items are not sent back.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from providers.parse import checked, malformed, output_billed
 def responses_body(req: Request, model_id: str, params: dict[str, Any], shape: Any) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for m in req.messages:
+        if m.role == "tool" or m.tool_calls:
+            items += _tool_items(m)
+            continue
         role = "developer" if m.role == "system" else m.role
         kind = "output_text" if m.role == "assistant" else "input_text"
         if isinstance(m.content, str):
@@ -35,6 +44,8 @@ def responses_body(req: Request, model_id: str, params: dict[str, Any], shape: A
         items.append({"role": role, "content": parts})
     d = req.decoding
     body: dict[str, Any] = {"model": model_id, "input": items, "temperature": d.temperature, "store": False}
+    if req.tools:
+        body["tools"] = [{"type": "function", **t["function"]} for t in req.tools if t.get("type") == "function"]
     if d.temperature is None:
         del body["temperature"]
     if d.top_p is not None:
@@ -48,6 +59,22 @@ def responses_body(req: Request, model_id: str, params: dict[str, Any], shape: A
     if params:
         apply_params(body, params)
     return body
+
+
+def _tool_items(m: Any) -> list[dict[str, Any]]:
+    """A chat turn of tool calls, or a tool's result, as Responses input items."""
+    if m.role == "tool":
+        out = m.content if isinstance(m.content, str) else orjson.dumps(m.content).decode()
+        return [{"type": "function_call_output", "call_id": m.tool_call_id, "output": out}]
+    items: list[dict[str, Any]] = []
+    if isinstance(m.content, str) and m.content:
+        items.append({"role": "assistant", "content": [{"type": "output_text", "text": m.content}]})
+    for c in m.tool_calls or []:
+        fn = c.get("function") or {}
+        args = fn.get("arguments")
+        items.append({"type": "function_call", "call_id": c.get("id"), "name": fn.get("name"),
+                      "arguments": args if isinstance(args, str) else orjson.dumps(args).decode()})
+    return items
 
 
 def parse_responses(raw: bytes, headers: dict[str, str] | None = None) -> Completion:
@@ -64,11 +91,16 @@ def responses_completion(body: Any) -> Completion:
     if not isinstance(body, dict) or not isinstance(body.get("output"), list):
         raise malformed(f"Responses body without an output list: {str(body)[:120]}")
     texts: list[str] = []
+    calls: list[dict[str, Any]] = []
     for i, item in enumerate(body["output"]):
         if not isinstance(item, dict):
             raise malformed(f"output[{i}] is {type(item).__name__}, not an object")
+        if item.get("type") == "function_call":
+            calls.append({"id": item.get("call_id"), "type": "function",
+                          "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
+            continue
         if item.get("type") != "message":
-            continue  # reasoning summaries, tool calls
+            continue  # reasoning summaries
         content = item.get("content")
         if not isinstance(content, list):
             raise malformed(f"output[{i}].content is {type(content).__name__}, not a list")
@@ -90,9 +122,13 @@ def responses_completion(body: Any) -> Completion:
         else status
     )
     text = "".join(texts) if texts else None
-    if text is None and reason == "stop":
+    if text is None and reason == "stop" and not calls:
         raise malformed("a completed response with no output text")
-    return checked([text], [reason if isinstance(reason, str) else None], *_usage(body))
+    ins, outs, _, details = _usage(body)
+    done = checked([text], [reason if isinstance(reason, str) else None], ins, outs, None, details, [bool(calls)])
+    if calls:
+        done.tool_calls = [calls]
+    return done
 
 
 def _usage(body: dict[str, Any]) -> tuple[Any, Any, None, tuple[Any, Any, Any, Any]]:

@@ -58,6 +58,35 @@ def response_object(model: str, prompt: str) -> dict[str, Any]:
     }
 
 
+def tool_response(model: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Responses API function calling (https://platform.openai.com/docs/guides/function-calling?api-mode=responses):
+    a `function_call` output item (call_id, name, arguments as a JSON string) until a `function_call_output`
+    input item answers it, then an answer quoting its output. As OpenAI does, a chat-shaped tool (`function`
+    nested) is a 400 "Missing required parameter: 'tools[0].name'", and with `store: false` an item sent
+    back with its `id` is a 400 (https://github.com/continuedev/continue/issues/9101)."""
+    def refuse(msg: str, param: str) -> tuple[dict[str, Any], int]:
+        return {"error": {"message": msg, "type": "invalid_request_error", "param": param, "code": None}}, 400
+
+    for k, t in enumerate(body["tools"]):
+        if "name" not in t:
+            return refuse(f"Missing required parameter: 'tools[{k}].name'.", f"tools[{k}].name")
+    for it in body["input"]:
+        if body.get("store") is False and it.get("type") in ("function_call", "reasoning") and it.get("id"):
+            return refuse(f"Item with id '{it['id']}' not found. Items are not persisted when `store` is set to "
+                          "false. Try again with `store` set to true, or remove this item from your input.", "input")
+    done = [i for i in body["input"] if i.get("type") == "function_call_output"]
+    if done:
+        out: dict[str, Any] = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                               "content": [{"type": "output_text", "text": f"The answer is {done[-1]['output']}.",
+                                            "annotations": []}]}
+    else:
+        out = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": body["tools"][0]["name"],
+               "arguments": '{"a": 12.5, "b": 8}', "status": "completed"}
+    return {"id": "resp_tools", "object": "response", "model": model, "status": "completed",
+            "output": [{"type": "reasoning", "id": "rs_1", "summary": []}, out],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}, 200
+
+
 def _prompt(url: str, body: dict[str, Any]) -> str:
     """The last user text of a chat or Responses body."""
     if url != RESPONSES:
@@ -310,6 +339,9 @@ class MockBatchServer(MockServer):
             self.keys[key] += 1
             self._seen[(body["model"], prompt)] += 1
             self.last_body[body["model"]] = body
+        if body.get("tools"):
+            answer, status = tool_response(body["model"], body)
+            return web.json_response(answer, status=status)
         return web.json_response(response_object(body["model"], prompt))
 
     async def create_anthropic(self, request: web.Request) -> web.Response:
