@@ -64,7 +64,10 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        _reap_after_us(f"kill -9 {self.proc.pid} 2>/dev/null; rm -rf {self.dir}")
+        # Only that redis-server (its working directory is ours, `--dir`): once the tests are gone its pid
+        # may be another process's, a test that restarts Redis leaves many, and pids wrap fast.
+        pid, d = self.proc.pid, os.path.realpath(self.dir)
+        _reap_after_us(f'[ "$(readlink /proc/{pid}/cwd)" = "{d}" ] && kill -9 {pid}; rm -rf {d}')
         t0 = time.monotonic()
         while not self.sock.exists():
             if self.proc.poll() is not None or time.monotonic() - t0 > 10:
