@@ -131,7 +131,7 @@ def case_inflated(tmp: Path, absurd: bool = False) -> dict[str, Any]:
                 "tracebacks": tracebacks(a),
                 "figure": f"flagged rows {sum(1 for r in got if r.get('usage_flag'))}, warnings "
                           f"{said.count('reports usage the request cannot explain')}; the mock's bill ${bill:,.2f}"
-                          f"{' (its one absurd row $1,000)' if big else ''} under $40; suggested --max-cost "
+                          f"{' (its one absurd row $1,000)' if big else ''} for a $40 ceiling; suggested --max-cost "
                           f"{m.group(1) if m else '-'}"}
     finally:
         srv.stop()
