@@ -30,7 +30,7 @@ model's law (the mean of its n choices' longest, from draws no run uses), a mode
 means of 50 orders: which draw comes last moves a lane's end by a tenth), `clairv` LPT knowing every
 latency (a chain counts its answer + critique), which no real scheduler reaches. Exact for concurrency-bound lanes;
 RPM as a fluid bucket; TPM as the server's bucket (starting full, charged ~prompt + max_tokens at admission and
-settled to the real tokens at the end: `_Tokens`; JEEBench's admission charge is approximated by the jsonl
+settled to the real tokens at the end: `lane_replay._Tokens`; JEEBench's admission charge is approximated by the jsonl
 runs'). The starting bucket (10 s of tpm-a's rate) is not in the limit, so a TPM lane's replays may come under 1.
 
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
@@ -45,19 +45,18 @@ forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the 
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from lane_replay import schedules  # (bench/ is on the path when this script runs)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -207,103 +206,6 @@ def use_of(entries: list[list[Any]], bound: str, limit_s: float) -> float:
     return min(1.0, limit_s / span) if span > 0 else 1.0
 
 
-Job = tuple[float, int, str, int, int]
-"""A logged call for the replays: (latency s, tokens, model, n, index of its chain's critique or -1)."""
-
-
-def lane_jobs(entries: list[list[Any]]) -> tuple[list[Job], set[int]]:
-    """The lane's admitted calls as jobs, each chain's answer pointing at its critique (which cannot start
-    before the answer ends), and the set of critiques (released by their answer, not at the start)."""
-    follows: dict[tuple[str, str], list[int]] = {}
-    for i, e in enumerate(entries):
-        if e[7] and e[6] == "follow":
-            follows.setdefault((e[2], e[7]), []).append(i)
-    jobs: list[Job] = []
-    for e in entries:
-        nxt = follows.get((e[2], e[7]), []) if e[7] and e[6] != "follow" else []
-        jobs.append((e[4], e[5], e[2], e[3], nxt.pop(0) if nxt else -1))
-    return jobs, {i for j in jobs if j[4] >= 0 for i in [j[4]]}
-
-
-ADMIT = 77 + 1024
-"""What the server's TPM bucket is charged when it admits a choice, for the replays: the one-sample and 8-sample
-runs' prompts (~77 tokens) and the jsonl suite's max_tokens; JEEBench's (the chains) differ, the log lacks it."""
-
-
-class _Tokens:
-    """The server's TPM bucket for a replay: starts full (`cap`), refills at `rate`, charged ADMIT a choice at
-    admission (a call waits until it holds that, at most a full bucket) and settled to the call's real tokens
-    when it ends (a long thought's reasoning: a debt the next calls wait for)."""
-
-    def __init__(self, rate: float, cap: float) -> None:
-        self.rate, self.cap, self.level, self.t = rate, cap, cap, 0.0
-        self.settle: list[tuple[float, float]] = []  # (when, tokens beyond the charge)
-
-    def _to(self, t: float) -> None:
-        while self.settle and self.settle[0][0] <= t:
-            when, extra = heapq.heappop(self.settle)
-            self.level = min(self.cap, self.level + (when - self.t) * self.rate) - extra
-            self.t = when
-        self.level = min(self.cap, self.level + (t - self.t) * self.rate)
-        self.t = t
-
-    def admit(self, t: float, charge: float) -> float:
-        """The earliest time from `t` the bucket holds `charge` (it is then charged)."""
-        need = min(charge, self.cap)
-        self._to(t)
-        while self.level < need:
-            at = self.t + (need - self.level) / self.rate
-            if self.settle and self.settle[0][0] < at:
-                self._to(self.settle[0][0])
-            else:
-                self._to(at)
-                self.level = max(self.level, need)  # (rounding)
-        self.level -= charge
-        return self.t
-
-
-def replay(
-    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[Any]
-) -> float:
-    """Makespan of list scheduling `jobs` on `conc` slots with zero overhead: whenever a slot frees, the
-    ready call of lowest `rank` starts (a critique is ready once its answer ended), in that order (a call
-    waiting for its tokens holds its slot, as a lane's lease does). `rates`: (per s, bucket capacity, 0
-    requests / 1 tokens): RPM as a fluid bucket starting full, charged a request at admission; TPM as the
-    server's bucket (`_Tokens`), with ADMIT a choice as the admission charge."""
-    slots = [0.0] * conc
-    ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
-    heapq.heapify(ready)
-    later: list[tuple[float, int]] = []  # critiques: (release, index)
-    spent = 0.0
-    buckets = [_Tokens(rate, cap) if what else None for rate, cap, what in rates]
-    end = last = 0.0
-    for _ in range(len(jobs)):
-        t = heapq.heappop(slots)
-        if not ready:  # every call left waits for an answer: the slot idles until the first ends
-            t = max(t, later[0][0])
-        while later and later[0][0] <= t:
-            i = heapq.heappop(later)[1]
-            heapq.heappush(ready, (rank[i], i))
-        i = heapq.heappop(ready)[1]
-        lat, tok, _, n, nxt = jobs[i]
-        start = max(t, last)  # admitted in order
-        for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
-            if bucket is None:
-                spent += 1
-                start = max(start, (spent - cap) / rate)
-        for bucket in buckets:
-            if bucket is not None:
-                start = bucket.admit(start, ADMIT * n)
-                heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
-        last = start
-        done = start + lat
-        heapq.heappush(slots, done)
-        if nxt >= 0:
-            heapq.heappush(later, (done, nxt))
-        end = max(end, done)
-    return end
-
-
 def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, k: int = 400) -> float:
     """A call's expected latency knowing only its model's law: the mean over `k` prompts (draws no run
     uses) of the longest of its `n` choices."""
@@ -312,27 +214,6 @@ def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, 
 
     m = ms[model]
     return sum(max(draw(m, model, f"expect {j}", i, scale, 99991)[0] for i in range(n)) for j in range(k)) / k
-
-
-def schedules(
-    entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
-    shuffles: int = 50,
-) -> dict[str, float]:
-    """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order; `by model`,
-    chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
-    order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
-    `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them)."""
-    jobs, held = lane_jobs(entries)
-    if not jobs:
-        return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
-    rng = random.Random(0)
-    blind = by_model = 0.0
-    expected = [(j[4] < 0, -expect(j[2], j[3])) for j in jobs]
-    for _ in range(shuffles):
-        blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
-        by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
-    lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {"blind": blind, "by model": by_model, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
 
 
 def synthetic_logs(
