@@ -39,27 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.helpers import write_dataset  # noqa: E402
-from tests.mock_openai import MockServer  # noqa: E402
+from tests.mock_openai import InflatedUsage, MockServer  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-class Inflated(MockServer):
-    """Bills 3,000 output tokens whatever the limit (`absurd`: and the 3rd request 10^9 prompt tokens)."""
-
-    absurd = False
-
-    async def _handle(self, request):  # type: ignore[override]
-        from aiohttp import web
-
-        resp = await super()._handle(request)
-        body = orjson.loads(resp.body)
-        if "usage" in body:
-            body["usage"]["completion_tokens"] = 3000
-            if self.absurd and self.total == 3:
-                body["usage"]["prompt_tokens"] = 10**9
-            body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"] + 3000
-        return web.json_response(body, status=resp.status)
 
 
 def config(path: Path, url: str, price: tuple[float, float] = (1.0, 2.0), endpoint: str = "") -> Path:
@@ -114,7 +96,7 @@ def case_cut(tmp: Path) -> dict[str, Any]:
 
 
 def case_inflated(tmp: Path, absurd: bool = False) -> dict[str, Any]:
-    srv = Inflated()
+    srv = InflatedUsage()
     srv.absurd = absurd
     srv.start()
     try:

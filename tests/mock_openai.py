@@ -504,6 +504,23 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+class InflatedUsage(MockServer):
+    """A provider whose usage the request cannot explain (#39): 3,000 output tokens billed whatever the
+    limit, and with `absurd` the 3rd request 10^9 prompt tokens."""
+
+    absurd = False
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+        resp = await super()._handle(request)
+        body = orjson.loads(resp.body)  # type: ignore[attr-defined]
+        if "usage" in body:
+            body["usage"]["completion_tokens"] = 3000
+            if self.absurd and self.total == 3:  # one absurd bill, among sane ones
+                body["usage"]["prompt_tokens"] = 10**9
+            body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"] + 3000
+        return web.json_response(body, status=resp.status)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, default=0)

@@ -7,13 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import orjson
 import pytest
-from aiohttp import web
 
 from cli.main import main
 from tests.helpers import rows, run_args, write_config, write_dataset
-from tests.mock_openai import MockServer
+from tests.mock_openai import InflatedUsage, MockServer
 
 
 @pytest.fixture
@@ -41,20 +39,8 @@ def test_cut_streams_are_charged_and_the_ceiling_stops_them(tmp_path: Path, mock
     assert mock.total == len(cut) < 40  # nothing sent beyond the ceiling; before: all 40
 
 
-class _Inflated(MockServer):
-    """A provider billing 3,000 output tokens for a 50-token limit, and once 10^9 prompt tokens."""
-
+class _Inflated(InflatedUsage):
     absurd = True
-
-    async def _handle(self, request):  # type: ignore[override]
-        resp = await super()._handle(request)
-        body = orjson.loads(resp.body)
-        if "usage" in body:
-            body["usage"]["completion_tokens"] = 3000
-            if self.absurd and self.total == 3:  # one absurd bill, among sane ones
-                body["usage"]["prompt_tokens"] = 10**9
-            body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"] + 3000
-        return web.json_response(body, status=resp.status)
 
 
 def test_inflated_usage_is_billed_flagged_once_and_sets_no_absurd_ceiling(tmp_path: Path, caplog, capsys):
