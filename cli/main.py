@@ -9,12 +9,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from cli.args import common_run_args, models_arg, run_parser, suite_flags_help
+from cli.calls import run_calls
 from cli.sweep import load_sweep
 from runner.checks import check_common, check_run_args
-from runner.config import Config, ConfigError, load_config
+from runner.config import ConfigError, load_config
 from runner.results import disk_full, write_error
 from suites.base import RunSpec, SuiteError, get_suite
 
@@ -43,56 +43,14 @@ def cmd_run(argv: list[str]) -> int:
     cfg = load_config(a.config)
     out = a.out or Path("runs") / get_suite(a.suite).run_name(spec)
     plan = RunPlan(spec=spec, models=models_arg(a.models), out=out, join=a.join)
-    if a.dry_run:
-        return _dry_run([plan], cfg, a)
     command = "evalsweep run " + shlex.join(argv)
-    code = _execute([plan], cfg, a, command)
+    code = run_calls([plan], cfg, a, command)
+    if a.dry_run:
+        return code
     if a.join and code in (EXIT_OK, EXIT_ROW_ERRORS):  # several workers end at once: one scoring, later
         print(f"every unit of {out} is done; score it once with: evalsweep score {out}", file=sys.stderr)
     tables = a.tables if a.tables is not None else len(plan.models) == 1
     return _finish(code, [out], a.no_score or a.join, say=not a.join, command=command, tables=tables)
-
-
-def _execute(plans: list[Any], cfg: Config, a: argparse.Namespace, command: str) -> int:
-    from cli.progress import watch
-    from runner.run import execute
-
-    for p in plans:
-        p.resend_partial = a.resend_partial
-    return execute(
-        plans,
-        cfg,
-        command=command,
-        no_cache=a.no_cache,
-        refresh=a.refresh,
-        cache_dir=a.cache_dir,
-        grace_s=a.grace,
-        live=a.live,
-        progress_s=a.progress_every,
-        batch=a.batch,
-        deadline_s=a.deadline,
-        prefer=a.prefer,
-        keep_going=a.keep_going,
-        watch=watch,
-        max_cost=a.max_cost,
-        relearn=a.relearn,
-    )
-
-
-def _dry_run(plans: list[Any], cfg: Config, a: argparse.Namespace) -> int:
-    """Plan what is left: the run directories' finished rows and the cache's answers are skipped."""
-    from cache.store import default_cache_dir
-    from cli.dryrun import dry_run
-
-    for p in plans:
-        p.resend_partial = a.resend_partial
-    cache = None
-    if not (a.no_cache or a.refresh):
-        cache = a.cache_dir or (Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir())
-    return dry_run(
-        plans, cfg, batch=a.batch, deadline_s=a.deadline, prefer=a.prefer, cache_dir=cache, keep_going=a.keep_going,
-        max_cost=a.max_cost,
-    )
 
 
 def _finish(
@@ -134,10 +92,10 @@ def cmd_sweep(argv: list[str]) -> int:
     cfg, plans = load_sweep(a.sweep)
     if a.config:
         cfg = load_config(a.config)
-    if a.dry_run:
-        return _dry_run(plans, cfg, a)
     command = "evalsweep sweep " + shlex.join(argv)
-    code = _execute(plans, cfg, a, command)
+    code = run_calls(plans, cfg, a, command)
+    if a.dry_run:
+        return code
     tables = a.tables if a.tables is not None else len({m for p in plans for m in p.models}) == 1
     return _finish(code, [p.out for p in plans if p.out is not None], a.no_score, command=command, tables=tables)
 
