@@ -13,7 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cli.main import _duration, main
+from cli.args import duration as _duration
+from cli.main import main
 from core.types import ImagePart, Message, Request, user
 from providers.anthropic import FALLBACK_MAX_TOKENS, messages_body
 from runner.config import ConfigError, load_config
