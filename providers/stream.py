@@ -1,4 +1,4 @@
-"""Long calls as server-sent events (SSE): OpenAI chat completions and Anthropic Messages.
+"""Long calls as server-sent events (SSE): OpenAI chat completions, Anthropic Messages and OpenAI Responses.
 
 This module reads the events and ends a stream (cut handling); each format's events are assembled in
 its own module (providers.stream_chat, stream_messages, stream_responses; what they share:
