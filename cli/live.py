@@ -144,9 +144,11 @@ def sweep_eta(rows: list[dict[str, Any]], most: bool = False, low: bool = False)
     """A sweep's (or run's) ETA. From the forecast (every row has one: `eta_most_s` set), its latest
     model's, every pass and lane counted (runner.forecast.Live; `most`, `low`: its range's ends);
     else its first-pass rows left at its present rate of fresh answers (its models share lanes, so a
-    model not started yet waits for the others, not forever); 0 when all are done, None while a row's
-    is unknown (a run's plan not counted yet: its total of 0 is no `done`)."""
-    if rows and all(d.get("eta_most_s") is not None for d in rows):
+    model not started yet waits for the others, not forever), and no sooner than the forecast of those
+    that have one; 0 when all are done, None while a row's is unknown (a run's plan not counted yet: its
+    total of 0 is no `done`)."""
+    known = [d for d in rows if d.get("eta_most_s") is not None]
+    if rows and len(known) == len(rows):
         key = "eta_most_s" if most else "eta_low_s" if low else "eta_s"
         return max(d["eta_s"] if d.get(key) is None else d[key] for d in rows)
     if most or low:
@@ -155,7 +157,7 @@ def sweep_eta(rows: list[dict[str, Any]], most: bool = False, low: bool = False)
     if left == 0:
         return 0.0 if all(d["eta_s"] is not None for d in rows) else None
     rate = sum(d["rps"] for d in rows)
-    return left / rate if rate > 0 else None
+    return max([left / rate, *(d["eta_s"] for d in known)]) if rate > 0 else None
 
 
 def _urgency(d: dict[str, Any]) -> tuple[int, float]:

@@ -186,7 +186,7 @@ def latest(flights: list[tuple[float, Law]], q: float) -> float:
     lo, hi = 0.0, max(law.mean for _, law in flights)
     while p(hi) < q and hi < 1e7:
         lo, hi = hi, hi * 2
-    for _ in range(40):
+    for _ in range(30):  # (to ~1e-9 of the bracket)
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if p(mid) < q else (lo, mid)
     return hi

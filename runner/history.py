@@ -30,7 +30,7 @@ Seen = dict[str, list[Any]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
 (runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
 ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
-tells the live ETA how long a call already running for a while has still to go (runner.forecast.residual)."""
+tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual)."""
 
 
 def path_for(cache_dir: Path, cache_id: str) -> Path:

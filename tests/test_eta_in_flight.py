@@ -100,3 +100,12 @@ def test_the_range_is_said_beside_the_eta():
            "retries": 0}
     said = " ".join(t for _, t in summary_parts([row], 30.0, most_s=75.0, low_s=20.0))
     assert "ETA 30s (20s-1.2m)" in said
+
+
+def test_a_sweep_with_models_not_forecast_yet_ends_no_sooner_than_those_forecast():
+    """One model's pace not seen yet (the rate's ETA, 10 s of rows left), another forecast at 100 s: 100 s."""
+    from cli.live import sweep_eta
+
+    rows = [{"total": 20, "done": 10, "rps": 1.0, "eta_s": 10.0, "eta_most_s": None},
+            {"total": 20, "done": 20, "rps": 0.0, "eta_s": 100.0, "eta_low_s": 80.0, "eta_most_s": 120.0}]
+    assert sweep_eta(rows) == 100.0 and sweep_eta(rows, most=True) is None
