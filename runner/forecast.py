@@ -18,7 +18,7 @@ reach the end of its share of their work, shared as the lanes share it (each mod
 processor sharing), so the latest model's ETA is the sweep's.
 
 Calls on the wire (`runner.lanes.Lane.wire`: when each was sent) are no longer work to send: each holds its
-lane for what it has still to go given how long it has run (`residual`: a heavy tail's grows with age, a
+lane for what it has still to go given how long it has run (`Law.residual`: a heavy tail's grows with age, a
 call 30 s into a law with a 60 s tail is not a fresh call), and the last of them ends the lane no sooner than
 the median of their latest end. The range (`least`, `most`): their latest end at its 10th and 90th
 percentile, the unsent calls' mean latency within two standard errors of its estimate, and (`most`) every
