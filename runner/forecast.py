@@ -424,7 +424,15 @@ class Live:
                     law = laws[(t2.run, t2.model, p)] = _law(t2, p, (seen, pools.get(t.model) or {}, peers),
                                                              mine.get(p, []))
                     if law.n:  # (the unsent calls' mean too)
+                        was_s, was_n = t2.latency_seen.get(p, [0.0, 0])
                         t2.latency_seen[p] = [law.mean * law.n, law.n]
+                        tok = t2.out_tokens_seen if p == "answer" else t2.follow_seen.get(p)
+                        if was_n and tok and tok[1]:  # a call long on the wire is writing long (at a pace)
+                            tok = [tok[0] * law.mean / (was_s / was_n), tok[1]]  # (a new list: the base's kept)
+                            if p == "answer":
+                                t2.out_tokens_seen = tok
+                            else:
+                                t2.follow_seen[p] = tok
                 for p, v in mine.items():
                     by_lane: dict[int, list[Any]] = {}
                     for ln, age, _n in v:

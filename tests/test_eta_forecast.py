@@ -72,6 +72,8 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
     assert (t.calls, t.follow["critique"][:2]) == (0, [left - flying, left - flying])
     own, every = got["seen"]["latency:critique"], [got["seen"][f"latency:{p}"] for p in ("answer", "critique")]
     assert own[1] == ITEMS - left < SHRINK  # this run's own critiques so far, weighed with all its calls' mean
+    for p in ("answer", "critique"):  # (and their log-spread, the law of a call on the wire: runner.history)
+        assert got["seen"][f"lnlat:{p}"][1] == got["seen"][f"lnlat2:{p}"][1] == got["seen"][f"latency:{p}"][1]
     basis = own[0] + (SHRINK - own[1]) * sum(e[0] for e in every) / sum(e[1] for e in every)
     lat, n = t.latency_seen["critique"]  # ... and the calls on the wire, at their age and what they have left
     assert n == SHRINK + flying and lat / n >= basis / SHRINK * (1 - 1e-9)

@@ -109,3 +109,14 @@ def test_a_sweep_with_models_not_forecast_yet_ends_no_sooner_than_those_forecast
     rows = [{"total": 20, "done": 10, "rps": 1.0, "eta_s": 10.0, "eta_most_s": None},
             {"total": 20, "done": 20, "rps": 0.0, "eta_s": 100.0, "eta_low_s": 80.0, "eta_most_s": 120.0}]
     assert sweep_eta(rows) == 100.0 and sweep_eta(rows, most=True) is None
+
+
+def test_calls_long_on_the_wire_are_writing_long():
+    """Output tokens are written at a pace: the mean output a call will write is scaled as its mean latency
+    once the calls on the wire are counted (TPM lanes' work), and a refresh never compounds it."""
+    live, now = _live([60.0, 60.0], sigma=None)
+    mean = (MEAN * ROWS + 2 * (60.0 + MEAN)) / (ROWS + 2)
+    for _ in range(2):
+        live.refresh(now)
+        (t,) = live.todo
+        assert t.out_tokens_seen[0] / t.out_tokens_seen[1] == pytest.approx(100 * mean / MEAN)
