@@ -496,7 +496,8 @@ def main() -> None:
 
 def eta_printout(tmp: Path, wall: float) -> None:
     """The live ETA (the non-tty summary lines, with --eta every 2 s) at 10/50/90% of the run vs the real
-    remaining time: when the calls ended (the last summary line) less when the line was said."""
+    remaining time: when the calls ended (the last summary line) less when the line was said; and the share of
+    the lines whose range (`ETA x (low-high)`, earlier `(at most y)`: [x, y]) holds the real end."""
     import datetime as dt
     import re
 
@@ -505,10 +506,10 @@ def eta_printout(tmp: Path, wall: float) -> None:
         return
     said = []
     for line in logs[0].read_text().splitlines():
-        m = re.match(r"(\S+ \S+) INFO progress \(.*ETA (\S+)(?: \(at most (\S+)\))?", line)
+        m = re.match(r"(\S+ \S+) INFO progress \(.*ETA (\S+)(?:\s+\((?:at most (\S+)|(\S+)-(\S+))\))?", line)
         if m:
             at = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-            said.append((at, m.group(2), m.group(3)))
+            said.append((at, m.group(2), m.group(4) or m.group(2), m.group(3) or m.group(5) or m.group(2)))
     if len(said) < 2:
         return
     end = said[-1][0]
@@ -519,13 +520,17 @@ def eta_printout(tmp: Path, wall: float) -> None:
             return 0.0 if s == "done" else None
         return float(s[:-1]) * {"s": 1, "m": 60, "h": 3600}[s[-1]]
 
-    print(f"{'live ETA':<10} {'at s':>6} {'ETA said':>9} {'(max)':>8} {'real left':>9} {'said/real':>9}")
+    print(f"{'live ETA':<10} {'at s':>6} {'ETA said':>9} {'range':>11} {'real left':>9} {'said/real':>9}")
     for share in (0.1, 0.5, 0.9):
-        at, eta, most = min(said[:-1], key=lambda x: abs(x[0] - (start + share * wall)))
+        at, eta, low, high = min(said[:-1], key=lambda x: abs(x[0] - (start + share * wall)))
         real, e = end - at, secs(eta)
         ratio = f"{e / real:.2f}" if e is not None and real > 0 else "-"
-        print(f"{f'{share:.0%} run':<10} {at - start:>6.1f} {eta:>9} {most or '-':>8} {real:>9.1f} {ratio:>9}")
-
+        print(f"{f'{share:.0%} run':<10} {at - start:>6.1f} {eta:>9} {f'{low}-{high}':>11} {real:>9.1f} {ratio:>9}")
+    ranged = [(secs(lo), secs(hi), end - at) for at, _, lo, hi in said[:-1]]
+    inside = sum(lo is not None and hi is not None and lo <= real + 0.5 and real - 0.5 <= hi for lo, hi, real in ranged)
+    print(f"real end inside the said range (+-0.5 s, the rounding) at {inside}/{len(ranged)} lines "
+          f"({inside / len(ranged):.0%}); 'done' said before the end at "
+          f"{sum(eta == 'done' for _, eta, _, _ in said[:-1])}, '?' at {sum(eta == '?' for _, eta, _, _ in said[:-1])}")
 
 if __name__ == "__main__":
     main()

@@ -45,6 +45,16 @@ def fmt_eta(s: float | None) -> str:
     return f"{s / 3600:.1f}h" if s >= 3600 else f"{s / 60:.1f}m" if s >= 60 else f"{max(1, round(s))}s"
 
 
+def eta_range(eta_s: float | None, low: float | None, most: float | None) -> str:
+    """` (low-high)` after an ETA where the forecast's range is wider than its rounding, else nothing."""
+    if not eta_s or most is None:
+        return ""
+    lo = eta_s if low is None else min(low, eta_s)
+    if most <= eta_s * 1.05 and lo >= eta_s * 0.95:
+        return ""
+    return f" ({fmt_eta(lo)}-{fmt_eta(max(most, eta_s))})"
+
+
 def fmt_rate(r: float) -> str:
     return f"{r:.0f}/s" if r >= 100 else f"{r:.1f}/s"
 
@@ -91,11 +101,11 @@ def _row(name: str, vals: list[str], widths: list[int], name_w: int) -> str:
     return name.ljust(name_w) + "".join(" " + v.rjust(w) for v, w in zip(vals, widths, strict=True))
 
 
-def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = "", most_s: float | None = None
-                  ) -> list[tuple[int, str]]:
+def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = "", most_s: float | None = None,
+                  low_s: float | None = None) -> list[tuple[int, str]]:
     """(priority, text) pieces of a summary (a run's or the sweep's); lower priority is kept longer.
-    `spend`: the spend ceilings (`spent $0.12/$0.20`), kept as long as the cost; `most_s`: the ETA if
-    every call writes its limit, said after the ETA where there is room."""
+    `spend`: the spend ceilings (`spent $0.12/$0.20`), kept as long as the cost; `low_s`-`most_s`: the
+    forecast's range (runner.forecast), said after the ETA where there is room."""
     done, total = sum(d["done"] for d in rows), sum(d["total"] for d in rows)
     known = sum(d["cost"] for d in rows if d["cost"] is not None)
     cost = fmt_cost(known) + ("+?" if any(d["cost"] is None for d in rows) else "")  # +?: a model unpriced
@@ -114,7 +124,7 @@ def summary_parts(rows: list[dict[str, Any]], eta_s: float | None, spend: str = 
         (2, f"resumed {resumed}") if resumed else (9, ""),
         (2, f"cached {cached}") if cached else (9, ""),
         (0, f"ETA {fmt_eta(eta_s)}"),
-        (4, f"(at most {fmt_eta(most_s)})") if eta_s and most_s and most_s > eta_s * 1.05 else (9, ""),
+        (4, eta_range(eta_s, low_s, most_s).strip()) if eta_range(eta_s, low_s, most_s) else (9, ""),
     ]
     return [p for p in parts if p[1]]
 
@@ -130,20 +140,24 @@ def fit_line(head: str, parts: list[tuple[int, str]], width: int) -> str:
         keep.pop(worst)
 
 
-def sweep_eta(rows: list[dict[str, Any]], most: bool = False) -> float | None:
+def sweep_eta(rows: list[dict[str, Any]], most: bool = False, low: bool = False) -> float | None:
     """A sweep's (or run's) ETA. From the forecast (every row has one: `eta_most_s` set), its latest
-    model's, every pass and lane counted (runner.forecast.Live; `most`: if every call writes its limit);
+    model's, every pass and lane counted (runner.forecast.Live; `most`, `low`: its range's ends);
     else its first-pass rows left at its present rate of fresh answers (its models share lanes, so a
-    model not started yet waits for the others, not forever); 0 when all are done."""
-    if rows and all(d.get("eta_most_s") is not None for d in rows):
-        return max(d["eta_most_s" if most else "eta_s"] for d in rows)
-    if most:
+    model not started yet waits for the others, not forever), and no sooner than the forecast of those
+    that have one; 0 when all are done, None while a row's is unknown (a run's plan not counted yet: its
+    total of 0 is no `done`)."""
+    known = [d for d in rows if d.get("eta_most_s") is not None]
+    if rows and len(known) == len(rows):
+        key = "eta_most_s" if most else "eta_low_s" if low else "eta_s"
+        return max(d["eta_s"] if d.get(key) is None else d[key] for d in rows)
+    if most or low:
         return None
     left = sum(max(0, d["total"] - d["done"]) for d in rows)
     if left == 0:
-        return 0.0
+        return 0.0 if all(d["eta_s"] is not None for d in rows) else None
     rate = sum(d["rps"] for d in rows)
-    return left / rate if rate > 0 else None
+    return max([left / rate, *(d["eta_s"] for d in known)]) if rate > 0 else None
 
 
 def _urgency(d: dict[str, Any]) -> tuple[int, float]:
@@ -168,7 +182,8 @@ def screen(
     names, prefix = abbreviate(list(dict.fromkeys(d["model"] for d in rows)), name_w)
     head = "model" + (f" ({prefix}*)" if prefix else "")
     header = "  " + _row(head[:name_w], [COLUMNS[i][1] for i in shown], [widths[i] for i in shown], name_w)
-    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows), spend, sweep_eta(rows, most=True)), width),
+    out = [fit_line("evalsweep", summary_parts(rows, sweep_eta(rows), spend, sweep_eta(rows, most=True),
+                                               sweep_eta(rows, low=True)), width),
            header]
     bad = [ln for ln in lanes if ln.get("state", "ok") not in ("ok", "")]
     lane_lines = [_lane_line(ln, width) for ln in bad[:4]]
@@ -184,7 +199,8 @@ def screen(
     keep = {id(d) for d in picked}
     for run in runs:
         mine = [d for d in rows if d["run"] == run]
-        out.append(fit_line(f"▸ {run}", summary_parts(mine, sweep_eta(mine), most_s=sweep_eta(mine, most=True)),
+        out.append(fit_line(f"▸ {run}", summary_parts(mine, sweep_eta(mine), most_s=sweep_eta(mine, most=True),
+                                                      low_s=sweep_eta(mine, low=True)),
                             width))
         for d in mine:
             if id(d) in keep:

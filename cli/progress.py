@@ -14,16 +14,29 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cli.live import cost_cell, fit_line, fmt_eta, fmt_rate, fmt_tokens, screen, summary_parts, sweep_eta
+from cli.live import (
+    cost_cell,
+    eta_range,
+    fit_line,
+    fmt_eta,
+    fmt_rate,
+    fmt_tokens,
+    screen,
+    summary_parts,
+    sweep_eta,
+)
 from runner.forecast import Live
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
 
 
-def _eta_s(st: Stats) -> float | None:
-    """Seconds left at this model's rate of fresh answers; 0 when done, None before any answer: the
-    fallback until the forecast (runner.forecast.Live) has one, and for a batched model."""
+def _eta_s(st: Stats, counted: bool = True) -> float | None:
+    """Seconds left at this model's rate of fresh answers; 0 when done, None before any answer or before
+    its run's plan is counted (`counted`: a total of 0 then is no `done`): the fallback until the forecast
+    (runner.forecast.Live) has one, and for a batched model."""
+    if not counted:
+        return None
     elapsed = time.monotonic() - st.started
     fresh = st.done - st.cached
     remaining = st.total - st.done - st.resumed
@@ -38,17 +51,18 @@ def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None, eta:
              ) -> list[dict[str, Any]]:
     """One dict per (run, model): first-pass rows done (resumed included) of total, resumed and cached
     apart, `state`, the worst of the model's lanes (`down`, `retrying`...), and the ETA of all its passes
-    from the forecast (`eta`: `eta_s` expected, `eta_most_s` if every call writes its limit), else at its
-    rate of first-pass answers (`eta_most_s` None)."""
+    from the forecast (`eta`: `eta_s` expected, its range `eta_low_s` to `eta_most_s`: runner.forecast), else
+    at its rate of first-pass answers (the range None)."""
     out = []
     names = [r.name for r in runs]
     for i, r in enumerate(runs):
         label = r.name if names.count(r.name) == 1 else f"{r.name} ({r.run_dir.name})"
+        counted = r.loaded is None or r.loaded.is_set()
         for m in r.models:
             st = r.stats.setdefault(m, Stats())
             elapsed = max(1e-9, time.monotonic() - st.started)
             fc = eta.eta(i, m) if eta is not None else None
-            eta_s, most = (_eta_s(st), None) if fc is None else fc
+            eta_s, low, most = (_eta_s(st, counted), None, None) if fc is None else fc
             out.append(
                 {
                     "run": label,
@@ -67,8 +81,9 @@ def snapshot(runs: list[RunCtx], state: Callable[[str], str] | None = None, eta:
                     "cached": st.cached,
                     "resumed": st.resumed,
                     "eta_s": eta_s,
+                    "eta_low_s": low,
                     "eta_most_s": most,
-                    "eta": fmt_eta(eta_s) + (f" (at most {fmt_eta(most)})" if most and most > eta_s * 1.05 else ""),
+                    "eta": fmt_eta(eta_s) + eta_range(eta_s, low, most),
                     "state": state(m) if state is not None else "",
                     "batches": r.batcher.describe(m) if r.batcher is not None else "",
                 }
@@ -91,7 +106,8 @@ def _line(d: dict[str, Any]) -> str:
 def sweep_line(rows: list[dict[str, Any]], spend: str = "") -> str:
     n_runs = len({d["run"] for d in rows})
     head = f"progress ({n_runs} run{'s' * (n_runs != 1)}, {len(rows)} model-runs):"
-    return fit_line(head, summary_parts(rows, sweep_eta(rows), spend, sweep_eta(rows, most=True)), 10_000)
+    return fit_line(head, summary_parts(rows, sweep_eta(rows), spend, sweep_eta(rows, most=True),
+                                        sweep_eta(rows, low=True)), 10_000)
 
 
 def _lanes_table(lanes: list[dict[str, Any]]) -> Any:
@@ -274,8 +290,8 @@ async def _watch_log(
         log.info(sweep_line(rows, spend() if spend else ""))
         for run in dict.fromkeys(d["run"] for d in rows):
             mine = [d for d in rows if d["run"] == run]
-            log.info(fit_line(f"[{run}]", summary_parts(mine, sweep_eta(mine), most_s=sweep_eta(mine, most=True)),
-                              10_000))
+            log.info(fit_line(f"[{run}]", summary_parts(mine, sweep_eta(mine), most_s=sweep_eta(mine, most=True),
+                                                        low_s=sweep_eta(mine, low=True)), 10_000))
         for d in rows:  # batch runs: where each model's batches stand
             if d["batches"]:
                 log.info(_line(d))

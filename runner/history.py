@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import time
 from pathlib import Path
@@ -27,7 +28,9 @@ log = logging.getLogger(__name__)
 
 Seen = dict[str, list[Any]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
-(runner.scheduler counts them as rows are written)."""
+(runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
+ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
+tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual)."""
 
 
 def path_for(cache_dir: Path, cache_id: str) -> Path:
@@ -91,6 +94,8 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         s[1] += 1
     lat = row.get("latency_s")
     if isinstance(lat, int | float) and lat > 0 and not row.get("cached"):
-        s = by_pass.setdefault(f"latency:{row['pass']}", [0.0, 0])
-        s[0] += lat
-        s[1] += 1
+        ln = math.log(lat)
+        for key, v in (("latency", lat), ("lnlat", ln), ("lnlat2", ln * ln)):
+            s = by_pass.setdefault(f"{key}:{row['pass']}", [0.0, 0])
+            s[0] += v
+            s[1] += 1

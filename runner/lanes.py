@@ -32,6 +32,7 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from tenacity import (
@@ -49,6 +50,11 @@ from runner.calls.halt import HALTED, ON_WIRE, Halted, Sleeps
 from runner.config import Endpoint
 
 T = TypeVar("T")
+
+WIRE: ContextVar[Any] = ContextVar("evalsweep_wire", default=None)
+"""What a call is, set by the scheduler ((id(run), model, pass, samples)): kept with its send time in
+`Lane.wire` for the live ETA (runner.forecast.Live), which reads it from its thread."""
+
 log = logging.getLogger("evalsweep")
 
 FLOOR = 0.5  # a minority of 429s never slows a lane below half its limit (they may be a random storm)
@@ -105,6 +111,8 @@ class Lane:
         self.retrying = 0
         """Calls of this lane waiting between attempts."""
         self.in_flight = 0
+        self.wire: dict[int, tuple[float, Any]] = {}
+        """Calls on the wire: (when sent, its WIRE tag); copied (atomic) by the live ETA's thread, no lock."""
         self.queued = 0
         self.admitted = 0
         self._looked = self._started = (time.monotonic(), 0)
@@ -243,6 +251,8 @@ class Lane:
                     raise Halted(HALTED)
                 self.in_flight += 1
                 self.admitted += 1
+                me = self.admitted
+                self.wire[me] = (time.monotonic(), WIRE.get())
                 if b.probing:
                     asyncio.get_running_loop().call_later(PROBE_MAX_S, self._end_probe)
                 if (wired := ON_WIRE.get()) is not None:
@@ -258,6 +268,7 @@ class Lane:
                     raise
                 finally:
                     self.in_flight -= 1
+                    del self.wire[me]
             finally:
                 if mark is not None:
                     SENT.reset(mark)

@@ -23,6 +23,7 @@ from runner.calls.call import Breaker, send
 from runner.calls.fanout import WINDOW, Fanout
 from runner.calls.gate import REFUSED, Gate, label
 from runner.calls.halt import HALTED
+from runner.lanes import WIRE
 from runner.pool import ModelEntry
 from runner.results import read_at
 from runner.rows import contiguous, error_row, hit_row
@@ -369,7 +370,7 @@ class Scheduler:
         if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
             try:
-                out.extend(await self.fanout.send(req, m, groups, lambda g: self._send(req, m, g, keys)))
+                out.extend(await self.fanout.send(req, m, groups, lambda g: self._send(req, m, g, keys, run)))
             except asyncio.CancelledError:  # given up (a --join hand-back, a second Ctrl-C): others may call
                 if use_cache:
                     self.cache.release([keys[s] for s in miss])  # type: ignore[union-attr]
@@ -409,7 +410,10 @@ class Scheduler:
                 out.append(hit_row(req, s, keys[s], v))
         return left
 
-    async def _send(self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str]) -> list[Row]:
+    async def _send(
+        self, req: Request, m: ModelEntry, group: list[int], keys: dict[int, str], run: RunCtx | None = None
+    ) -> list[Row]:
+        WIRE.set((id(run), req.model, req.pass_, len(group)))  # (what the live ETA sees of the lanes' calls)
         gate = self.gates[m.cfg.name]
         call = lambda: send(req, m, group, keys, self.breakers[m.cfg.name], self.cache)  # noqa: E731
         if gate.open:  # the model has answered: no turn to wait for

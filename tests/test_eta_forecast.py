@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from cli.progress import snapshot, sweep_line, watch
 from runner.config import load_config
@@ -35,6 +34,8 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
         try:
             while True:
                 st = runs[0].stats.get("m")
+                if "flying" not in got and (w := eta.on_wire(time.monotonic())):
+                    got["flying"] = w  # the lanes' calls on the wire, as the forecast reads them
                 # (once the run's plan is counted: before, a total of 0 reads as `done`)
                 if "blind" not in got and st is not None and st.total and st.ok + st.errors == 0:
                     await asyncio.to_thread(eta.prepare)
@@ -44,6 +45,7 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
                     await asyncio.to_thread(eta.prepare)
                     eta.refresh()  # (no await from here: the counters are those the forecast read)
                     got.update(todo=eta.todo, fc=eta.last, critiques=st.ok + st.errors - st.done,
+                               wire=eta.on_wire(time.monotonic()),
                                rows=snapshot(runs, eta=eta), seen={k: list(v) for k, v in runs[0].spent["m"].items()})
                     got["line"] = sweep_line(got["rows"])
                 await asyncio.sleep(0.005)
@@ -58,20 +60,29 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
     finally:
         srv.stop()
     assert code == 0 and "fc" in got, "the first pass ended while the view watched"
+    ((key, by_pass),) = got["flying"].items()  # each call on the wire said as its run, model, pass, samples
+    assert key == (0, "m") and set(by_pass) <= {"answer", "critique"}
+    assert all(n == 1 and age >= 0 and ln.name for v in by_pass.values() for ln, age, n in v)
     assert got["blind"] == (True, None, "?")  # a forecast made, but from priors alone: the rate's `?` said
     left = ITEMS - got["critiques"]
     assert left >= 1  # the last answer's critique at least
-    (t,) = got["todo"]  # the forecast's inputs: no answer left, the critiques still to come
-    assert (t.calls, t.follow["critique"][:2]) == (0, [left, left])
+    flying = sum(n for _, _, n in got["wire"].get((0, "m"), {}).get("critique", []))  # on the wire: sent
+    assert 0 <= flying <= 2 and not got["wire"].get((0, "m"), {}).get("answer")
+    (t,) = got["todo"]  # the forecast's inputs: no answer left, the critiques still to send
+    assert (t.calls, t.follow["critique"][:2]) == (0, [left - flying, left - flying])
     own, every = got["seen"]["latency:critique"], [got["seen"][f"latency:{p}"] for p in ("answer", "critique")]
-    assert own[1] == ITEMS - left < SHRINK  # this run's own critiques so far, weighed with all its calls' mean:
-    lat, n = t.latency_seen["critique"]
-    assert [lat, n] == pytest.approx([own[0] + (SHRINK - own[1]) * sum(e[0] for e in every) / sum(e[1] for e in every),
-                                      SHRINK])
+    assert own[1] == ITEMS - left < SHRINK  # this run's own critiques so far, weighed with all its calls' mean
+    for p in ("answer", "critique"):  # (and their log-spread, the law of a call on the wire: runner.history)
+        assert got["seen"][f"lnlat:{p}"][1] == got["seen"][f"lnlat2:{p}"][1] == got["seen"][f"latency:{p}"][1]
+    basis = own[0] + (SHRINK - own[1]) * sum(e[0] for e in every) / sum(e[1] for e in every)
+    lat, n = t.latency_seen["critique"]  # ... and the calls on the wire, at their age and what they have left
+    assert n == SHRINK + flying and lat / n >= basis / SHRINK * (1 - 1e-9)
     fc = got["fc"]  # its output: the critiques' calls over the lane's 2 slots (no RPM or TPM), or the last
-    mean = lat / n  # ones in flight together ending with their slowest (~1 + ln k calls)
-    assert fc.expected_s == pytest.approx(max(left * mean / 2, mean * (1 + math.log(min(left, 2)))))
-    assert fc.bound in ("concurrency", "longest chain")
+    mean = lat / n  # ones in flight together ending with their slowest (~1 + ln k calls), or those on the wire
+    unsent = left - flying
+    assert fc.expected_s >= max(unsent * mean / 2, mean * (1 + math.log(min(unsent, 2))) if unsent else 0.0) > 0 or (
+        flying and fc.expected_s > 0)
+    assert fc.bound in ("concurrency", "longest chain", "calls in flight", "last calls")
     (row,) = got["rows"]
     assert row["done"] == row["total"] == ITEMS  # every first-pass row in ...
     assert row["eta_s"] > 0 and row["eta"] != "done"  # ... and not done (before: `done`, from the answers' rate)
@@ -81,6 +92,6 @@ def test_the_eta_at_the_end_of_the_first_pass_counts_the_critiques_to_come(tmp_p
 def test_a_lane_shared_in_turn_ends_each_model_with_its_share():
     """Processor sharing on the binding limit: of work 1 and 3 on one lane, the small model ends at half
     the lane's time (1 + 1 of 4), the large with the lane."""
-    w = LaneWork("k", None, None, 1, busy_s=[4.0, 4.0])
-    w.parts = {("0", "a"): [[1, 0, 1.0, 1.0]] * 2, ("0", "b"): [[1, 0, 3.0, 3.0]] * 2}
+    w = LaneWork("k", None, None, 1, busy_s=[4.0, 4.0, 4.0])
+    w.parts = {("0", "a"): [[1, 0, 1.0, 1.0, 0.0]] * 3, ("0", "b"): [[1, 0, 3.0, 3.0, 0.0]] * 3}
     assert w.ends(0) == {("0", "a"): 2.0, ("0", "b"): 4.0}
