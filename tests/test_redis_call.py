@@ -10,7 +10,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from runner.budgets.redis_call import ScriptCall, connect, lane_id
+from runner.budgets.redis_call import SHA, ScriptCall, connect, lane_id, pack
 from tests.servers import RedisServer
 
 _SENT = {"evalsha", "eval", "script", "script|load", "time", "ping", "hello", "client|setinfo", "select", "blpop"}
@@ -55,6 +55,9 @@ async def test_a_script_call_is_one_command_and_starts_no_task(redis_server: Red
         assert _diff(before, await _counts(admin)) == {"evalsha": 20, "time": 20}
         assert tasks == 0, tasks  # before: 20 (one per send)
         assert all(r.held == 1 and r.n == 1 and r.T == 0.001 and r.n_procs == 1 for r in replies)  # read right
+        args = ["p-\u00e9", 5_000_000, 0.1, 1e-7, 12.5, "", b"1.7e+15", "1"]  # the bytes redis-py would send
+        conn = client.connection_pool.make_connection()
+        assert pack(call._head, 9, args) == b"".join(conn.pack_command("EVALSHA", SHA, 6, *call.keys, *args))
 
         await admin.script_flush()  # Redis lost the script (as in a restart): loaded again, within the call
         before = await _counts(admin)
