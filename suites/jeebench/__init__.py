@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.types import Message, Request, Row, user
+from core.types import Request, Row, user
 from suites.base import (
     RunSpec,
     ScoreReport,
@@ -37,6 +37,9 @@ from suites.jeebench.baselines import (
     table1,
     year_table,
 )
+from suites.jeebench.critique import CRITIQUE_JUDGE, critique_request
+from suites.jeebench.critique import DEVIATION as CRITIQUE_DEVIATION
+from suites.jeebench.critique import VARIANT as CRITIQUE
 from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.exam import exam_table, fig7_png, fig8_png
 from suites.jeebench.extract import CUT, Answer, answer_str, extract, parse_judge
@@ -50,7 +53,7 @@ from suites.jeebench.metrics import (
     score_answer,
     self_consistency,
 )
-from suites.jeebench.prompts import JUDGE, VARIANTS, critique_prompt, prompt
+from suites.jeebench.prompts import JUDGE, SYSTEM, VARIANTS, prompt
 from suites.jeebench.report import (
     PAPER_TAU,
     calibration,
@@ -60,18 +63,12 @@ from suites.jeebench.report import (
     tables,
     thresholding,
 )
-from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
+from suites.jeebench.sim import answer_sim, judge_sim
 from suites.jeebench.tools import CALCULATOR, PASSES, ROUNDS, counts, final, next_round
 from suites.jeebench.tools import VARIANT as TOOLS
 
-SYSTEM = Message(role="system", content="")
-"""inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 MAX_TOKENS = 2048
-CRITIQUE_MAX_TOKENS = 512
-"""The authors' 200 released critiques (cs678-jeebench GPT4_CoT_self_refine_responses/responses_old.json,
-gpt-4-0314): completion_tokens never above 512, 25 stopped with finish_reason "length" at exactly 512."""
 SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
-CRITIQUE_JUDGE = "critique-judge"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -175,20 +172,8 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     if it is None:
         return []
     out: list[Request] = []
-    if row["pass"] == "answer" and _variant(spec) == "cot-critique":
-        out.append(
-            Request(
-                suite=req.suite,
-                item=req.item,
-                model=req.model,
-                sample=row["sample"],
-                pass_="critique",
-                messages=[SYSTEM, user(critique_prompt(it, row.get("text") or ""))],
-                decoding={"temperature": 0.0, "max_tokens": CRITIQUE_MAX_TOKENS},
-                sim=critique_sim(it),
-                meta=req.meta,
-            )
-        )
+    if row["pass"] == "answer" and _variant(spec) == CRITIQUE:
+        out.append(critique_request(req, row, it))
     judge = spec.opt("judge")
     cut = row["pass"] == "critique" and row.get("finish_reason") in CUT  # no new answer to read
     if judge and not cut and extract(row.get("text"), it.type, it.question) is None:
@@ -319,7 +304,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
                 qs.append(q)
         models[model] = _model_scores(model, srows, qs, variant, marks, run_dir, ex)
         models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
-        if variant == "cot-critique":
+        if variant == CRITIQUE:
             models[model]["critique_failed"] = failed[2]
         if variant == TOOLS:
             models[model]["tools"] = tool_use
@@ -371,7 +356,7 @@ def _model_scores(
     s["answered"] = sum(r["extracted"] is not None for r in srows)
     s["unread"] = sum(st is None for q in qs for st in q["stages"])  # answers no rule (or judge) could read
     s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
-    if variant == "cot-critique":
+    if variant == CRITIQUE:
         s["critique_used"] = sum(r.get("source") == "critique" for r in srows)
     if any(len(q["answers"]) > 1 for q in qs):
         cal = calibration(*calibration_pairs(qs))
@@ -441,16 +426,8 @@ def deviations(
             "in floats) and SC votes on numbers by value, smallest on ties (the authors: np.unique over the "
             "answer strings); eight unreadable MCQ samples give None (the authors' argmax gives A)"
         )
-    if variant == "cot-critique":
-        out.append(
-            "the critique prompt is the authors' released one (200 prompts of 2016-2019: the problem, the CoT "
-            "answer, a '-----------' line, 'Find any problems(if any) with the given solution...'), whose "
-            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); the critique "
-            f"is capped at {CRITIQUE_MAX_TOKENS} tokens as those released critiques were (none longer, 25 of 200 "
-            "stopped for length at 512); their temperature and the prompts of the other 315 questions are not "
-            "released (T=0 and the same framing assumed); a critique stopped at that cap states no new answer (read "
-            "as none, scored 0)"
-        )
+    if variant == CRITIQUE:
+        out.append(CRITIQUE_DEVIATION)
     if variant == TOOLS:
         out.append(
             f"§4.2's calculator functions and round limit are not released: ours are add, subtract, multiply and "
