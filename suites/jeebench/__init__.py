@@ -27,6 +27,7 @@ from suites.base import (
     ranked,
     with_protocol,
 )
+from suites.jeebench import options
 from suites.jeebench.baselines import (
     by_year,
     latest_vs_rest,
@@ -40,7 +41,7 @@ from suites.jeebench.baselines import (
 from suites.jeebench.critique import CRITIQUE_JUDGE, critique_request
 from suites.jeebench.critique import DEVIATION as CRITIQUE_DEVIATION
 from suites.jeebench.critique import VARIANT as CRITIQUE
-from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
+from suites.jeebench.data import Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.exam import exam_table, fig7_png, fig8_png
 from suites.jeebench.extract import CUT, Answer, answer_str, extract, parse_judge
 from suites.jeebench.metrics import (
@@ -55,7 +56,6 @@ from suites.jeebench.metrics import (
 )
 from suites.jeebench.prompts import JUDGE, SYSTEM, VARIANTS, prompt
 from suites.jeebench.report import (
-    PAPER_TAU,
     calibration,
     calibration_pairs,
     reliability_png,
@@ -63,12 +63,20 @@ from suites.jeebench.report import (
     tables,
     thresholding,
 )
+from suites.jeebench.selfconsistency import (
+    SC_SAMPLES,
+    SC_TEMPERATURE,
+    TABLE6_DEVIATION,
+    tau_deviations,
+    taus,
+    thresholded,
+)
+from suites.jeebench.selfconsistency import VARIANT as SC
 from suites.jeebench.sim import answer_sim, judge_sim
 from suites.jeebench.tools import CALCULATOR, PASSES, ROUNDS, counts, final, next_round
 from suites.jeebench.tools import VARIANT as TOOLS
 
 MAX_TOKENS = 2048
-SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -102,32 +110,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _variant(spec: RunSpec) -> str:
-    v = spec.opt("variant", "cot")
-    if v not in VARIANTS:
-        raise SuiteError(f"--variant {v!r} is not one of {', '.join(VARIANTS)}")
-    return v
-
-
-def _taus(spec: RunSpec) -> tuple[float, float]:
-    ts, tm = float(spec.opt("tau_single", 0.0)), float(spec.opt("tau_multiple", 0.5))
-    for name, t in (("--tau-single", ts), ("--tau-multiple", tm)):
-        if not 0.0 <= t <= 1.0:
-            raise SuiteError(f"{name} {t} must be between 0 and 1")
-    return ts, tm
-
-
-def _extractor(spec: RunSpec) -> str:
-    ex = spec.opt("extractor", "reference")
-    if ex not in EXTRACTORS:
-        raise SuiteError(f"--extractor {ex!r} is not one of {', '.join(EXTRACTORS)}")
-    return ex
-
-
 def check(spec: RunSpec) -> None:
-    _variant(spec)
-    _extractor(spec)
-    _taus(spec)
+    options.variant(spec)
+    options.extractor(spec)
+    taus(spec)
     Marks.parse(spec.opt("marks"))
     if spec.samples is not None and spec.samples < 1:
         raise SuiteError("--samples must be at least 1")
@@ -135,18 +121,13 @@ def check(spec: RunSpec) -> None:
     load_few_shot()
 
 
-def _items(variant: str) -> list[Item]:
-    items = load_items()
-    return [it for it in items if it.type in MCQ_TYPES] if variant == "cot-exam" else list(items)
-
-
 def build(spec: RunSpec) -> Iterator[Request]:
-    variant = _variant(spec)
-    sc = variant == "cot-sc"
+    variant = options.variant(spec)
+    sc = variant == SC
     n = spec.samples or (SC_SAMPLES if sc else 1)
     temp = spec.temperature if spec.temperature is not None else (SC_TEMPERATURE if sc else 0.0)
     few_shot = load_few_shot() if variant == "cot-1shot" else None
-    for k, it in enumerate(_items(variant)):
+    for k, it in enumerate(options.items(variant)):
         if spec.limit is not None and k >= spec.limit:
             return
         yield Request(
@@ -172,7 +153,7 @@ def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
     if it is None:
         return []
     out: list[Request] = []
-    if row["pass"] == "answer" and _variant(spec) == CRITIQUE:
+    if row["pass"] == "answer" and options.variant(spec) == CRITIQUE:
         out.append(critique_request(req, row, it))
     judge = spec.opt("judge")
     cut = row["pass"] == "critique" and row.get("finish_reason") in CUT  # no new answer to read
@@ -275,7 +256,8 @@ def _scored(
 def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
     """One model at a time: its questions' scored rows go to `sink`, its aggregates to scores.json."""
     sink = sink if sink is not None else Sink()
-    variant, (ts, tm), marks, ex = _variant(spec), _taus(spec), Marks.parse(spec.opt("marks")), _extractor(spec)
+    variant, (ts, tm) = options.variant(spec), taus(spec)
+    marks, ex = Marks.parse(spec.opt("marks")), options.extractor(spec)
     items = items_by_id()
     trunc = Truncation()
     models: dict[str, dict[str, Any]] = {}
@@ -309,7 +291,7 @@ def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None =
         if variant == TOOLS:
             models[model]["tools"] = tool_use
     extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
-    asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
+    asked = options.items(variant)[: spec.limit] if spec.limit is not None else options.items(variant)
     extra["random_baseline"] = rand = random_row(asked)
     order = ranked(models, "overall")
     exam = exam_table(models, variant, order)
@@ -369,18 +351,6 @@ def _model_scores(
     return s
 
 
-def thresholded(spec: RunSpec) -> str | None:
-    """Said wherever a score appears (Table 2's title, scores.json, protocol.deviations and so the report's
-    leaderboard) when SC answers are thresholded: they are §4.5.3's answers, not Table 2's SC@8 row's."""
-    ts, tm = _taus(spec)
-    sc = _variant(spec) == "cot-sc" or (spec.samples or 1) > 1
-    if not sc or (ts, tm) == (0.0, 0.5):
-        return None
-    return (f"thresholded scores: SC answers at tau {ts:g}/{tm:g} (an MCQ vote winner below {ts:g} of the votes "
-            f"and MCQ(multiple) letters below {tm:g} are skipped, §4.5.3), so Table 2, `overall` and the "
-            f"leaderboard are not Table 2's SC@8 row (majority, 0/0.5)")  # fmt: skip
-
-
 def unread(models: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """Each model's (unread answers, answers read): samples included, failed calls not."""
     return {m: (s.get("unread", 0), sum((s.get("stages") or {}).values())) for m, s in models.items()}
@@ -406,21 +376,15 @@ def deviations(
     """Departures from the paper's protocol (README.md: Protocol). At scoring time, `counts`: each model's
     unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples);
     `kept`: each model's critique calls that failed, whose questions keep the CoT answer (cot-critique)."""
-    variant, out = _variant(spec), []
-    sc = variant == "cot-sc"
-    ts, tm = _taus(spec)
-    if ts not in (0.0, PAPER_TAU[0]):
-        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0 for "
-                   f"Table 2, {PAPER_TAU[0]:g} tuned in §4.5.3)")  # fmt: skip
-    if tm not in (0.5, PAPER_TAU[1]):
-        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5 for "
-                   f"Table 2, {PAPER_TAU[1]:g} tuned in §4.5.3)")  # fmt: skip
+    variant, out = options.variant(spec), []
+    sc = variant == SC
+    out += tau_deviations(*taus(spec))
     changed = Marks.parse(spec.opt("marks")).changed()
     if changed:
         out.append("exam marks " + ", ".join(changed))
     if (th := thresholded(spec)) is not None:
         out.append(th)
-    if _extractor(spec) == "rules":
+    if options.extractor(spec) == "rules":
         out.append(
             "--extractor rules: numbers within 0.01 + 1e-12 (the authors compare abs(g - r) <= 0.01 strictly "
             "in floats) and SC votes on numbers by value, smallest on ties (the authors: np.unique over the "
@@ -441,10 +405,7 @@ def deviations(
     if spec.temperature not in (None, SC_TEMPERATURE if sc else 0.0):
         out.append(f"temperature {spec.temperature} (the paper: {SC_TEMPERATURE if sc else 0})")
     if sc:
-        out.append(
-            "Table 6's CoT row is sample 0 of this SC run at T=0.5 (the paper: a greedy CoT run, "
-            "`--variant cot`)"
-        )
+        out.append(TABLE6_DEVIATION)
     if spec.limit is not None:
         out.append(f"--limit {spec.limit}: a subset of the 515 questions")
     if lost:
