@@ -23,7 +23,6 @@ from suites.base import (
     SuiteError,
     Truncation,
     by_model,
-    judge_request,
     ranked,
     with_protocol,
 )
@@ -38,12 +37,13 @@ from suites.jeebench.baselines import (
     table1,
     year_table,
 )
-from suites.jeebench.critique import CRITIQUE_JUDGE, critique_request
+from suites.jeebench.critique import CRITIQUE_JUDGE
 from suites.jeebench.critique import DEVIATION as CRITIQUE_DEVIATION
 from suites.jeebench.critique import VARIANT as CRITIQUE
 from suites.jeebench.data import Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.exam import exam_table, fig7_png, fig8_png
 from suites.jeebench.extract import CUT, Answer, answer_str, extract, parse_judge
+from suites.jeebench.followup import follow_up
 from suites.jeebench.metrics import (
     EXTRACTORS,
     Marks,
@@ -54,7 +54,7 @@ from suites.jeebench.metrics import (
     score_answer,
     self_consistency,
 )
-from suites.jeebench.prompts import JUDGE, SYSTEM, VARIANTS, prompt
+from suites.jeebench.prompts import SYSTEM, VARIANTS, prompt
 from suites.jeebench.report import (
     calibration,
     calibration_pairs,
@@ -72,8 +72,8 @@ from suites.jeebench.selfconsistency import (
     thresholded,
 )
 from suites.jeebench.selfconsistency import VARIANT as SC
-from suites.jeebench.sim import answer_sim, judge_sim
-from suites.jeebench.tools import CALCULATOR, PASSES, ROUNDS, counts, final, next_round
+from suites.jeebench.sim import answer_sim
+from suites.jeebench.tools import CALCULATOR, ROUNDS, counts, final
 from suites.jeebench.tools import VARIANT as TOOLS
 
 MAX_TOKENS = 2048
@@ -139,28 +139,6 @@ def build(spec: RunSpec) -> Iterator[Request]:
             meta={"type": it.type, "subject": it.subject},
             tools=CALCULATOR if variant == TOOLS else None,
         )
-
-
-def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
-    """cot-critique: the critique pass after each answer. --judge: a judge pass on any answer or critique
-    the rules cannot read. Judge rows need nothing further. cot-tools: a row that called tools leads to the
-    next tool round (tools.next_round); the judge reads only a chain's last row."""
-    if row.get("error") or row.get("pass") not in ("answer", "critique", *PASSES):
-        return []
-    if row.get("tool_calls"):
-        return next_round(req, row)
-    it = items_by_id().get(req.item)
-    if it is None:
-        return []
-    out: list[Request] = []
-    if row["pass"] == "answer" and options.variant(spec) == CRITIQUE:
-        out.append(critique_request(req, row, it))
-    judge = spec.opt("judge")
-    cut = row["pass"] == "critique" and row.get("finish_reason") in CUT  # no new answer to read
-    if judge and not cut and extract(row.get("text"), it.type, it.question) is None:
-        j = judge_request(req, row, judge, JUDGE[it.type], sim=judge_sim(it, row.get("text")))
-        out.append(j.model_copy(update={"pass_": CRITIQUE_JUDGE}) if row["pass"] == "critique" else j)
-    return out
 
 
 JUDGE_ERROR = "judge-error"
