@@ -38,7 +38,6 @@ from suites.jeebench.baselines import (
     year_table,
 )
 from suites.jeebench.critique import CRITIQUE_JUDGE
-from suites.jeebench.critique import DEVIATION as CRITIQUE_DEVIATION
 from suites.jeebench.critique import VARIANT as CRITIQUE
 from suites.jeebench.data import Item, items_by_id, load_few_shot, load_items
 from suites.jeebench.exam import exam_table, fig7_png, fig8_png
@@ -55,6 +54,7 @@ from suites.jeebench.metrics import (
     self_consistency,
 )
 from suites.jeebench.prompts import SYSTEM, VARIANTS, prompt
+from suites.jeebench.protocol import deviations
 from suites.jeebench.report import (
     calibration,
     calibration_pairs,
@@ -66,14 +66,12 @@ from suites.jeebench.report import (
 from suites.jeebench.selfconsistency import (
     SC_SAMPLES,
     SC_TEMPERATURE,
-    TABLE6_DEVIATION,
-    tau_deviations,
     taus,
     thresholded,
 )
 from suites.jeebench.selfconsistency import VARIANT as SC
 from suites.jeebench.sim import answer_sim
-from suites.jeebench.tools import CALCULATOR, ROUNDS, counts, final
+from suites.jeebench.tools import CALCULATOR, counts, final
 from suites.jeebench.tools import VARIANT as TOOLS
 
 MAX_TOKENS = 2048
@@ -332,69 +330,6 @@ def _model_scores(
 def unread(models: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """Each model's (unread answers, answers read): samples included, failed calls not."""
     return {m: (s.get("unread", 0), sum((s.get("stages") or {}).values())) for m, s in models.items()}
-
-
-def reading(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> str:
-    """The reading deviation: the paper's answers were extracted by hand; ours by rules (and a judge)."""
-    judge = spec.opt("judge")
-    how = "rules (extract.py)" + (f", then the LLM judge {judge}," if judge else "")
-    line = f"answers read by {how} where the paper read them by hand"
-    if counts is None:
-        return line + " (unread answers are counted when scored; they score 0)"
-    per = ", ".join(f"{m} {u}/{n}" for m, (u, n) in sorted(counts.items()))
-    return f"{line}; unread answers (scored 0): {per or 'none scored'}"
-
-
-def deviations(
-    spec: RunSpec,
-    counts: dict[str, tuple[int, int]] | None = None,
-    lost: dict[str, dict[str, int]] | None = None,
-    kept: dict[str, int] | None = None,
-) -> list[str]:
-    """Departures from the paper's protocol (README.md: Protocol). At scoring time, `counts`: each model's
-    unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples);
-    `kept`: each model's critique calls that failed, whose questions keep the CoT answer (cot-critique)."""
-    variant, out = options.variant(spec), []
-    sc = variant == SC
-    out += tau_deviations(*taus(spec))
-    changed = Marks.parse(spec.opt("marks")).changed()
-    if changed:
-        out.append("exam marks " + ", ".join(changed))
-    if (th := thresholded(spec)) is not None:
-        out.append(th)
-    if options.extractor(spec) == "rules":
-        out.append(
-            "--extractor rules: numbers within 0.01 + 1e-12 (the authors compare abs(g - r) <= 0.01 strictly "
-            "in floats) and SC votes on numbers by value, smallest on ties (the authors: np.unique over the "
-            "answer strings); eight unreadable MCQ samples give None (the authors' argmax gives A)"
-        )
-    if variant == CRITIQUE:
-        out.append(CRITIQUE_DEVIATION)
-    if variant == TOOLS:
-        out.append(
-            f"§4.2's calculator functions and round limit are not released: ours are add, subtract, multiply and "
-            f"divide(a, b) as function tools (OpenAI's `tools`; Anthropic's `tool_use`), at most {ROUNDS} tool "
-            "rounds after the answer (a chain still calling then has no answer, scored 0); a malformed call "
-            "(arguments not JSON, an unknown function) is answered with an error message as its result and "
-            "counted; the paper reports only gpt-4-0613's overall scores"
-        )
-    if spec.samples not in (None, SC_SAMPLES if sc else 1):
-        out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
-    if spec.temperature not in (None, SC_TEMPERATURE if sc else 0.0):
-        out.append(f"temperature {spec.temperature} (the paper: {SC_TEMPERATURE if sc else 0})")
-    if sc:
-        out.append(TABLE6_DEVIATION)
-    if spec.limit is not None:
-        out.append(f"--limit {spec.limit}: a subset of the 515 questions")
-    if lost:
-        per = ", ".join(f"{m} {v['questions']} questions, {v['samples']} samples" for m, v in sorted(lost.items()))
-        out.append(f"calls that failed are left out (the authors' inference.py retries until it gets an answer): "
-                   f"{per}; scores are over the answered questions")  # fmt: skip
-    if kept:
-        per = ", ".join(f"{m} {k}" for m, k in sorted(kept.items()))
-        out.append(f"critique calls that failed keep the CoT answer they would have replaced, so those questions are "
-                   f"scored as plain CoT (the authors' inference.py retries until every critique answers): {per}")  # fmt: skip
-    return out + [reading(spec, counts)]
 
 
 def _count(values: Iterable[str | None]) -> dict[str, int]:
