@@ -1,8 +1,13 @@
 """JEEBench (Arora, Singh, Mausam, EMNLP 2023): 515 JEE-Advanced problems with the paper's protocol.
+arXiv:2305.15074; 2016-2023, physics, chemistry, mathematics; MCQ, MCQ(multiple), Integer, Numeric; bundled.
 
-load (data.py) → prompt (prompts.py) → extract (extract.py: rules, then an optional LLM judge) →
-score (metrics.py: the paper's rules, marks, self-consistency) → aggregate and report (report.py:
-Table 2, marks, calibration, confidence thresholding).
+load (data.py) → prompt (prompts.py: the authors' prompts verbatim; options.py: the run's variant) →
+follow-up passes (followup.py: the critique of critique.py, the judge, the tool rounds of tools.py) →
+read (answers.py; extract.py, rules.py, fallbacks.py, mathexpr.py: rules, then the judge) → score
+(scoring.py; metrics.py: the paper's rules, marks, the votes of selfconsistency.py) → the paper's tables
+beside ours (report.py, baselines.py, exam.py, paper.py; across a sweep's runs: sweep.py). protocol.py
+says every departure from the paper. sim.py writes realistic responses for the `sim/...` models;
+devtools.py checks the rules on the authors' released responses.
 
     evalsweep run jeebench --variant normal|cot|cot-1shot|cot-sc|cot-critique|cot-exam|cot-tools [--judge MODEL]
 """
@@ -28,6 +33,7 @@ from suites.jeebench.tools import CALCULATOR
 from suites.jeebench.tools import VARIANT as TOOLS
 
 MAX_TOKENS = 2048
+"""inference.py's limit on every answer pass (the critique's: critique.CRITIQUE_MAX_TOKENS)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,6 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check(spec: RunSpec) -> None:
+    """Every flag and the bundled data, read before the first call (a bad one stops the run there)."""
     options.variant(spec)
     options.extractor(spec)
     taus(spec)

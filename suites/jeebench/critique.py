@@ -1,6 +1,7 @@
-"""JEEBench §4.4, self-critique (`--variant cot-critique`): after each CoT answer, one critique pass on the
-authors' released critique prompt (prompts.critique_prompt); the critique's answer replaces the original,
-even when it gives none (answers.question). Its judge pass, when the rules cannot read it, is CRITIQUE_JUDGE."""
+"""JEEBench §4.4, self-critique (`--variant cot-critique`): after each CoT answer, one critique pass on
+the authors' released critique prompt (prompts.critique_prompt); the critique's answer replaces the
+original, even when it gives none (answers.question). Its judge pass, when the rules cannot read it, is
+CRITIQUE_JUDGE."""
 
 from __future__ import annotations
 
