@@ -10,6 +10,7 @@ from suites.jeebench.prompts import VARIANTS
 
 
 def variant(spec: RunSpec) -> str:
+    """The prompting protocol (default cot, Table 2's main rows); an unknown one stops the run in check."""
     v = spec.opt("variant", "cot")
     if v not in VARIANTS:
         raise SuiteError(f"--variant {v!r} is not one of {', '.join(VARIANTS)}")
@@ -17,6 +18,7 @@ def variant(spec: RunSpec) -> str:
 
 
 def extractor(spec: RunSpec) -> str:
+    """How numbers are compared and votes counted: the authors' compute_metrics.py (default) or ours."""
     ex = spec.opt("extractor", "reference")
     if ex not in EXTRACTORS:
         raise SuiteError(f"--extractor {ex!r} is not one of {', '.join(EXTRACTORS)}")

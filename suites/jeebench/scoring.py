@@ -52,6 +52,8 @@ from suites.jeebench.tools import counts
 def _scored(
     model: str, it: Item, q: dict[str, Any], variant: str, ts: float, tm: float, marks: Marks, ex: str
 ) -> Row:
+    """One question's scored row: its vote (or its one sample) scored and marked; unscored (`score` None,
+    the failure kept) when no sample answered, so a failed call never counts as a wrong answer."""
     base = {"model": model, "item": it.id, "subject": it.subject, "type": it.type, "year": it.year,
             "gold": it.gold, "variant": variant, "errors": q["errors"]}  # fmt: skip
     if not q["answers"]:  # every sample's call failed: no answer to score

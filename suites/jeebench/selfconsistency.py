@@ -14,6 +14,7 @@ SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
 
 
 def taus(spec: RunSpec) -> tuple[float, float]:
+    """(--tau-single, --tau-multiple), vote shares in [0, 1]; 0/0.5 (the default): Table 2's majority."""
     ts, tm = float(spec.opt("tau_single", 0.0)), float(spec.opt("tau_multiple", 0.5))
     for name, t in (("--tau-single", ts), ("--tau-multiple", tm)):
         if not 0.0 <= t <= 1.0:
