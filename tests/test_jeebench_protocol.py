@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from suites.base import RunSpec, Sink
-from suites.jeebench import CRITIQUE_MAX_TOKENS, SUITE, build, deviations, follow_up, score
+from suites.jeebench import SUITE, build, deviations, follow_up, score
+from suites.jeebench.critique import CRITIQUE_MAX_TOKENS
 from suites.jeebench.data import Item, load_items
 from suites.jeebench.metrics import Marks, marks_for, reference_aggregate, score_answer, self_consistency
 from suites.jeebench.prompts import critique_prompt

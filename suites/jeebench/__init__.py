@@ -1,8 +1,13 @@
 """JEEBench (Arora, Singh, Mausam, EMNLP 2023): 515 JEE-Advanced problems with the paper's protocol.
+arXiv:2305.15074; 2016-2023, physics, chemistry, mathematics; MCQ, MCQ(multiple), Integer, Numeric; bundled.
 
-load (data.py) → prompt (prompts.py) → extract (extract.py: rules, then an optional LLM judge) →
-score (metrics.py: the paper's rules, marks, self-consistency) → aggregate and report (report.py:
-Table 2, marks, calibration, confidence thresholding).
+load (data.py) → prompt (prompts.py: the authors' prompts verbatim; options.py: the run's variant) →
+follow-up passes (followup.py: the critique of critique.py, the judge, the tool rounds of tools.py) →
+read (answers.py; extract.py, rules.py, fallbacks.py, mathexpr.py: rules, then the judge) → score
+(scoring.py; metrics.py: the paper's rules, marks, the votes of selfconsistency.py) → the paper's tables
+beside ours (report.py, baselines.py, exam.py, paper.py; across a sweep's runs: sweep.py). protocol.py
+says every departure from the paper. sim.py writes realistic responses for the `sim/...` models;
+devtools.py checks the rules on the authors' released responses.
 
     evalsweep run jeebench --variant normal|cot|cot-1shot|cot-sc|cot-critique|cot-exam|cot-tools [--judge MODEL]
 """
@@ -10,68 +15,25 @@ Table 2, marks, calibration, confidence thresholding).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
 
-from core.types import Message, Request, Row, user
-from suites.base import (
-    RunSpec,
-    ScoreReport,
-    Sink,
-    Suite,
-    SuiteError,
-    Truncation,
-    by_model,
-    judge_request,
-    ranked,
-    with_protocol,
-)
-from suites.jeebench.baselines import (
-    by_year,
-    latest_vs_rest,
-    mcq_marks,
-    mcq_marks_table,
-    random_row,
-    random_table,
-    table1,
-    year_table,
-)
-from suites.jeebench.data import MCQ_TYPES, Item, items_by_id, load_few_shot, load_items
-from suites.jeebench.exam import exam_table, fig7_png, fig8_png
-from suites.jeebench.extract import CUT, Answer, answer_str, extract, parse_judge
-from suites.jeebench.metrics import (
-    EXTRACTORS,
-    Marks,
-    aggregate,
-    mark_totals,
-    marks_ci,
-    marks_for,
-    score_answer,
-    self_consistency,
-)
-from suites.jeebench.prompts import JUDGE, VARIANTS, critique_prompt, prompt
-from suites.jeebench.report import (
-    PAPER_TAU,
-    calibration,
-    calibration_pairs,
-    reliability_png,
-    safe_name,
-    tables,
-    thresholding,
-)
-from suites.jeebench.sim import answer_sim, critique_sim, judge_sim
-from suites.jeebench.tools import CALCULATOR, PASSES, ROUNDS, counts, final, next_round
+from core.types import Request, user
+from suites.base import RunSpec, Suite, SuiteError
+from suites.jeebench import options
+from suites.jeebench.data import load_few_shot, load_items
+from suites.jeebench.followup import follow_up
+from suites.jeebench.metrics import EXTRACTORS, Marks
+from suites.jeebench.prompts import SYSTEM, VARIANTS, prompt
+from suites.jeebench.protocol import deviations
+from suites.jeebench.scoring import score
+from suites.jeebench.selfconsistency import SC_SAMPLES, SC_TEMPERATURE, taus
+from suites.jeebench.selfconsistency import VARIANT as SC
+from suites.jeebench.sim import answer_sim
+from suites.jeebench.tools import CALCULATOR
 from suites.jeebench.tools import VARIANT as TOOLS
 
-SYSTEM = Message(role="system", content="")
-"""inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 MAX_TOKENS = 2048
-CRITIQUE_MAX_TOKENS = 512
-"""The authors' 200 released critiques (cs678-jeebench GPT4_CoT_self_refine_responses/responses_old.json,
-gpt-4-0314): completion_tokens never above 512, 25 stopped with finish_reason "length" at exactly 512."""
-SC_SAMPLES, SC_TEMPERATURE = 8, 0.5
-CRITIQUE_JUDGE = "critique-judge"
+"""inference.py's limit on every answer pass (the critique's: critique.CRITIQUE_MAX_TOKENS)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -105,32 +67,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _variant(spec: RunSpec) -> str:
-    v = spec.opt("variant", "cot")
-    if v not in VARIANTS:
-        raise SuiteError(f"--variant {v!r} is not one of {', '.join(VARIANTS)}")
-    return v
-
-
-def _taus(spec: RunSpec) -> tuple[float, float]:
-    ts, tm = float(spec.opt("tau_single", 0.0)), float(spec.opt("tau_multiple", 0.5))
-    for name, t in (("--tau-single", ts), ("--tau-multiple", tm)):
-        if not 0.0 <= t <= 1.0:
-            raise SuiteError(f"{name} {t} must be between 0 and 1")
-    return ts, tm
-
-
-def _extractor(spec: RunSpec) -> str:
-    ex = spec.opt("extractor", "reference")
-    if ex not in EXTRACTORS:
-        raise SuiteError(f"--extractor {ex!r} is not one of {', '.join(EXTRACTORS)}")
-    return ex
-
-
 def check(spec: RunSpec) -> None:
-    _variant(spec)
-    _extractor(spec)
-    _taus(spec)
+    """Every flag and the bundled data, read before the first call (a bad one stops the run there)."""
+    options.variant(spec)
+    options.extractor(spec)
+    taus(spec)
     Marks.parse(spec.opt("marks"))
     if spec.samples is not None and spec.samples < 1:
         raise SuiteError("--samples must be at least 1")
@@ -138,18 +79,13 @@ def check(spec: RunSpec) -> None:
     load_few_shot()
 
 
-def _items(variant: str) -> list[Item]:
-    items = load_items()
-    return [it for it in items if it.type in MCQ_TYPES] if variant == "cot-exam" else list(items)
-
-
 def build(spec: RunSpec) -> Iterator[Request]:
-    variant = _variant(spec)
-    sc = variant == "cot-sc"
+    variant = options.variant(spec)
+    sc = variant == SC
     n = spec.samples or (SC_SAMPLES if sc else 1)
     temp = spec.temperature if spec.temperature is not None else (SC_TEMPERATURE if sc else 0.0)
     few_shot = load_few_shot() if variant == "cot-1shot" else None
-    for k, it in enumerate(_items(variant)):
+    for k, it in enumerate(options.items(variant)):
         if spec.limit is not None and k >= spec.limit:
             return
         yield Request(
@@ -161,332 +97,6 @@ def build(spec: RunSpec) -> Iterator[Request]:
             meta={"type": it.type, "subject": it.subject},
             tools=CALCULATOR if variant == TOOLS else None,
         )
-
-
-def follow_up(req: Request, row: Row, spec: RunSpec) -> list[Request]:
-    """cot-critique: the critique pass after each answer. --judge: a judge pass on any answer or critique
-    the rules cannot read. Judge rows need nothing further. cot-tools: a row that called tools leads to the
-    next tool round (tools.next_round); the judge reads only a chain's last row."""
-    if row.get("error") or row.get("pass") not in ("answer", "critique", *PASSES):
-        return []
-    if row.get("tool_calls"):
-        return next_round(req, row)
-    it = items_by_id().get(req.item)
-    if it is None:
-        return []
-    out: list[Request] = []
-    if row["pass"] == "answer" and _variant(spec) == "cot-critique":
-        out.append(
-            Request(
-                suite=req.suite,
-                item=req.item,
-                model=req.model,
-                sample=row["sample"],
-                pass_="critique",
-                messages=[SYSTEM, user(critique_prompt(it, row.get("text") or ""))],
-                decoding={"temperature": 0.0, "max_tokens": CRITIQUE_MAX_TOKENS},
-                sim=critique_sim(it),
-                meta=req.meta,
-            )
-        )
-    judge = spec.opt("judge")
-    cut = row["pass"] == "critique" and row.get("finish_reason") in CUT  # no new answer to read
-    if judge and not cut and extract(row.get("text"), it.type, it.question) is None:
-        j = judge_request(req, row, judge, JUDGE[it.type], sim=judge_sim(it, row.get("text")))
-        out.append(j.model_copy(update={"pass_": CRITIQUE_JUDGE}) if row["pass"] == "critique" else j)
-    return out
-
-
-JUDGE_ERROR = "judge-error"
-
-
-def _read(row: Row | None, judge_row: Row | None, it: Item) -> tuple[Answer, str | None]:
-    """(answer, stage) of one response: the rules, else the judge's extraction. Stage `judge-error`: the
-    rules could not read it and the judge call failed, so it was never read (not a wrong answer). A critique
-    cut at its token limit states no new answer (extract_critique): no judge is asked."""
-    if row is None or row.get("error") or row.get("tool_calls"):  # a chain ended still calling: no answer
-        return None, None
-    if row.get("pass") == "critique" and row.get("finish_reason") in CUT:
-        return None, None
-    ans = extract(row.get("text"), it.type, it.question)
-    if ans is not None:
-        return ans, "rules"
-    if judge_row is not None:
-        if judge_row.get("error"):
-            return None, JUDGE_ERROR
-        ans = parse_judge(judge_row.get("text"), it.type)
-        if ans is not None:
-            return ans, "judge"
-    return None, None
-
-
-def _question(model_rows: list[Row], it: Item) -> dict[str, Any]:
-    """One model's answer to one question from all its rows (samples, critique and judge passes). A
-    sample whose call failed (or whose needed judge pass failed) is left out: it is not a vote. A critique
-    call that failed keeps the answer it would have replaced, counted (`critique_failed`) and recorded."""
-    by: dict[tuple[int, str], Row] = {(r["sample"], r["pass"]): r for r in model_rows}
-    samples = sorted({s for s, p in by if p == "answer"})
-    for s in samples:  # cot-tools: a sample's answer is the last row of its tool chain
-        by[(s, "answer")] = final(by, s)
-    answers: list[Answer] = []
-    stages, sources, errors, failed, crit_failed = [], [], 0, None, 0
-    for s in samples:
-        ans, stage = _read(by.get((s, "answer")), by.get((s, "judge")), it)
-        if by[(s, "answer")].get("error") or stage == JUDGE_ERROR:
-            errors += 1
-            failed = by[(s, "answer")] if by[(s, "answer")].get("error") else by[(s, "judge")]
-            continue
-        source = "original"
-        if (s, "critique") in by:
-            crow = by[(s, "critique")]
-            if not crow.get("error"):  # the paper re-evaluates the new answer, even when it gives none
-                ans, stage = _read(crow, by.get((s, CRITIQUE_JUDGE)), it)
-                source = "critique"
-                if stage == JUDGE_ERROR:  # the critique's answer needed the judge, whose call failed
-                    errors += 1
-                    failed = by[(s, CRITIQUE_JUDGE)]
-                    continue
-            else:
-                crit_failed += 1
-            sources.append(source)
-        answers.append(ans)
-        stages.append(stage)
-    return {
-        "answers": answers,
-        "stages": stages,
-        "sources": sources,
-        "errors": errors,
-        "failed": failed,
-        "critique_failed": crit_failed,
-        "planned": len(samples),
-        "year": it.year,
-        "type": it.type,
-        "gold": it.gold,
-    }
-
-
-def _scored(
-    model: str, it: Item, q: dict[str, Any], variant: str, ts: float, tm: float, marks: Marks, ex: str
-) -> Row:
-    base = {"model": model, "item": it.id, "subject": it.subject, "type": it.type, "year": it.year,
-            "gold": it.gold, "variant": variant, "errors": q["errors"]}  # fmt: skip
-    if not q["answers"]:  # every sample's call failed: no answer to score
-        f = q["failed"] or {}
-        return {**base, "extracted": None, "score": None, "marks": None,
-                "error": f.get("error") or "judge failed", "error_kind": f.get("error_kind") or "error"}  # fmt: skip
-    final = self_consistency(q["answers"], it.type, ts, tm, ex) if q["planned"] > 1 else q["answers"][0]
-    row: Row = {**base, "extracted": answer_str(final), "score": score_answer(it.gold, final, it.type, ex),
-                "marks": marks_for(it.gold, final, it.type, marks, it.year, ex)}  # fmt: skip
-    if q["planned"] > 1:
-        row["samples"] = [answer_str(a) for a in q["answers"]]
-        row["stages"] = q["stages"]
-    else:
-        row["stage"] = q["stages"][0]
-    if q["sources"]:
-        row["source"] = q["sources"][0] if len(q["sources"]) == 1 else q["sources"]
-    return row
-
-
-def score(rows: Iterable[Row], spec: RunSpec, run_dir: Path, sink: Sink | None = None) -> ScoreReport:
-    """One model at a time: its questions' scored rows go to `sink`, its aggregates to scores.json."""
-    sink = sink if sink is not None else Sink()
-    variant, (ts, tm), marks, ex = _variant(spec), _taus(spec), Marks.parse(spec.opt("marks")), _extractor(spec)
-    items = items_by_id()
-    trunc = Truncation()
-    models: dict[str, dict[str, Any]] = {}
-    for model, groups in by_model(trunc.watch(rows)):
-        srows: list[Row] = []
-        qs: list[dict[str, Any]] = []
-        failed = [0, 0, 0]  # questions with no answered sample, samples whose call failed, critiques that failed
-        tool_use: dict[str, int] = {}
-        for item, grp in groups:
-            it = items.get(item)
-            if it is None:
-                raise SuiteError(f"{run_dir}: results hold item {item!r}, which is not in the JEEBench data")
-            q = _question(grp, it)
-            if variant == TOOLS:
-                used = counts(grp)
-                tool_use = {k: tool_use.get(k, 0) + v for k, v in used.items()}
-            if not q["planned"]:
-                continue  # only follow-up rows survived (cannot happen in a complete run)
-            row = _scored(model, it, q, variant, ts, tm, marks, ex)
-            sink(row)
-            failed[0] += row["score"] is None
-            failed[1] += q["errors"]
-            failed[2] += q["critique_failed"] if row["score"] is not None else 0
-            if row["score"] is not None:
-                srows.append(row)
-                qs.append(q)
-        models[model] = _model_scores(model, srows, qs, variant, marks, run_dir, ex)
-        models[model]["failed"] = {"questions": failed[0], "samples": failed[1]}
-        if variant == "cot-critique":
-            models[model]["critique_failed"] = failed[2]
-        if variant == TOOLS:
-            models[model]["tools"] = tool_use
-    extra = {"variant": variant, "marking": marks.as_dict(), "tau_single": ts, "tau_multiple": tm, "extractor": ex}
-    asked = _items(variant)[: spec.limit] if spec.limit is not None else _items(variant)
-    extra["random_baseline"] = rand = random_row(asked)
-    order = ranked(models, "overall")
-    exam = exam_table(models, variant, order)
-    if exam is not None and fig8_png(exam.rows, run_dir / "jeebench_fig8.png", f"jeebench ({variant}): Fig. 8"):
-        extra["fig8_png"] = "jeebench_fig8.png"
-    f7 = {m: s["thresholding"]["fig7"] for m in order if (s := models[m]).get("thresholding")}
-    if fig7_png(f7, run_dir / "jeebench_fig7.png", f"jeebench ({variant}): Fig. 7"):
-        extra["fig7_png"] = "jeebench_fig7.png"
-    more = [table1(asked), random_table(rand, variant), year_table(models, variant), mcq_marks_table(models, variant),
-            exam]  # fmt: skip
-    report = ScoreReport(
-        models=models, scored=sink.rows, tables=tables(models, variant) + [t for t in more if t], extra=extra
-    )
-    if (th := thresholded(spec)) is not None:  # e.g. the paper's own 0.125 / 0.75: §4.5.3's answers
-        report.tables[0].note += f"; SC answers thresholded at tau {ts:g}/{tm:g} (Table 2's SC@8 row: 0/0.5)"
-        report.tables[0].title += f" — thresholded scores, tau {ts:g}/{tm:g}"
-        extra["scores_thresholded"] = th
-    lost = {m: s["failed"] for m, s in models.items() if s["failed"]["samples"]}
-    kept = {m: s["critique_failed"] for m, s in models.items() if s.get("critique_failed")}
-    return with_protocol(report, deviations(spec, unread(models), lost, kept), trunc)
-
-
-def _model_scores(
-    model: str,
-    srows: list[Row],
-    qs: list[dict[str, Any]],
-    variant: str,
-    marks: Marks,
-    run_dir: Path,
-    ex: str = "reference",
-) -> dict[str, Any]:
-    """One model's scores.json entry over its answered questions."""
-    s = aggregate(srows)
-    s["marks"] = mark_totals(r["marks"] for r in srows)
-    s["marks_ci95"] = marks_ci(srows)
-    s["marks_mcq"] = mcq_marks(srows)
-    s["by_year"] = by_year(srows)
-    s["latest_vs_rest"] = latest_vs_rest(srows)
-    s["marks_by_year"] = {
-        str(y): {"total": float(sum(r["marks"] for r in srows if r["year"] == y)),
-                 "questions": sum(r["year"] == y for r in srows)}
-        for y in sorted({r["year"] for r in srows})
-    }  # fmt: skip  (§4.6: the 2023 paper as an exam)
-    s["answered"] = sum(r["extracted"] is not None for r in srows)
-    s["unread"] = sum(st is None for q in qs for st in q["stages"])  # answers no rule (or judge) could read
-    s["stages"] = _count(st for r in srows for st in (r.get("stages") or [r.get("stage")]))
-    if variant == "cot-critique":
-        s["critique_used"] = sum(r.get("source") == "critique" for r in srows)
-    if any(len(q["answers"]) > 1 for q in qs):
-        cal = calibration(*calibration_pairs(qs))
-        if cal["pairs"]:
-            png = run_dir / f"jeebench_reliability_{safe_name(model)}.png"
-            reliability_png(cal, png, f"{model} ({variant})")
-            cal["png"] = png.name
-            s["calibration"] = cal
-        s["thresholding"] = thresholding(qs, marks, ex)
-    return s
-
-
-def thresholded(spec: RunSpec) -> str | None:
-    """Said wherever a score appears (Table 2's title, scores.json, protocol.deviations and so the report's
-    leaderboard) when SC answers are thresholded: they are §4.5.3's answers, not Table 2's SC@8 row's."""
-    ts, tm = _taus(spec)
-    sc = _variant(spec) == "cot-sc" or (spec.samples or 1) > 1
-    if not sc or (ts, tm) == (0.0, 0.5):
-        return None
-    return (f"thresholded scores: SC answers at tau {ts:g}/{tm:g} (an MCQ vote winner below {ts:g} of the votes "
-            f"and MCQ(multiple) letters below {tm:g} are skipped, §4.5.3), so Table 2, `overall` and the "
-            f"leaderboard are not Table 2's SC@8 row (majority, 0/0.5)")  # fmt: skip
-
-
-def unread(models: dict[str, dict[str, Any]]) -> dict[str, tuple[int, int]]:
-    """Each model's (unread answers, answers read): samples included, failed calls not."""
-    return {m: (s.get("unread", 0), sum((s.get("stages") or {}).values())) for m, s in models.items()}
-
-
-def reading(spec: RunSpec, counts: dict[str, tuple[int, int]] | None = None) -> str:
-    """The reading deviation: the paper's answers were extracted by hand; ours by rules (and a judge)."""
-    judge = spec.opt("judge")
-    how = "rules (extract.py)" + (f", then the LLM judge {judge}," if judge else "")
-    line = f"answers read by {how} where the paper read them by hand"
-    if counts is None:
-        return line + " (unread answers are counted when scored; they score 0)"
-    per = ", ".join(f"{m} {u}/{n}" for m, (u, n) in sorted(counts.items()))
-    return f"{line}; unread answers (scored 0): {per or 'none scored'}"
-
-
-def deviations(
-    spec: RunSpec,
-    counts: dict[str, tuple[int, int]] | None = None,
-    lost: dict[str, dict[str, int]] | None = None,
-    kept: dict[str, int] | None = None,
-) -> list[str]:
-    """Departures from the paper's protocol (README.md: Protocol). At scoring time, `counts`: each model's
-    unread answers, said in the reading line; `lost`: each model's failed calls (questions and samples);
-    `kept`: each model's critique calls that failed, whose questions keep the CoT answer (cot-critique)."""
-    variant, out = _variant(spec), []
-    sc = variant == "cot-sc"
-    ts, tm = _taus(spec)
-    if ts not in (0.0, PAPER_TAU[0]):
-        out.append(f"--tau-single {ts:g}: an SC MCQ winner below this vote share is skipped (the paper: 0 for "
-                   f"Table 2, {PAPER_TAU[0]:g} tuned in §4.5.3)")  # fmt: skip
-    if tm not in (0.5, PAPER_TAU[1]):
-        out.append(f"--tau-multiple {tm:g}: SC MCQ(multiple) letters at this vote share (the paper: 0.5 for "
-                   f"Table 2, {PAPER_TAU[1]:g} tuned in §4.5.3)")  # fmt: skip
-    changed = Marks.parse(spec.opt("marks")).changed()
-    if changed:
-        out.append("exam marks " + ", ".join(changed))
-    if (th := thresholded(spec)) is not None:
-        out.append(th)
-    if _extractor(spec) == "rules":
-        out.append(
-            "--extractor rules: numbers within 0.01 + 1e-12 (the authors compare abs(g - r) <= 0.01 strictly "
-            "in floats) and SC votes on numbers by value, smallest on ties (the authors: np.unique over the "
-            "answer strings); eight unreadable MCQ samples give None (the authors' argmax gives A)"
-        )
-    if variant == "cot-critique":
-        out.append(
-            "the critique prompt is the authors' released one (200 prompts of 2016-2019: the problem, the CoT "
-            "answer, a '-----------' line, 'Find any problems(if any) with the given solution...'), whose "
-            "wording differs from §4.4's quote ('Find problems(if any) with the given solutions...'); the critique "
-            f"is capped at {CRITIQUE_MAX_TOKENS} tokens as those released critiques were (none longer, 25 of 200 "
-            "stopped for length at 512); their temperature and the prompts of the other 315 questions are not "
-            "released (T=0 and the same framing assumed); a critique stopped at that cap states no new answer (read "
-            "as none, scored 0)"
-        )
-    if variant == TOOLS:
-        out.append(
-            f"§4.2's calculator functions and round limit are not released: ours are add, subtract, multiply and "
-            f"divide(a, b) as function tools (OpenAI's `tools`; Anthropic's `tool_use`), at most {ROUNDS} tool "
-            "rounds after the answer (a chain still calling then has no answer, scored 0); a malformed call "
-            "(arguments not JSON, an unknown function) is answered with an error message as its result and "
-            "counted; the paper reports only gpt-4-0613's overall scores"
-        )
-    if spec.samples not in (None, SC_SAMPLES if sc else 1):
-        out.append(f"{spec.samples} samples (the paper: {SC_SAMPLES if sc else 1})")
-    if spec.temperature not in (None, SC_TEMPERATURE if sc else 0.0):
-        out.append(f"temperature {spec.temperature} (the paper: {SC_TEMPERATURE if sc else 0})")
-    if sc:
-        out.append(
-            "Table 6's CoT row is sample 0 of this SC run at T=0.5 (the paper: a greedy CoT run, "
-            "`--variant cot`)"
-        )
-    if spec.limit is not None:
-        out.append(f"--limit {spec.limit}: a subset of the 515 questions")
-    if lost:
-        per = ", ".join(f"{m} {v['questions']} questions, {v['samples']} samples" for m, v in sorted(lost.items()))
-        out.append(f"calls that failed are left out (the authors' inference.py retries until it gets an answer): "
-                   f"{per}; scores are over the answered questions")  # fmt: skip
-    if kept:
-        per = ", ".join(f"{m} {k}" for m, k in sorted(kept.items()))
-        out.append(f"critique calls that failed keep the CoT answer they would have replaced, so those questions are "
-                   f"scored as plain CoT (the authors' inference.py retries until every critique answers): {per}")  # fmt: skip
-    return out + [reading(spec, counts)]
-
-
-def _count(values: Iterable[str | None]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        k = v or "none"
-        out[k] = out.get(k, 0) + 1
-    return out
 
 
 SUITE = Suite(

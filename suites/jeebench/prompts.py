@@ -4,8 +4,11 @@ as inference.py does (`[{"role": "system", "content": ""}, {"role": "user", ...}
 
 from __future__ import annotations
 
+from core.types import Message
 from suites.jeebench.data import Item
 
+SYSTEM = Message(role="system", content="")
+"""inference.py sends an empty system message before the user's (`{"role": "system", "content": ""}`)."""
 VARIANTS = ("normal", "cot", "cot-1shot", "cot-sc", "cot-critique", "cot-exam", "cot-tools")
 
 PREFIX = {

@@ -25,6 +25,14 @@ VARIANT = "cot-tools"
 ROUNDS = 8
 """Tool rounds after the answer pass (passes tool1..tool8): a chain still calling then ends unanswered."""
 PASSES = tuple(f"tool{k}" for k in range(1, ROUNDS + 1))
+DEVIATION = (
+    f"§4.2's calculator functions and round limit are not released: ours are add, subtract, multiply and "
+    f"divide(a, b) as function tools (OpenAI's `tools`; Anthropic's `tool_use`), at most {ROUNDS} tool "
+    "rounds after the answer (a chain still calling then has no answer, scored 0); a malformed call "
+    "(arguments not JSON, an unknown function) is answered with an error message as its result and "
+    "counted; the paper reports only gpt-4-0613's overall scores"
+)
+"""Recorded with every cot-tools run."""
 OPS = {
     "add": ("a + b", lambda a, b: a + b),
     "subtract": ("a - b", lambda a, b: a - b),
