@@ -26,7 +26,7 @@ _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 CHECKPOINT_EVERY = 2000  # values (~1 MB of WAL) between checkpoints
-_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's 999 host parameters on old builds
+_CHUNK = 512  # keys per SELECT ... IN (...) at most: under SQLite's 999 host parameters on old builds
 _SELECT = "SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({})"
 _ROWS = 128  # rows per INSERT at most: 4 parameters each, under SQLite's 999 on old builds
 _UPSERT = (
@@ -46,7 +46,8 @@ def select_values(c: diskcache.Cache, keys: list[str], bad: dict[str, str] | Non
     con = c._con
     for i in range(0, len(keys), _CHUNK):
         part = keys[i : i + _CHUNK]
-        for k, mode, raw in con.execute(_SELECT.format(",".join("?" * len(part))), part):
+        size = 1 << (len(part) - 1).bit_length()  # padded with its last key: a few shapes, each parsed once
+        for k, mode, raw in con.execute(_select(size), part + part[-1:] * (size - len(part))):
             v = _decode(raw if mode == 1 else c.get(k))  # mode 1 (raw): the value is in the row
             why = answer_problem(v)
             if why is None:
@@ -87,6 +88,11 @@ def _chunks(n: int) -> list[int]:
     n %= _ROWS
     out += [1 << b for b in range(n.bit_length() - 1, -1, -1) if n >> b & 1]
     return out
+
+
+@functools.cache
+def _select(keys: int) -> str:
+    return _SELECT.format(",".join("?" * keys))
 
 
 @functools.cache

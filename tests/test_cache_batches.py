@@ -45,3 +45,17 @@ def test_a_batch_rewritten_keeps_one_entry_a_key(tmp_path: Path):
     c.close()
     with diskcache.Cache(str(tmp_path)) as d:
         assert len(d) == 177
+
+
+def test_lookups_of_every_length_share_a_few_statements(tmp_path: Path):
+    c = open_cache(tmp_path)
+    assert c is not None
+    upsert_values(c, {f"k{i}": _value(i) for i in range(600)})
+    shapes: set[int] = set()  # keys a statement (the trace shows them bound: one quoted key each)
+    c._con.set_trace_callback(lambda sql: shapes.add(sql.count("'k")) if sql.startswith("SELECT key") else None)
+    for length in [*range(1, 41), 99, 300, 600]:  # a look-up's length follows the requests read
+        keys = [f"k{i}" for i in range(length - 1)] + ["kabsent"]
+        assert select_values(c, keys) == {k: _value(i) for i, k in enumerate(keys[:-1])}
+    c._con.set_trace_callback(None)
+    assert len(shapes) <= 11, sorted(shapes)  # was one statement a length: 44
+    c.close()
