@@ -25,7 +25,7 @@ log = logging.getLogger("evalsweep")
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-CHECKPOINT_EVERY = 2000  # values (~1 MB of WAL) between checkpoints
+CHECKPOINT_EVERY = 2000  # values (1.5-8 MB of WAL: 1-4 KB a value, by commit size) between checkpoints
 _CHUNK = 512  # keys per SELECT ... IN (...) at most: under SQLite's 999 host parameters on old builds
 _SELECT = "SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({})"
 _ROWS = 128  # rows per INSERT at most: 4 parameters each, under SQLite's 999 on old builds

@@ -4,9 +4,9 @@ Reads and writes run on the event loop, many keys per SQLite statement: `lookup`
 (`diskcache.Cache.get`: ~11), and new answers are committed every `flush_every_s` (or `max_batch`
 values) as one transaction of multi-row upserts into diskcache's own table, in its own format (raw
 bytes; its triggers keep count and size), so `diskcache.Cache` reads every entry back. A commit costs
-~4 KB of WAL per value (each value's key lands on its own page of the key index) plus a fixed part:
-~13 us a value in commits of ~50 (every 50 ms at bench/throughput.py's pace), ~6 in commits of ~500,
-hence 0.25 s. The answer's row is in results.jsonl first (at the end of its turn of the loop), so a
+up to ~4 KB of WAL a value (each value's key lands on its own page of the key index) plus a fixed
+part: measured in bench/throughput.py's runs, 13-17 us a value in commits of ~50 (every 50 ms at its
+pace), 7-10 in commits of ~500, hence 0.25 s. The answer's row is in results.jsonl first (at the end of its turn of the loop), so a
 kill before the commit costs nothing on resume; another run directory on this cache would pay for
 the answers of the last `flush_every_s` again.
 A writer thread cost more than the writes (measured: ~80 us of CPU per call in GIL hand-offs between

@@ -80,13 +80,13 @@ def parse_limits(headers: Any) -> dict[str, float] | None:
 
 
 def _read(duration: bool, v: str) -> float | None:
-    x = _PARSED.get((duration, v), _PARSED)
-    if x is _PARSED:
-        x = parse_duration(v) if duration else _num(v)
+    """A limit header's number (a reset's seconds), remembered (`_PARSED`)."""
+    k = (duration, v)
+    if k not in _PARSED:
         if len(_PARSED) >= 4096:
             _PARSED.clear()
-        _PARSED[(duration, v)] = x
-    return x  # type: ignore[return-value]
+        _PARSED[k] = parse_duration(v) if duration else _num(v)
+    return _PARSED[k]
 
 
 def _until(stamp: str) -> float | None:
