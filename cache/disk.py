@@ -6,6 +6,7 @@ directory outside a run: `stats`, `prune` (`evalsweep cache`) and `probe` (the d
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import pickle
 import sqlite3
@@ -24,10 +25,10 @@ log = logging.getLogger("evalsweep")
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-CHECKPOINT_EVERY = 2000  # values (~1 MB of WAL) between checkpoints
-_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's 999 host parameters on old builds
+CHECKPOINT_EVERY = 2000  # values (1.5-8 MB of WAL: 1-4 KB a value, by commit size) between checkpoints
+_CHUNK = 512  # keys per SELECT ... IN (...) at most: under SQLite's 999 host parameters on old builds
 _SELECT = "SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({})"
-_ROWS = 240  # rows per INSERT: 4 parameters each, under SQLite's 999 on old builds
+_ROWS = 128  # rows per INSERT at most: 4 parameters each, under SQLite's 999 on old builds
 _UPSERT = (
     "INSERT INTO Cache (key, raw, store_time, expire_time, access_time, access_count, tag, size, mode, "
     "filename, value) VALUES {} ON CONFLICT (key, raw) DO UPDATE "
@@ -45,7 +46,8 @@ def select_values(c: diskcache.Cache, keys: list[str], bad: dict[str, str] | Non
     con = c._con
     for i in range(0, len(keys), _CHUNK):
         part = keys[i : i + _CHUNK]
-        for k, mode, raw in con.execute(_SELECT.format(",".join("?" * len(part))), part):
+        size = 1 << (len(part) - 1).bit_length()  # padded with its last key: a few shapes, each parsed once
+        for k, mode, raw in con.execute(_select(size), part + part[-1:] * (size - len(part))):
             v = _decode(raw if mode == 1 else c.get(k))  # mode 1 (raw): the value is in the row
             why = answer_problem(v)
             if why is None:
@@ -70,11 +72,32 @@ def upsert_values(c: diskcache.Cache, batch: dict[str, dict[str, Any]]) -> None:
             large.append((k, b))
     con = c._con
     with c.transact():
-        for i in range(0, len(small), 4 * _ROWS):
-            part = small[i : i + 4 * _ROWS]
-            con.execute(_UPSERT.format(",".join([_ROW] * (len(part) // 4))), part)
+        i = 0
+        for rows in _chunks(len(small) // 4):
+            con.execute(_upsert(rows), small[i : i + 4 * rows])
+            i += 4 * rows
         for k, b in large:
             c.set(k, b)
+
+
+def _chunks(n: int) -> list[int]:
+    """`n` rows as statements of `_ROWS`, then of powers of two (its binary digits): a few distinct
+    statements, each parsed once a connection. A statement of a new length is parsed afresh (~3 us a
+    row, as much as its insert), and a batch's length changes with every commit."""
+    out = [_ROWS] * (n // _ROWS)
+    n %= _ROWS
+    out += [1 << b for b in range(n.bit_length() - 1, -1, -1) if n >> b & 1]
+    return out
+
+
+@functools.cache
+def _select(keys: int) -> str:
+    return _SELECT.format(",".join("?" * keys))
+
+
+@functools.cache
+def _upsert(rows: int) -> str:
+    return _UPSERT.format(",".join([_ROW] * rows))
 
 
 _CORRUPT = ("not a database", "malformed", "corrupt")

@@ -3,7 +3,12 @@
 Reads and writes run on the event loop, many keys per SQLite statement: `lookup` reads ~2 us a key
 (`diskcache.Cache.get`: ~11), and new answers are committed every `flush_every_s` (or `max_batch`
 values) as one transaction of multi-row upserts into diskcache's own table, in its own format (raw
-bytes; its triggers keep count and size), ~13 us a value, so `diskcache.Cache` reads every entry back.
+bytes; its triggers keep count and size), so `diskcache.Cache` reads every entry back. A commit costs
+up to ~4 KB of WAL a value (each value's key lands on its own page of the key index) plus a fixed
+part: measured in bench/throughput.py's runs, 13-17 us a value in commits of ~50 (every 50 ms at its
+pace), 7-10 in commits of ~500, hence 0.25 s. The answer's row is in results.jsonl first (at the end of its turn of the loop), so a
+kill before the commit costs nothing on resume; another run directory on this cache would pay for
+the answers of the last `flush_every_s` again.
 A writer thread cost more than the writes (measured: ~80 us of CPU per call in GIL hand-offs between
 it and the loop); what may block on the disk, the WAL checkpoint and its fsync, runs on a thread
 (the loop's connection never checkpoints itself). In WAL mode a commit does not wait for the disk.
@@ -46,7 +51,7 @@ def default_cache_dir() -> Path:
 
 class AsyncCache:
     def __init__(
-        self, directory: str | Path, flush_every_s: float = 0.05, max_batch: int = 512, shared: Any = None
+        self, directory: str | Path, flush_every_s: float = 0.25, max_batch: int = 512, shared: Any = None
     ) -> None:
         self.shared = shared
         """A second layer under this one (cache.pg.PgCache): asked on a local miss, given every answer."""
@@ -59,9 +64,9 @@ class AsyncCache:
         self.on_fault: Any = None
         """Called with a message when a write fails because the disk is full (the run must stop)."""
         self._pending: dict[str, dict[str, Any]] = {}
+        """Values not yet committed (a look-up finds them too)."""
         self.unwritten: dict[str, dict[str, Any]] = {}
         """Answers a full disk refused: held, and retried with every later commit and at close."""
-        """Values not yet committed (a look-up finds them too)."""
         self._timer: asyncio.TimerHandle | None = None
         self._flush_every_s = flush_every_s
         self._max_batch = max_batch
@@ -176,8 +181,10 @@ class AsyncCache:
     def release(self, keys: list[str]) -> None:
         """Calls that ended without an answer: whoever waits for them (here or on another host) sends
         their own."""
+        if not keys:  # (every call that answered: its key is released by the commit)
+            return
         self._release_local(keys)
-        if self.shared is not None and keys and not self.shared.down:
+        if self.shared is not None and not self.shared.down:
             t = asyncio.get_running_loop().create_task(self.shared.release(keys))
             self._releasing.add(t)
             t.add_done_callback(self._releasing.discard)
