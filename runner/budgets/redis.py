@@ -42,6 +42,7 @@ from collections import deque
 from typing import Any
 
 from runner.budgets import redis_fallback as fallback
+from runner.budgets import redis_tpm as tpm_account
 from runner.budgets import redis_turns as turns
 from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import ScriptCall, lane_id
@@ -96,6 +97,7 @@ class RedisBudget:
         self.proc = f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
         self._call = ScriptCall(client, ident, self.proc)
         self.keys = self._call.keys
+        self._tpm = tpm_account.Account(self)  # the key's TPM account (redis_tpm: held, queued, settled)
         self.max_concurrency = max_concurrency
         self.lease_ms = int(lease_s * 1000)
         self.factor = 1.0
@@ -199,11 +201,14 @@ class RedisBudget:
         except Exception as e:  # noqa: BLE001
             self._fall_back(e)
 
-    def reconcile(self, est: int, actual: int) -> None:
-        if self._local is not None:
-            self._local.reconcile(est, actual)
-        elif self._Tt1:
-            self._tok_delta += actual - est  # sent with the next script call
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
+        """Wait, first come first served across the key's processes, until its TPM account holds this
+        call's tokens, then charge them (`LocalBudget.take`'s contract; redis_tpm)."""
+        await self._tpm.take(tokens, charge, first)
+
+    def reconcile(self, est: int, actual: int, charge: int | None = None) -> None:
+        """Settle a call `take` charged: its real usage for its charge, its hold given back at once."""
+        self._tpm.settle(est, actual, charge)
 
     def reserve(self, tokens: int) -> float:
         if self._local is not None:
@@ -521,6 +526,7 @@ class RedisBudget:
         for t in (self._house, self._syncing, self._recovering, self._telling, self._leasing):
             if t is not None and not t.done():
                 t.cancel()
+        await self._tpm.aclose()
         if self._local is None:
             try:
                 async with self._call.lock:
