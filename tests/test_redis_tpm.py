@@ -157,3 +157,53 @@ async def test_calls_waiting_for_tokens_are_admitted_first_come_first_served_acr
     await asyncio.wait_for(asyncio.gather(*tasks), GUARD_S)
     assert order == ["A1", "B1", "C1", "B2", "C2", "A2"]
     await _close(*lanes.values())
+
+
+async def test_calls_waiting_for_tokens_when_redis_goes_take_them_locally_within_a_share(
+    redis_server: RedisServer,
+):
+    """Two processes with calls queued in the key's TPM account; Redis goes away. Their waiting calls
+    take their tokens from each process's fallback (a local budget at 1/N of the key's TPM), none waits
+    for Redis; counted at admission, each process stays within its share's bucket and refill in every
+    window from its fallback on."""
+    tpm = 6_000  # 100 tokens a second for the key
+    a, b = _lane(redis_server.url, "gone", tpm, "a"), _lane(redis_server.url, "gone", tpm, "b")
+    admitted: dict[str, list[tuple[float, int]]] = {"a": [], "b": []}
+    stop = asyncio.Event()
+
+    async def work(lane: Lane, name: str) -> None:
+        async def call() -> None:
+            admitted[name].append((time.monotonic(), 20))
+            await asyncio.sleep(0.05)
+
+        while not stop.is_set():
+            await lane.call(call, 20)
+            lane.reconcile(20, 20)
+
+    tasks = [asyncio.create_task(work(x, n)) for x, n in ((a, "a"), (b, "b")) for _ in range(4)]
+    t0 = time.monotonic()
+    while sum(map(len, admitted.values())) < 10 and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.02)
+    assert a.budget._tpm._waiting or b.budget._tpm._waiting  # calls queued for tokens in Redis
+    redis_server.stop()
+    while (a.budget._local is None or b.budget._local is None) and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.02)
+    fell = time.monotonic()
+    assert a.budget._local is not None and b.budget._local is not None
+    while min(sum(1 for t, _ in v if t > fell) for v in admitted.values()) < 8 and time.monotonic() - fell < GUARD_S:
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), GUARD_S)
+    for name, lane in (("a", a), ("b", b)):
+        share = lane.budget._local.tpm / 60  # tokens a second: at most half the key's
+        assert share <= tpm / 60 / 2
+        used = sorted(x for x in admitted[name] if x[0] > fell)
+        assert len(used) >= 8  # the calls queued in Redis went on locally
+        for i, (s0, _) in enumerate(used):
+            total = 0
+            for s1, tokens in used[i:]:
+                total += tokens
+                assert total <= TPM_SHARE * share * (s1 - s0 + 1.0) + 20, (name, total, s1 - s0)
+    for lane in (a, b):
+        await lane.budget.aclose()
+        await lane.budget.client.aclose()

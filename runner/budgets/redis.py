@@ -4,9 +4,9 @@ against one budget, so K processes together stay under the key's limit instead o
 It implements the lane's budget seam (runner.lanes): the policy (AIMD, limits learnt from headers,
 probing) stays in `Lane`; only the state moves to Redis, behind one short Lua script (redis.lua,
 called through redis_call) that runs atomically on the server's clock and, per call:
-  - reserves the next GCRA request slots (and their estimated TPM tokens): pacing, never rejection;
-    slots are spaced 1/rate apart across all processes;
-  - applies TPM reconciliation (actual - estimated tokens) sent with it;
+  - reserves the next GCRA request slots: pacing, never rejection; slots are spaced 1/rate apart
+    across all processes (tokens are the TPM account's, redis_tpm: held, queued across processes,
+    settled at the answer);
   - sets how many concurrency leases the process holds, under an expiring heartbeat, so a SIGKILLed
     process's leases free themselves after `lease_s`;
   - records and returns the key's Retry-After pause and the AIMD factor, so all back off together;
@@ -504,7 +504,8 @@ class RedisBudget:
                     if self._local is not None:
                         return
                     now = time.monotonic()
-                    spare = self._held - self._bound
+                    spare = self._held - self._bound - len(self._gated)  # (one let through waits for
+                    # its tokens, its ticket not made yet: its lease is not spare)
                     over = self._held - max(self._fair(), self._bound)  # others may be waiting for these
                     waiting = self._again or self._new or self._lease_q
                     if spare > 0 and (over > 0 or not waiting and now - self._idle_since > KEEP_S):

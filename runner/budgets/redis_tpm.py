@@ -128,6 +128,11 @@ class Reply:
     admitted: list[str]
 
 
+def _seen(t: asyncio.Task[Any]) -> None:
+    if not t.cancelled():
+        t.exception()
+
+
 class Account:
     """One RedisBudget's side of the key's TPM account: its waiting calls, its holds, its settlements."""
 
@@ -299,6 +304,7 @@ class Account:
         loop = asyncio.get_running_loop()
         if self._blpop is None or self._blpop.done():
             self._blpop = loop.create_task(b.client.blpop([self.wake_key], min(WAKE_S, b.lease_ms / 3000)))
+            self._blpop.add_done_callback(_seen)  # (one that fails once nobody waits for it: no noise)
         news = loop.create_task(self._news.wait())
         try:
             await asyncio.wait({self._blpop, news}, timeout=max(seconds, 0.0005),
