@@ -186,8 +186,7 @@ class Lane:
         concurrency lease wake and end as `Halted`; those already sent finish."""
         self.halted = True
         self._sleeps.wake_all()
-        if isinstance(self.budget, LocalBudget):
-            self.budget.open()  # (a shared budget's waiters follow as the calls in flight end)
+        self.budget.open()  # (a shared budget's lease waiters follow as the calls in flight end)
 
     async def _sleep(self, seconds: float) -> None:
         await self._sleeps.sleep(seconds)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from runner.budgets.local import TPM_SHARE
 from runner.budgets.redis import RedisBudget, lane_id
 from runner.budgets.redis_call import connect
+from runner.calls.halt import Halted
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget
 from tests.servers import RedisServer
@@ -207,3 +210,27 @@ async def test_calls_waiting_for_tokens_when_redis_goes_take_them_locally_within
     for lane in (a, b):
         await lane.budget.aclose()
         await lane.budget.client.aclose()
+
+
+async def test_a_call_waiting_for_tokens_is_not_sent_when_the_run_stops(redis_server: RedisServer):
+    """Ctrl-C: a call queued in the key's TPM account (the bucket empty for hours) ends at once as not
+    sent (Halted), uncharged, its queue entry gone; it does not wait for its tokens."""
+    a = _lane(redis_server.url, "halt", TINY_TPM, "a")
+
+    async def noop() -> None:
+        pass
+
+    await asyncio.wait_for(a.call(noop, 100), GUARD_S)
+    waiting = asyncio.create_task(a.call(noop, 100))
+    queue = f"evalsweep:{{{lane_id('u', 'halt')}}}:tpmq"
+    t0 = time.monotonic()
+    while not await a.budget.client.zcard(queue) and time.monotonic() - t0 < 5.0:
+        await asyncio.sleep(0.01)
+    a.halt()
+    with pytest.raises(Halted):
+        await asyncio.wait_for(waiting, GUARD_S)
+    t0 = time.monotonic()
+    while await a.budget.client.zcard(queue) and time.monotonic() - t0 < 5.0:
+        await asyncio.sleep(0.01)
+    assert await a.budget.client.zcard(queue) == 0
+    await _close(a)

@@ -206,6 +206,11 @@ class RedisBudget:
         call's tokens, then charge them (`LocalBudget.take`'s contract; redis_tpm)."""
         await self._tpm.take(tokens, charge, first)
 
+    def open(self) -> None:
+        """The run is stopping: calls waiting for tokens leave uncharged (lease waiters follow as the
+        calls in flight end)."""
+        self._tpm.open()
+
     def reconcile(self, est: int, actual: int, charge: int | None = None) -> None:
         """Settle a call `take` charged: its real usage for its charge, its hold given back at once."""
         self._tpm.settle(est, actual, charge)

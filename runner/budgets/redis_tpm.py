@@ -145,8 +145,8 @@ class Account:
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self.held = 0  # tokens this process's calls charged on Redis hold beyond their charges
-        self.open = 0  # its calls charged on Redis, not yet settled
-        self.open_local = 0  # ... charged by a fallback's local budget, not yet settled
+        self.n_open = 0  # its calls charged on Redis, not yet settled
+        self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
         self._delta = 0  # settlements not yet sent: charges minus real usage
         self._dirty = False
         self._n = 0
@@ -155,6 +155,7 @@ class Account:
         self._blpop: asyncio.Task[Any] | None = None
         self.calls = 0
         self.last: Reply | None = None
+        self.draining = False  # `open()`: the run is stopping; waiters leave uncharged (none is sent)
 
     def rate(self) -> tuple[float, float]:
         """Tokens a second and the bucket's depth, at the lane's AIMD factor."""
@@ -168,13 +169,13 @@ class Account:
         b = self.b
         c = tokens if charge is None else charge
         h = max(0, tokens - c)
-        while not b.closed:
+        while not b.closed and not self.draining:
             local = b._local
             if local is not None:
                 await local.take(tokens, charge, first)
                 if local.draining and b._local is None:
                     continue  # Redis is back (the local budget let its waiters go): charged there
-                self.open_local += 1
+                self.n_local += 1
                 return
             if not b.tpm or not tokens:
                 return
@@ -184,7 +185,7 @@ class Account:
             self._waiting.append(w)
             self._kick()
             try:
-                if await fut:
+                if await fut or self.draining:
                     return
             except BaseException:
                 if w in self._waiting:
@@ -194,6 +195,17 @@ class Account:
                 elif fut.done() and not fut.cancelled() and fut.result():
                     self.settle(tokens, 0, charge)  # charged as we were cancelled: given back
                 raise
+
+    def open(self) -> None:
+        """The run is stopping: every call waiting for tokens leaves uncharged (the lane sends none of
+        them) and its queue entry goes."""
+        self.draining = True
+        for w in self._waiting:
+            self._gone.append(w.member)
+            if not w.fut.done():
+                w.fut.set_result(False)
+        self._waiting.clear()
+        self._kick()
 
     def settle(self, est: int, actual: int, charge: int | None = None) -> None:
         """A call's answer: its real usage replaces its charge, its hold is given back, at once (a call
@@ -205,21 +217,23 @@ class Account:
         c = est if charge is None else charge
         h = max(0, est - c)
         local = b._local
+        if local is None and not b.tpm:  # (no TPM: nothing was charged)
+            return
         if local is not None:
-            if self.open:  # charged on Redis before the fallback: its debt is paid locally
-                self.open -= 1
+            if self.n_open:  # charged on Redis before the fallback: its debt is paid locally
+                self.n_open -= 1
                 self.held = max(0, self.held - h)
                 if actual > c:
                     local.reconcile(c, actual, c)
                 return
-            self.open_local = max(0, self.open_local - 1)
+            self.n_local = max(0, self.n_local - 1)
             local.reconcile(est, actual, charge)
             return
-        if self.open_local and not self.open:  # charged by the fallback: a debt only
-            self.open_local -= 1
+        if self.n_local and not self.n_open:  # charged by the fallback: a debt only
+            self.n_local -= 1
             self._delta += min(0, c - actual)
         else:
-            self.open = max(0, self.open - 1)
+            self.n_open = max(0, self.n_open - 1)
             self.held = max(0, self.held - h)
             self._delta += c - actual
             self._dirty = self._dirty or h > 0
@@ -290,7 +304,7 @@ class Account:
             w = mine.get(m)
             if w is not None and not w.fut.done():
                 self.held += w.hold
-                self.open += 1
+                self.n_open += 1
                 w.fut.set_result(True)
             else:  # (cancelled meanwhile: its charge back, its hold not counted from the next call on)
                 self._delta += int(m.rsplit("|", 2)[1])
