@@ -30,7 +30,8 @@ TPM on one key across processes (#40 item 4), no server (the budget is what is m
         then K = 1, 2 processes on one Redis-shared key (the work split between them), in one run. Printed:
         wall / (total tokens used / TPM), the share of the TPM used while calls wait, and the 429s the
         key would have sent (its bucket, a second deep, replayed from every process's admissions and
-        answers: charged at admission, settled at the answer).
+        answers: charged at admission, settled at the answer), and Redis script calls per API call. (TPM
+        used may pass 1 on a short run: every account starts with a full bucket, a second of the TPM.)
 """
 
 from __future__ import annotations
@@ -370,10 +371,11 @@ async def _tpm_worker(spec: dict) -> dict:
         events.append([*ev, charge, used])
 
     await asyncio.gather(*(one(i) for i in range(spec["first"], spec["calls"], spec["step"])))
+    trips = b.calls + getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0  # type: ignore[attr-defined]
     if spec["url"]:
         await b.aclose()  # type: ignore[attr-defined]
         await b.client.aclose()  # type: ignore[attr-defined]
-    return {"events": events, "start": start}
+    return {"events": events, "start": start, "trips": trips}
 
 
 def _key_refusals(events: list[list[float]], tpm: float) -> int:
@@ -408,8 +410,10 @@ def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: f
         wall = max(e[1] for e in events) - t0
         busy = max(e[0] for e in events) - t0  # calls waited until the last admission
         used = sum(e[3] for e in events if e[0] - t0 <= busy)
+        trips = sum(o["trips"] for o in outs) / len(events)
         print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x tokens/TPM, TPM used while calls wait "
-              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {_key_refusals(events, tpm)}", flush=True)
+              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {_key_refusals(events, tpm)}"
+              + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
 
 
 def main() -> None:
