@@ -21,6 +21,17 @@ key in the same run (its single-process figure):
 
 Each prints Redis commands per API call (INFO commandstats before/after, every process's) and the
 Redis path's CPU per call (the busy processes' CPU per call on Redis minus on a LocalBudget alone).
+
+TPM on one key across processes (#40 item 4), no server (the budget is what is measured):
+
+    python bench/shared_limits.py --tpm 600000 [--calls 160]
+        one fixed workload of calls each charged --charge tokens at admission (prompt + max_tokens) whose
+        usage is heavy-tailed (1 in 8 uses all of it, the others a tenth): one process on a LocalBudget,
+        then K = 1, 2 processes on one Redis-shared key (the work split between them), in one run. Printed:
+        wall / (total tokens used / TPM), the share of the TPM used while calls wait, and the 429s the
+        key would have sent (its bucket, a second deep, replayed from every process's admissions and
+        answers: charged at admission, settled at the answer), and Redis script calls per API call. (TPM
+        used may pass 1 on a short run: every account starts with a full bucket, a second of the TPM.)
 """
 
 from __future__ import annotations
@@ -249,8 +260,8 @@ def _commands(client: object) -> tuple[int, int, float]:
     return trips, n, cpu["used_cpu_user"] + cpu["used_cpu_sys"]
 
 
-def _spawn_workers(specs: list[dict]) -> list[dict]:
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", orjson.dumps(s).decode()], cwd=REPO,
+def _spawn_workers(specs: list[dict], kind: str = "--worker") -> list[dict]:
+    procs = [subprocess.Popen([sys.executable, __file__, kind, orjson.dumps(s).decode()], cwd=REPO,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
              for s in specs]
@@ -315,9 +326,100 @@ def processes(url: str, busy: int, idle: int, cap: int, latency: float, seconds:
           f"{idle_cmds}); redis-server CPU/call {(s2 - s1) / max(1, total) * 1e3:.3f} ms", flush=True)
 
 
+def _usage(i: int, charge: int) -> int:
+    """Heavy-tailed usage: 1 call in 8 uses all it was charged, the others a tenth of it."""
+    return charge if i % 8 == 0 else charge // 10
+
+
+async def _tpm_worker(spec: dict) -> dict:
+    """One process on a TPM-capped key: its share of the calls (indexes `first`, `first + step`, ...),
+    all queued at the start, each through a Lane (charged `charge`, expected to use it) taking `latency`
+    s and settled at its answer with its real usage. Returns each call's admission and answer (wall
+    clock), charge and usage."""
+    from runner.budgets.redis import RedisBudget, lane_id
+    from runner.budgets.redis_call import connect
+    from runner.config import Endpoint
+    from runner.lanes import Lane, LocalBudget
+
+    cap, charge, tpm = spec["cap"], spec["charge"], spec["tpm"]
+    if spec["url"]:
+        b: object = RedisBudget(connect(spec["url"]), lane_id("bench", spec["key"]), "bench", None, tpm, cap, 5.0,
+                                local_factory=LocalBudget)
+    else:
+        b = LocalBudget(None, tpm, cap)
+    lane = Lane(Endpoint(name="bench", kind="sim"), None, None, provider=None)
+    lane.budget = b
+    if spec["url"]:  # on the key from now
+        async with b._call.lock:  # type: ignore[attr-defined]
+            await b._eval(0)  # type: ignore[attr-defined]
+    print("ready", flush=True)
+    start = float(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+    await asyncio.sleep(max(0.0, start - time.time()))
+    events: list[list[float]] = []
+
+    async def one(i: int) -> None:
+        used = _usage(i, charge)
+        ev: list[float] = []
+
+        async def call() -> None:
+            ev.append(time.time())
+            await asyncio.sleep(spec["latency"])
+            ev.append(time.time())
+
+        await lane.call(call, charge, None, charge)
+        lane.reconcile(charge, used, charge)
+        events.append([*ev, charge, used])
+
+    await asyncio.gather(*(one(i) for i in range(spec["first"], spec["calls"], spec["step"])))
+    trips = b.calls + getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0  # type: ignore[attr-defined]
+    if spec["url"]:
+        await b.aclose()  # type: ignore[attr-defined]
+        await b.client.aclose()  # type: ignore[attr-defined]
+    return {"events": events, "start": start, "trips": trips}
+
+
+def _key_refusals(events: list[list[float]], tpm: float) -> int:
+    """Calls the key would refuse: its bucket (a second of its TPM deep, full at the start) charges a call
+    at admission and settles it at the answer; a call finding less than its charge is refused."""
+    per_s = tpm / 60
+    moves = sorted([(a, 0, c, u) for a, _, c, u in events] + [(z, 1, c, u) for _, z, c, u in events])
+    level, t, refused = per_s, moves[0][0], 0
+    for at, kind, c, u in moves:
+        level, t = min(per_s, level + (at - t) * per_s), at
+        if kind == 0:
+            if level < c * 0.999:
+                refused += 1
+            level -= c
+        else:
+            level += c - u
+    return refused
+
+
+def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
+    """The same heavy-tailed workload on a LocalBudget alone, then on 1 and 2 processes sharing a key."""
+    key = f"t{time.time_ns()}"
+    ideal = sum(_usage(i, charge) for i in range(calls)) / (tpm / 60)
+    print(f"--- TPM {tpm:g}, {calls} calls charged {charge} tokens (usage: 1 in 8 all, else a tenth), "
+          f"{latency * 1e3:.0f} ms each, cap {cap} a process: total tokens / TPM = {ideal:.2f} s")
+    for name, url_, k in (("local, 1 process", None, 1), ("redis, 1 process", url, 1), ("redis, 2 processes", url, 2)):
+        specs = [{"url": url_, "key": f"{key}-{k}", "tpm": tpm, "cap": cap, "charge": charge, "calls": calls,
+                  "first": i, "step": k, "latency": latency} for i in range(k)]
+        outs = _spawn_workers(specs, "--tpm-worker")
+        events = [e for o in outs for e in o["events"]]
+        t0 = outs[0]["start"]
+        wall = max(e[1] for e in events) - t0
+        busy = max(e[0] for e in events) - t0  # calls waited until the last admission
+        used = sum(e[3] for e in events if e[0] - t0 <= busy)
+        trips = sum(o["trips"] for o in outs) / len(events)
+        print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x tokens/TPM, TPM used while calls wait "
+              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {_key_refusals(events, tpm)}"
+              + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
+
+
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        print(orjson.dumps(asyncio.run(_worker(orjson.loads(sys.argv[2])))).decode())
+    if len(sys.argv) == 3 and sys.argv[1] in ("--worker", "--tpm-worker"):
+        worker = _worker if sys.argv[1] == "--worker" else _tpm_worker
+        print(orjson.dumps(asyncio.run(worker(orjson.loads(sys.argv[2])))).decode())
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rpm", type=float, default=12000)
@@ -326,8 +428,18 @@ def main() -> None:
     ap.add_argument("--busy-idle", type=int, metavar="N", help="1 busy process beside N idle ones")
     ap.add_argument("--join", type=int, metavar="K", help="K busy processes on one key")
     ap.add_argument("--cap", type=int, default=8, help="the key's max_concurrency (--busy-idle, --join)")
-    ap.add_argument("--latency", type=float, default=0.2, help="seconds per call (--busy-idle, --join)")
+    ap.add_argument("--latency", type=float, default=0.2, help="seconds per call (--busy-idle, --join, --tpm)")
+    ap.add_argument("--tpm", type=float, help="the key's TPM: the heavy-tailed TPM workload")
+    ap.add_argument("--calls", type=int, default=160, help="calls of the --tpm workload")
+    ap.add_argument("--charge", type=int, default=1000, help="tokens each --tpm call is charged at admission")
     a = ap.parse_args()
+    if a.tpm is not None:
+        redis = RedisServer().start()
+        try:
+            tpm_runs(redis.url, a.tpm, a.calls, a.charge, 16, a.latency)
+        finally:
+            redis.close()
+        return
     if a.busy_idle is not None or a.join is not None:
         redis = RedisServer().start()
         try:

@@ -18,8 +18,8 @@ Limits the provider reports (`x-ratelimit-limit-*`) are adopted when the config 
 one. A quota/billing/disabled-key error stops the lane for good: the pool moves its calls elsewhere.
 
 The seam: all pacing *state* of a lane lives in a budget object (`runner.budgets`: its docstring
-lists what a budget implements), so a cross-process store (Redis) can replace `LocalBudget`. Only a
-LocalBudget queues calls for tokens (`take`: credits move the queue up, debts back).
+lists what a budget implements), so a cross-process store (Redis) can replace `LocalBudget`. A budget
+queues calls for tokens (`take`: credits move the queue up, debts back; a shared one across processes).
 
 The policy (when to slow, recover, stop, adopt limits) stays in `Lane` and only talks to the seam.
 """
@@ -194,8 +194,7 @@ class Lane:
         concurrency lease wake and end as `Halted`; those already sent finish."""
         self.halted = True
         self._sleeps.wake_all()
-        if isinstance(self.budget, LocalBudget):
-            self.budget.open()  # (a shared budget's waiters follow as the calls in flight end)
+        self.budget.open()  # (a shared budget's lease waiters follow as the calls in flight end)
 
     async def _sleep(self, seconds: float) -> None:
         await self._sleeps.sleep(seconds)
@@ -208,9 +207,13 @@ class Lane:
         """Wait for the lane's next slot (the request's, then its tokens'); returns the callback that
         stamps the send, if any, and whether the lane was using its (request, token) rate then."""
         b = self.budget
-        local = isinstance(b, LocalBudget)  # (a shared budget, Redis, keeps its own queue, tokens included)
-        # (a shared budget is charged what the key counts at admission, no hold an idle second forgets)
-        wait = b.reserve(0) if local else b.reserve(est_tokens if charge is None else charge)
+        local = isinstance(b, LocalBudget)
+        if est_tokens and not local:  # a shared budget's tokens first (its queue is the key's), then a slot
+            await b.take(est_tokens, charge, first)
+            est_tokens = 0
+            if self.halted:
+                raise Halted(HALTED)
+        wait = b.reserve(0)
         own = getattr(b, "near", NOT_NEAR)
         while True:
             if wait > 0:
@@ -460,7 +463,5 @@ class Lane:
         """Correct the TPM account once the real usage is known: a debt delays the calls waiting for
         token slots, a credit wakes them to go sooner."""
         b = self.budget
-        if actual_tokens is not None and isinstance(b, LocalBudget):
+        if actual_tokens is not None:
             b.reconcile(est_tokens, actual_tokens, charge)
-        elif actual_tokens is not None:
-            b.reconcile(est_tokens if charge is None else charge, actual_tokens)

@@ -205,21 +205,28 @@ async def test_a_shared_key_is_charged_what_it_counts_at_admission_and_settled_a
     redis_server: RedisServer,
 ):
     """A reasoning call expected to use 3,000 tokens of which the key counts 1,000 (prompt + max_tokens)
-    when it admits it: the shared account takes 1,000 then and the rest when the answer settles. (Charged
-    3,000 up front, an idle second reset the account past the prepayment and the key's debt at the
-    settlement was forgotten: the next calls went into it.)"""
-    a = _budget(redis_server.url)  # 1,000 tokens a second for the key
+    when it admits it: the shared account takes 1,000 then and holds the other 2,000 (the next call waits
+    for them as well as for its own, never into the key's debt) until the answer settles it: its usage
+    replaces its charge and the hold is given back at once. (Charged 3,000 up front, an idle second reset
+    the account past the prepayment and the key's debt at the settlement was forgotten: the next calls
+    went into it.) Read from the account's own replies: tokens, not seconds (#40: the account is a
+    bucket a second deep, as the key's and the local one, so the debt's wait is no longer a fixed 2 s)."""
+    a = _budget(redis_server.url)  # 970 tokens a second for the key (TPM_SHARE), a bucket of as many
+    depth = a._tpm.rate()[1]
     lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
     lane.budget = a
     await lane.call(_noop, 3000, None, 1000)
-    t0 = time.monotonic()
-    await lane.call(_noop, 100, None, 100)
-    assert time.monotonic() - t0 < 2.0  # after ~1,000 tokens of refill, not ~3,000
+    r = a._tpm.last
+    assert r is not None and r.level <= depth - 1000 + 1  # charged 1,000 (from a full bucket), not 3,000
+    assert r.held == 2000 and a._tpm.held == 2000  # ... and the rest held, in Redis
+    await lane.call(_noop, 100, None, 100)  # it waits for the bucket to hold it and the hold (a full one)
+    r = a._tpm.last
+    assert r.level <= depth - 100 + 1 and r.held == 2000
     lane.reconcile(3000, 3000, 1000)  # the answer settles as expected: the other 2,000 now
-    await asyncio.sleep(0.15)  # (sent with the next script call)
-    t1 = time.monotonic()
-    await lane.call(_noop, 100, None, 100)
-    assert time.monotonic() - t1 >= 1.5  # the key's debt is paid before the next call
+    while a._tpm.held or a._tpm.last is r:  # (sent at once, one script call)
+        await asyncio.sleep(0.01)
+    r = a._tpm.last
+    assert r.held == 0 and r.level <= depth - 2000  # the key's debt (on at most a full bucket): the next call waits for it
     await a.aclose()
     await a.client.aclose()
 

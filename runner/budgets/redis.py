@@ -4,9 +4,9 @@ against one budget, so K processes together stay under the key's limit instead o
 It implements the lane's budget seam (runner.lanes): the policy (AIMD, limits learnt from headers,
 probing) stays in `Lane`; only the state moves to Redis, behind one short Lua script (redis.lua,
 called through redis_call) that runs atomically on the server's clock and, per call:
-  - reserves the next GCRA request slots (and their estimated TPM tokens): pacing, never rejection;
-    slots are spaced 1/rate apart across all processes;
-  - applies TPM reconciliation (actual - estimated tokens) sent with it;
+  - reserves the next GCRA request slots: pacing, never rejection; slots are spaced 1/rate apart
+    across all processes (tokens are the TPM account's, redis_tpm: held, queued across processes,
+    settled at the answer);
   - sets how many concurrency leases the process holds, under an expiring heartbeat, so a SIGKILLed
     process's leases free themselves after `lease_s`;
   - records and returns the key's Retry-After pause and the AIMD factor, so all back off together;
@@ -42,6 +42,7 @@ from collections import deque
 from typing import Any
 
 from runner.budgets import redis_fallback as fallback
+from runner.budgets import redis_tpm as tpm_account
 from runner.budgets import redis_turns as turns
 from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import ScriptCall, lane_id
@@ -96,6 +97,7 @@ class RedisBudget:
         self.proc = f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
         self._call = ScriptCall(client, ident, self.proc)
         self.keys = self._call.keys
+        self._tpm = tpm_account.Account(self)  # the key's TPM account (redis_tpm: held, queued, settled)
         self.max_concurrency = max_concurrency
         self.lease_ms = int(lease_s * 1000)
         self.factor = 1.0
@@ -199,11 +201,19 @@ class RedisBudget:
         except Exception as e:  # noqa: BLE001
             self._fall_back(e)
 
-    def reconcile(self, est: int, actual: int) -> None:
-        if self._local is not None:
-            self._local.reconcile(est, actual)
-        elif self._Tt1:
-            self._tok_delta += actual - est  # sent with the next script call
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
+        """Wait, first come first served across the key's processes, until its TPM account holds this
+        call's tokens, then charge them (`LocalBudget.take`'s contract; redis_tpm)."""
+        await self._tpm.take(tokens, charge, first)
+
+    def open(self) -> None:
+        """The run is stopping: calls waiting for tokens leave uncharged (lease waiters follow as the
+        calls in flight end)."""
+        self._tpm.open()
+
+    def reconcile(self, est: int, actual: int, charge: int | None = None) -> None:
+        """Settle a call `take` charged: its real usage for its charge, its hold given back at once."""
+        self._tpm.settle(est, actual, charge)
 
     def reserve(self, tokens: int) -> float:
         if self._local is not None:
@@ -499,7 +509,8 @@ class RedisBudget:
                     if self._local is not None:
                         return
                     now = time.monotonic()
-                    spare = self._held - self._bound
+                    spare = self._held - self._bound - len(self._gated)  # (one let through waits for
+                    # its tokens, its ticket not made yet: its lease is not spare)
                     over = self._held - max(self._fair(), self._bound)  # others may be waiting for these
                     waiting = self._again or self._new or self._lease_q
                     if spare > 0 and (over > 0 or not waiting and now - self._idle_since > KEEP_S):
@@ -521,6 +532,7 @@ class RedisBudget:
         for t in (self._house, self._syncing, self._recovering, self._telling, self._leasing):
             if t is not None and not t.done():
                 t.cancel()
+        await self._tpm.aclose()
         if self._local is None:
             try:
                 async with self._call.lock:

@@ -88,6 +88,7 @@ def fall_back(b: Any, e: BaseException) -> None:
     b._holders = weakref.WeakSet(b._flying)
     local._used = len(b._holders)
     b._local = local
+    b._tpm.fell_back()  # (its calls waiting for tokens take them locally)
     b._again.clear()
     b._new.clear()
     b._wake()
@@ -128,3 +129,4 @@ async def recover(b: Any) -> None:
         local.open()
         b._wake()
         b._kick()
+        b._tpm._kick()  # (the queue entries of its calls that took their tokens locally leave)

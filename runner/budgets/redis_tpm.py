@@ -1,0 +1,345 @@
+"""The key's TPM account across processes (#40), as `LocalBudget.take`/`reconcile` keep it in one process:
+what a RedisBudget (runner.budgets.redis) does for the tokens of its calls, and what its script keeps.
+
+The account is a token bucket on the server's clock (`TPM_SHARE` of the key's TPM a second, a second of
+it deep, full when new): a call waits, first come first served across every process on the key, until
+the bucket holds its charge (what the key counts when it admits it: prompt + max_tokens) and what the
+calls in flight are expected to use beyond their charges (their holds, reasoning); then it is charged
+and its hold counted (`held`, per process: absolute, so a process gone, or a Redis restart, leaks none).
+Its answer settles it (`settle`): its real usage replaces its charge and its hold is given back at once,
+so a call waiting in any process uses what comes back (the credit wakes the process whose call heads
+the queue). A call over a full bucket goes when it is full, as locally.
+
+Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
+process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
+its wake list (BLPOP, no polling), or from its own timer for the refill it was told. Every script call
+says again which calls of its process wait (a restart's lost queue is rebuilt) and which left; a queue
+entry or hold of a process whose heartbeat (redis.lua's) lapsed is dropped. While Redis is away the
+process's calls take tokens from its fallback's local budget at 1/N of the key (redis_fallback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from runner.budgets.local import TPM_SHARE, WINDOW_S
+
+WAKE_S = 1.0  # a process whose call waits behind another's looks at the queue again at least this often
+
+LUA = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local function alive(p)
+  if p == proc then return true end
+  local s = redis.call('ZSCORE', KEYS[4], p)
+  return s and tonumber(s) > now
+end
+local function wake(p)
+  local k = KEYS[5] .. p
+  if redis.call('LLEN', k) == 0 then
+    redis.call('RPUSH', k, 1)
+    redis.call('PEXPIRE', k, 5000)
+  end
+end
+local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq')
+local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
+level = math.min(cap, level + math.max(0, now - at) * rate / 1000000)
+level = math.min(cap, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
+-- this process's calls that left the queue without being admitted (cancelled, or it fell back)
+local i = 7 + 2 * n_wait
+while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
+-- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
+-- whose reset passed goes first
+for j = 0, n_wait - 1 do
+  local m = ARGV[7 + 2 * j]
+  if not redis.call('ZSCORE', KEYS[2], m) then
+    local s
+    if ARGV[8 + 2 * j] == '1' then
+      local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+      s = (tonumber(head[2]) or seq) - 1
+    else
+      seq = seq + 1
+      s = seq
+    end
+    redis.call('ZADD', KEYS[2], s, m)
+  end
+end
+-- what the calls in flight are expected to use beyond their charges, the processes alive's
+local sum = 0
+local hs = redis.call('HGETALL', KEYS[3])
+for j = 1, #hs, 2 do
+  if hs[j] ~= proc then
+    if alive(hs[j]) then sum = sum + tonumber(hs[j + 1]) else redis.call('HDEL', KEYS[3], hs[j]) end
+  end
+end
+local admitted, hint = {}, -1
+while true do
+  local head = redis.call('ZRANGE', KEYS[2], 0, 0)
+  if #head == 0 then break end
+  local m = head[1]
+  local p, c, h = string.match(m, '^(.*)|%d+|(%d+)|(%d+)$')
+  if not p or not alive(p) then
+    redis.call('ZREM', KEYS[2], m)
+  else
+    c, h = tonumber(c), tonumber(h)
+    local need = math.min(c + h + sum + held, cap)
+    if p ~= proc then  -- its process takes it, or learns how long its refill takes (its own timer)
+      wake(p)
+      break
+    end
+    if level < need then
+      hint = math.ceil((need - level) / rate * 1000000)
+      break
+    end
+    level = level - c
+    held = held + h
+    redis.call('ZREM', KEYS[2], m)
+    admitted[#admitted + 1] = m
+  end
+end
+if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
+redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq)
+for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
+return {tostring(hint), tostring(level), tostring(sum + held), admitted}
+"""
+
+
+@dataclass
+class _Wait:
+    """One call waiting for its tokens: its queue entry (process|n|charge|hold) and the future that lets
+    it through (True: charged on Redis; False: the budget fell back, it takes them locally)."""
+
+    member: str
+    charge: int
+    hold: int
+    first: bool
+    fut: asyncio.Future[bool]
+
+
+@dataclass
+class Reply:
+    hint: float  # seconds until this process's call at the head of the queue fits (-1: none of ours heads it)
+    level: float  # tokens in the bucket after this call
+    held: float  # tokens the calls in flight hold beyond their charges (every process's)
+    admitted: list[str]
+
+
+def _seen(t: asyncio.Task[Any]) -> None:
+    if not t.cancelled():
+        t.exception()
+
+
+class Account:
+    """One RedisBudget's side of the key's TPM account: its waiting calls, its holds, its settlements."""
+
+    def __init__(self, b: Any) -> None:
+        self.b = b
+        pre = b.keys[0].removesuffix("state")
+        self.keys = [pre + "tpm", pre + "tpmq", pre + "tpmheld", b.keys[1], pre + "tpmwake:"]
+        self.wake_key = self.keys[4] + b.proc
+        self._script = b.client.register_script(LUA)
+        self._waiting: list[_Wait] = []  # in arrival order
+        self._gone: list[str] = []  # entries to take out of the queue
+        self.held = 0  # tokens this process's calls charged on Redis hold beyond their charges
+        self.n_open = 0  # its calls charged on Redis, not yet settled
+        self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
+        self._delta = 0  # settlements not yet sent: charges minus real usage
+        self._dirty = False
+        self._n = 0
+        self._news = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._blpop: asyncio.Task[Any] | None = None
+        self.calls = 0
+        self.last: Reply | None = None
+        self.draining = False  # `open()`: the run is stopping; waiters leave uncharged (none is sent)
+
+    def rate(self) -> tuple[float, float]:
+        """Tokens a second and the bucket's depth, at the lane's AIMD factor."""
+        b = self.b
+        per_s = (b.tpm or 0.0) * b.factor * TPM_SHARE / 60.0
+        return per_s, per_s * WINDOW_S
+
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
+        """Wait in the key's queue until its bucket holds this call's charge and the holds in flight,
+        then charge it (`LocalBudget.take`'s contract: `tokens` expected, `charge` counted at admission)."""
+        b = self.b
+        c = tokens if charge is None else charge
+        h = max(0, tokens - c)
+        while not b.closed and not self.draining:
+            local = b._local
+            if local is not None:
+                await local.take(tokens, charge, first)
+                if local.draining and b._local is None:
+                    continue  # Redis is back (the local budget let its waiters go): charged there
+                self.n_local += 1
+                return
+            if not b.tpm or not tokens:
+                return
+            self._n += 1
+            fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            w = _Wait(f"{b.proc}|{self._n}|{c}|{h}", c, h, first, fut)
+            self._waiting.append(w)
+            self._kick()
+            try:
+                if await fut or self.draining:
+                    return
+            except BaseException:
+                if w in self._waiting:
+                    self._waiting.remove(w)
+                    self._gone.append(w.member)
+                    self._kick()
+                elif fut.done() and not fut.cancelled() and fut.result():
+                    self.settle(tokens, 0, charge)  # charged as we were cancelled: given back
+                raise
+
+    def open(self) -> None:
+        """The run is stopping: every call waiting for tokens leaves uncharged (the lane sends none of
+        them) and its queue entry goes."""
+        self.draining = True
+        for w in self._waiting:
+            self._gone.append(w.member)
+            if not w.fut.done():
+                w.fut.set_result(False)
+        self._waiting.clear()
+        self._kick()
+
+    def settle(self, est: int, actual: int, charge: int | None = None) -> None:
+        """A call's answer: its real usage replaces its charge, its hold is given back, at once (a call
+        waiting in any process may use it). Which account charged it is not known per call: calls
+        admitted by a fallback settle first once Redis is back (they are older), those Redis charged
+        first during a fallback; either way a credit is given only to the account that charged it,
+        a debt always."""
+        b = self.b
+        c = est if charge is None else charge
+        h = max(0, est - c)
+        local = b._local
+        if local is None and not b.tpm:  # (no TPM: nothing was charged)
+            return
+        if local is not None:
+            if self.n_open:  # charged on Redis before the fallback: its debt is paid locally
+                self.n_open -= 1
+                self.held = max(0, self.held - h)
+                if actual > c:
+                    local.reconcile(c, actual, c)
+                return
+            self.n_local = max(0, self.n_local - 1)
+            local.reconcile(est, actual, charge)
+            return
+        if self.n_local and not self.n_open:  # charged by the fallback: a debt only
+            self.n_local -= 1
+            self._delta += min(0, c - actual)
+        else:
+            self.n_open = max(0, self.n_open - 1)
+            self.held = max(0, self.held - h)
+            self._delta += c - actual
+            self._dirty = self._dirty or h > 0
+        if self._delta or self._dirty:
+            self._kick()
+
+    def fell_back(self) -> None:
+        """Redis went away: the waiting calls take their tokens locally; their queue entries go with the
+        next script call (Redis back, they would head the queue for nobody)."""
+        for w in self._waiting:
+            self._gone.append(w.member)
+            if not w.fut.done():
+                w.fut.set_result(False)
+        self._waiting.clear()
+        self._delta = 0  # (settlements made before it: lost with Redis, the conservative way for a credit)
+
+    def _kick(self) -> None:
+        b = self.b
+        self._news.set()
+        if b.closed or b._local is not None:
+            return
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._serve())
+
+    async def _serve(self) -> None:
+        """Send what changed, let the calls admitted through; while ours wait, sleep until the script wakes
+        this process (BLPOP) or the refill it was told is done, or a local change (a settlement, a new
+        call) needs sending."""
+        b = self.b
+        try:
+            while b._local is None and not b.closed:
+                self._waiting = [w for w in self._waiting if not w.fut.done()]
+                if not (self._waiting or self._gone or self._delta or self._dirty):
+                    return
+                self._news.clear()
+                r = await self._eval()
+                if b._local is not None:
+                    return
+                if not self._waiting:
+                    continue
+                if self._news.is_set():
+                    continue
+                await self._sleep(min(WAKE_S, r.hint) if r.hint >= 0 else WAKE_S)
+        except Exception as e:  # noqa: BLE001 - Redis gone: the fallback paces locally
+            b._fall_back(e)
+
+    async def _eval(self) -> Reply:
+        per_s, depth = self.rate()
+        waiting, gone = list(self._waiting), self._gone
+        delta, held = self._delta, self.held
+        self._gone, self._delta, self._dirty = [], 0, False
+        args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting)]
+        for w in waiting:
+            args += [w.member, "1" if w.first else "0"]
+        try:
+            res = await self._script(keys=self.keys, args=args + gone)
+        except BaseException:
+            self._gone = gone + self._gone
+            self._delta += delta
+            self._dirty = True
+            raise
+        self.calls += 1
+        r = Reply(float(res[0]) / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
+                                                                       for m in res[3]])
+        self.last = r
+        mine = {w.member: w for w in waiting}
+        for m in r.admitted:
+            w = mine.get(m)
+            if w is not None and not w.fut.done():
+                self.held += w.hold
+                self.n_open += 1
+                w.fut.set_result(True)
+            else:  # (cancelled meanwhile: its charge back, its hold not counted from the next call on)
+                self._delta += int(m.rsplit("|", 2)[1])
+                self._dirty = True
+        self._waiting = [w for w in self._waiting if not w.fut.done()]
+        return r
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until the script pushes to this process's wake list, a local change, or `seconds`."""
+        b = self.b
+        loop = asyncio.get_running_loop()
+        if self._blpop is None or self._blpop.done():
+            self._blpop = loop.create_task(b.client.blpop([self.wake_key], min(WAKE_S, b.lease_ms / 3000)))
+            self._blpop.add_done_callback(_seen)  # (one that fails once nobody waits for it: no noise)
+        news = loop.create_task(self._news.wait())
+        try:
+            await asyncio.wait({self._blpop, news}, timeout=max(seconds, 0.0005),
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            news.cancel()
+        if self._blpop.done():
+            self._blpop.result()  # (a Redis error: the fallback)
+
+    async def aclose(self) -> None:
+        """Leave the queue and give back this process's holds (a settled account for the others)."""
+        for t in (self._task, self._blpop):
+            if t is not None and not t.done():
+                t.cancel()
+        gone = [w.member for w in self._waiting] + self._gone
+        for w in self._waiting:
+            if not w.fut.done():
+                w.fut.cancel()
+        self._waiting, self._gone, self.held = [], gone, 0
+        if self.b._local is None and (gone or self.calls):
+            try:
+                await self._eval()
+            except Exception:  # noqa: BLE001
+                pass
