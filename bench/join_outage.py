@@ -279,7 +279,8 @@ def steady(a: argparse.Namespace) -> None:
               f"{max(s for _m, _d, s in srv.seen_on_arrival)} (cap {a.cap}); 429s {srv.rejected_429}")
         print(f"wall first request -> last answer {wall:.1f}s vs the cap's limit {limit:.1f}s: {wall / limit:.2f}x")
         print("per worker, idle while holding units (share of the time held; seconds held): "
-              + ", ".join(f"{s:.2f} ({h:.0f}s)" for s, h in idle))
+              + ", ".join(f"{s:.2f} ({h:.0f}s)" for s, h in idle)
+              + f"; all workers: {sum(s * h for s, h in idle):.1f}s of {sum(h for _s, h in idle):.0f}s held")
         sent = sum(v for k, v in trips.items() if k in ("evalsha", "eval", "blpop", "ping", "client", "hello",
                                                          "select", "script"))
         print(f"Redis round trips per call {sent / calls:.2f} (evalsha {trips.get('evalsha', 0) / calls:.2f}, "
