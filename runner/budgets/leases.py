@@ -117,7 +117,6 @@ class Leases:
         self._watch: asyncio.Task[None] | None = None
         self.budgets: Callable[[str], list[Any]] = lambda _model: []
         """The budgets of a model's lanes (runner.budgets.redis_turns reads their queue state)."""
-        self.starved_back = 0
 
     async def open(self, models: Iterable[str]) -> Leases:
         import psycopg
@@ -219,7 +218,9 @@ class Leases:
         return bool(bs) and all(turns.starved(b) for b in bs)
 
     def _likely(self, model: str) -> bool:
-        return all(turns.likely(b) for b in self.budgets(model))
+        """A call of the model would get a lease soon on one of its lanes (any lane may send it)."""
+        bs = self.budgets(model)
+        return not bs or any(turns.likely(b) for b in bs)
 
     async def _hand_back_when_silent(self) -> None:
         """Every unit this worker is working on while its model may not send for HANDBACK_S, or while
@@ -248,7 +249,6 @@ class Leases:
                     starved_since.pop(model, None)
                 elif now - starved_since.setdefault(model, now) >= STARVED_S:
                     starved_since.pop(model, None)
-                    self.starved_back += 1
                     await self._give_up(model, "its calls waited for a lease of the key, none on the wire; "
                                         "workers holding leases finish it")
                     await asyncio.gather(*(turns.withdraw(b) for b in self.budgets(model)))
