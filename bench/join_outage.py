@@ -204,6 +204,27 @@ def _held(url: str, stop: threading.Event, log: list[tuple[float, set[str]]]) ->
             time.sleep(0.1)
 
 
+def _below(times: list[float], latency: float, cap: int) -> str:
+    """Seconds with fewer than `cap` calls on the wire: before it is first reached (the ramp), after it
+    is last left (the tail), and between (gaps in the middle)."""
+    edges = sorted([(t, 1) for t in times] + [(t + latency, -1) for t in times])
+    spans: list[tuple[float, float]] = []  # (from, to) below the cap
+    at_cap: list[float] = []  # when the cap is reached or left
+    n, since = 0, edges[0][0]
+    for t, d in edges:
+        if n < cap and t > since:
+            spans.append((since, t))
+        if (n + d >= cap) != (n >= cap):
+            at_cap.append(t)
+        n += d
+        since = t
+    if not at_cap:
+        return "the whole run"
+    ramp = sum(min(hi, at_cap[0]) - lo for lo, hi in spans if lo < at_cap[0])
+    tail = sum(hi - max(lo, at_cap[-1]) for lo, hi in spans if hi > at_cap[-1])
+    return f"ramp {ramp:.1f}s, middle {sum(hi - lo for lo, hi in spans) - ramp - tail:.1f}s, tail {tail:.1f}s"
+
+
 def steady(a: argparse.Namespace) -> None:
     """No outage: do workers that cannot get a lease of the key sit on units the others could run?"""
     import redis as redis_py
@@ -277,7 +298,8 @@ def steady(a: argparse.Namespace) -> None:
         print(f"requests {srv.total}; paid twice {twice}; final rows {len(rows)} "
               f"(errors {sum(1 for r in rows if r['error'] is not None)}); most on the wire at once "
               f"{max(s for _m, _d, s in srv.seen_on_arrival)} (cap {a.cap}); 429s {srv.rejected_429}")
-        print(f"wall first request -> last answer {wall:.1f}s vs the cap's limit {limit:.1f}s: {wall / limit:.2f}x")
+        print(f"wall first request -> last answer {wall:.1f}s vs the cap's limit {limit:.1f}s: {wall / limit:.2f}x; "
+              "time below the cap: " + _below(times, a.latency, a.cap))
         print("per worker, idle while holding units (share of the time held; seconds held): "
               + ", ".join(f"{s:.2f} ({h:.0f}s)" for s, h in idle)
               + f"; all workers: {sum(s * h for s, h in idle):.1f}s of {sum(h for _s, h in idle):.0f}s held")
