@@ -117,11 +117,12 @@ def starved(b: Any) -> bool:
     """Calls of this process wait for a lease of the key, none of its calls holds one (none on the wire),
     and more processes want the key's leases than it has: beyond the cap, waiting for a turn. (With as
     many as the cap or fewer, its share comes as the others' calls end: it waits, never gives up.) False
-    for a budget that is not on Redis now."""
+    for a budget that is not on Redis now, or back from an outage and waiting for the others to return
+    (its calls wait for that, not for a turn)."""
     if getattr(b, "_lease_q", None) is None or b._local is not None or b.closed:
         return False
     return (bool(b._lease_q) and b._bound + pending(b) == 0 and not b._again
-            and b.n_active > b.max_concurrency)
+            and b.n_active > b.max_concurrency and time.monotonic() >= b._grace_until)
 
 
 def likely(b: Any) -> bool:
