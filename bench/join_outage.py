@@ -21,6 +21,7 @@ answer) over its cap limit (requests x latency / cap); Redis round trips per cal
 requests paid twice (must be 0).
 
     python bench/join_outage.py --steady [--workers 6] [--cap 4] [--latency 1.0] [--seconds 60]
+        [--keep DIR: also the requests as sent, arrivals.json: (seconds from the first, worker pid)]
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def main() -> None:
 
         times = sorted(t for t, *_ in srv.arrivals)
         last = times[-1]
+        (tmp / "arrivals.json").write_bytes(orjson.dumps([t - first for t in times]))
         texts = [e.read_text(errors="replace") for e in errs]
         cap_of = [[int(m) for m in re.findall(r"and at most (\d+) calls at once", t)] for t in texts]
         caps = [c for cs in cap_of for c in cs]
@@ -300,6 +302,10 @@ def steady(a: argparse.Namespace) -> None:
               f"{max(s for _m, _d, s in srv.seen_on_arrival)} (cap {a.cap}); 429s {srv.rejected_429}")
         print(f"wall first request -> last answer {wall:.1f}s vs the cap's limit {limit:.1f}s: {wall / limit:.2f}x; "
               "time below the cap: " + _below(times, a.latency, a.cap))
+        (tmp / "arrivals.json").write_bytes(orjson.dumps([[t - times[0], worker_of.get(item_of.get(pr, ""), "")]
+                                                           for t, _m, pr, _n in srv.arrivals]))
+        gap, at = max((b - a_, a_ - times[0]) for a_, b in zip(times, times[1:], strict=False))
+        print(f"longest gap with no request sent {gap:.2f}s, {at:.1f}s after the first")
         print("per worker, idle while holding units (share of the time held; seconds held): "
               + ", ".join(f"{s:.2f} ({h:.0f}s)" for s, h in idle)
               + f"; all workers: {sum(s * h for s, h in idle):.1f}s of {sum(h for _s, h in idle):.0f}s held")
