@@ -212,6 +212,7 @@ async def _main(
         if r.join:
             r.leases = await open_leases(r, shared)
             r.leases.may_send = lambda m: any(not getattr(ln.budget, "silent", False) for ln in models[m].lanes)
+            r.leases.budgets = lambda m: [ln.budget for ln in models[m].lanes]
     cache = (
         None
         if no_cache

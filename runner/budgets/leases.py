@@ -6,6 +6,11 @@ lease its worker renews every lease_s/3, and marked done when all its items have
 that may not send (`may_send`: its key budgets are in a Redis outage and it held none of their leases)
 claims nothing, and after HANDBACK_S hands its unit back: the unit's calls, none on the wire, are
 cancelled without rows and its lease freed, so the workers that may send finish it. A worker
+whose calls of a model's key wait for a lease (`starved`: beyond the key's cap, none of its calls on
+the wire) longer than STARVED_S hands its units of that model back the same way, and claims one again
+only when a lease is likely (`likely`: it holds one, or nobody queues and the key's busy processes are
+fewer than its cap): with more workers than the cap, the units go to the workers that can send instead
+of every worker waiting its turn with units in hand (#40). A worker
 killed with SIGKILL stops renewing: its units become claimable when the lease expires, and the worker
 that takes one over first re-reads every worker's results file, so nothing finished is sent again
 (and the shared cache answers what finished but had no row yet). Shards are SHA-256 of the item id,
@@ -27,6 +32,7 @@ from typing import Any
 import orjson
 
 from cache.pg import RETRY_S, TIMEOUT_S, connect_kwargs, deadline
+from runner.budgets import redis_turns as turns
 from runner.config import ConfigError, redact_url
 
 log = logging.getLogger("evalsweep")
@@ -34,6 +40,10 @@ log = logging.getLogger("evalsweep")
 SHARDS = 32
 HANDBACK_S = 2.0
 """How long a worker that may not send keeps its unit before handing it back."""
+STARVED_S = turns.ROTATE_S
+"""How long a worker keeps its units while all their calls wait for a lease of the key: about one turn
+(a worker queued longer is one too many for the key's cap; its turn would idle another)."""
+LOOK_S = 0.1  # how often the worker looks at its budgets (in memory: no round trip)
 JOIN_FILE = "join.json"
 SCHEMA = """CREATE TABLE IF NOT EXISTS evalsweep_units (
     run text NOT NULL,
@@ -105,6 +115,8 @@ class Leases:
         self._cancelled: dict[tuple[str, int], set[asyncio.Task[Any]]] = {}
         self.handed_back = 0
         self._watch: asyncio.Task[None] | None = None
+        self.budgets: Callable[[str], list[Any]] = lambda _model: []
+        """The budgets of a model's lanes (runner.budgets.redis_turns reads their queue state)."""
 
     async def open(self, models: Iterable[str]) -> Leases:
         import psycopg
@@ -201,39 +213,81 @@ class Leases:
                 log.warning("--join: lease heartbeat failed (%s); other workers may take over our units",
                             redact_url(str(e), [self.url]))
 
+    def _starved(self, model: str) -> bool:
+        bs = self.budgets(model)
+        return bool(bs) and all(turns.starved(b) for b in bs)
+
+    def _likely(self, model: str) -> bool:
+        """A call of the model would get a lease soon on one of its lanes (any lane may send it)."""
+        bs = self.budgets(model)
+        return not bs or any(turns.likely(b) for b in bs)
+
     async def _hand_back_when_silent(self) -> None:
-        """Every unit this worker is working on while its model may not send for HANDBACK_S: its calls
-        (none on the wire: a silent lane has no call running) are cancelled, no row written, and its
-        lease freed at once for a worker that may send (the taker re-reads every worker's rows)."""
+        """Every unit this worker is working on while its model may not send for HANDBACK_S, or while
+        all its calls of the model wait for a lease of the key for STARVED_S: its calls (none on the wire:
+        a silent lane has no call running, a starved one none holding a lease) are cancelled, no row
+        written, and its lease freed at once for a worker that may send (the taker re-reads every
+        worker's rows)."""
         silent_since: dict[str, float] = {}
+        starved_since: dict[str, float] = {}
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(LOOK_S)
             now = loop.time()
-            for model in {u[0] for u in self._open}:
+            models = {u[0] for u in self._open if u not in self._handed}
+            for since in (silent_since, starved_since):  # (a model with no unit open starts afresh)
+                for model in [m for m in since if m not in models]:
+                    del since[model]
+            for model in models:
                 if self.may_send(model):
                     silent_since.pop(model, None)
                 elif now - silent_since.setdefault(model, now) >= HANDBACK_S:
-                    for unit in [u for u in self._open if u[0] == model and u not in self._handed]:
-                        await self._hand_back(unit)
+                    await self._give_up(model, "this worker may not send (Redis unreachable, no lease of the "
+                                        "key held); workers that may send finish it")
+                    continue
+                if not self._starved(model):
+                    starved_since.pop(model, None)
+                elif now - starved_since.setdefault(model, now) >= STARVED_S:
+                    starved_since.pop(model, None)
+                    await self._give_up(model, "its calls waited for a lease of the key, none on the wire; "
+                                        "workers holding leases finish it")
+                    await asyncio.gather(*(turns.withdraw(b) for b in self.budgets(model)))
 
-    async def _hand_back(self, unit: tuple[str, int]) -> None:
-        """One open unit (the one being iterated, or one whose calls are still waiting) given up."""
+    async def _give_up(self, model: str, why: str) -> None:
+        """Every open unit of the model handed back: all their calls cancelled first, with no await in
+        between (none can get a lease and go on the wire meanwhile), then the leases freed."""
+        units = [u for u in self._open if u[0] == model and u not in self._handed]
+        counts = [self._cancel(u) for u in units]
+        for unit, n in zip(units, counts, strict=True):
+            await self._free(unit)
+            log.warning("--join: %s unit %d handed back (%d calls not sent): %s", *unit, n, why)
+        pending = [t for u in units for t in self._cancelled.get(u, ()) if not t.done()]
+        if pending:  # (their waits for a lease end first: the budget then knows they wait no more)
+            await asyncio.wait(pending, timeout=1.0)
+
+    def _cancel(self, unit: tuple[str, int]) -> int:
         self._handed.add(unit)
         self.handed_back += 1
         tasks = self._tasks.pop(unit, set())
         for t in tasks:
             t.cancel()
         self._cancelled[unit] = tasks
+        return len(tasks)
+
+    async def _free(self, unit: tuple[str, int]) -> None:
         # (_q waits out a Postgres outage; the heartbeat renews only units still owned by us)
         await self._q(
             "UPDATE evalsweep_units SET owner = NULL, expires = NULL "
             "WHERE run = %s AND model = %s AND shard = %s AND owner = %s AND NOT done",
             (self.run, *unit, self.owner),
         )
-        log.warning("--join: %s unit %d handed back (%d calls not sent): this worker may not send "
-                    "(Redis unreachable, no lease of the key held); workers that may send finish it",
-                    *unit, len(tasks))
+
+    async def _others_work(self, model: str) -> bool:
+        """Some other live worker holds a unit of the model (so this one may stay out of the key's way)."""
+        rows = await self._q("SELECT count(*) FROM evalsweep_units WHERE run = %s AND model = %s AND NOT done "
+                             "AND owner IS NOT NULL AND owner <> %s AND expires > now()",
+                             (self.run, model, self.owner))
+        return bool(rows[0][0])
 
     async def requests(
         self, model: str, build: Callable[[], Iterable[Any]], stopping: Callable[[], bool]
@@ -248,6 +302,9 @@ class Leases:
                 if not left[0][0]:
                     return
                 await asyncio.sleep(0.5)
+                continue
+            if not self._likely(model) and await self._others_work(model):  # beyond the key's cap: the
+                await asyncio.sleep(0.5)  # workers that hold its leases take the units (one always works)
                 continue
             got = await self.claim(model)
             if got is None:

@@ -108,3 +108,41 @@ async def serve(b: Any) -> None:
             await b.client.blpop([b._call.wake_key], min(WAKE_S, b.lease_ms / 3000))
     except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
         b._fall_back(e)
+
+
+# --- for `--join` workers (runner.budgets.leases): work units go to the processes that can send --------
+
+
+def starved(b: Any) -> bool:
+    """Calls of this process wait for a lease of the key, none of its calls holds one (none on the wire),
+    and more processes want the key's leases than it has: beyond the cap, waiting for a turn. (With as
+    many as the cap or fewer, its share comes as the others' calls end: it waits, never gives up.) False
+    for a budget that is not on Redis now, or back from an outage and waiting for the others to return
+    (its calls wait for that, not for a turn)."""
+    if getattr(b, "_lease_q", None) is None or b._local is not None or b.closed:
+        return False
+    return (bool(b._lease_q) and b._bound + pending(b) == 0 and not b._again
+            and b.n_active > b.max_concurrency and time.monotonic() >= b._grace_until)
+
+
+def likely(b: Any) -> bool:
+    """A call of this process would get a lease of the key soon, as its last reply from Redis said (its
+    heartbeat keeps that fresh, no polling): it holds one, or nobody is queued and the processes with
+    calls running or waiting are fewer than the cap (a newcomer's share is handed back to it, never
+    taken by a turn)."""
+    if getattr(b, "_lease_q", None) is None or b._local is not None:
+        return True
+    return b._held > 0 or (b.n_waiting == 0 and b.n_active < b.max_concurrency)
+
+
+async def withdraw(b: Any) -> None:
+    """Tell Redis at once that this process waits no more (its waiting calls were given up): left in the
+    key's queue until its next heartbeat, it would be handed a lease it cannot use."""
+    if getattr(b, "_lease_q", None) is None or b._local is not None or b.closed:
+        return
+    try:
+        async with b._call.lock:
+            if b._local is None and not b.closed:
+                await b._eval(b._held)
+    except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
+        b._fall_back(e)
