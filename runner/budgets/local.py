@@ -125,6 +125,7 @@ class LocalBudget:
         self._used = 0
         self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]]]] = {}
         self._seq = 0
+        self._due = False  # a hand-over of free leases is scheduled (`_wake_soon`)
         self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
         self.probing = False
         self.near = (False, False)
@@ -390,26 +391,44 @@ class LocalBudget:
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
         longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
         equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
-        long calls sent last."""
-        while self._used >= self._cap:
-            key, expect = work or _NO_WORK
-            queue = self._waiters.get(key)
-            if queue is None:
-                queue = self._waiters[key] = (expect, deque())
-            fut = asyncio.get_running_loop().create_future()
-            self._seq += 1
-            queue[1].append((self._seq, fut))
-            try:
-                await fut
-            except BaseException:
-                if fut.done() and not fut.cancelled():
-                    self._wake()  # pass on a wake-up we will not use
-                raise
-        self._used += 1
+        long calls sent last. A freed lease is handed to the waiter it is given to (counted as used
+        from then): a call arriving meanwhile queues behind the others, it does not take it."""
+        if self._used < self._cap and not self._waiters:
+            self._used += 1
+            return
+        key, expect = work or _NO_WORK
+        queue = self._waiters.get(key)
+        if queue is None:
+            queue = self._waiters[key] = (expect, deque())
+        fut = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        queue[1].append((self._seq, fut))
+        if self._used < self._cap:  # (only waiters gone meanwhile were ahead of it)
+            self._wake_soon()
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self.release()  # pass on a lease handed to us that we will not use
+            raise
 
     def release(self) -> None:
+        """A lease frees. Who gets it is decided once the current step of the loop is over: the call
+        that held it has then counted its answer (`runner.calls.call`: its latency into the ranking,
+        its tokens into the account), which decided for the next call a latency late (ranking lag)."""
         self._used -= 1
-        self._wake()
+        self._wake_soon()
+
+    def _wake_soon(self) -> None:
+        if self._due or not self._waiters:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # (no loop: nobody can be waiting)
+            self._wake()
+            return
+        self._due = True
+        loop.call_soon(self._wake)
 
     def open(self) -> None:
         """Let every call waiting for a lease or tokens through: this budget is being replaced (by
@@ -422,9 +441,10 @@ class LocalBudget:
                 me[0].set_result(None)
 
     def _wake(self) -> None:
-        free = self._cap - self._used
+        """Hand the free leases to the longest expected kinds waiting (each lease counted as used now)."""
+        self._due = False
         waiters = self._waiters
-        while free > 0 and waiters:
+        while self._used < self._cap and waiters:
             key = next(iter(waiters)) if len(waiters) == 1 else self._longest()
             queue = waiters[key][1]
             fut = queue.popleft()[1]
@@ -432,7 +452,7 @@ class LocalBudget:
                 del waiters[key]
             if not fut.done():
                 fut.set_result(None)
-                free -= 1
+                self._used += 1
 
     def _longest(self) -> Hashable:
         waiters = self._waiters
