@@ -195,7 +195,7 @@ class Lane:
     # --- one attempt -----------------------------------------------------------------------------
 
     async def _admit(
-        self, est_tokens: int, first: bool = False, charge: int | None = None, work: Work | None = None
+        self, est_tokens: int, first: bool = False, charge: int | None = None
     ) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
         """Wait for the lane's next slot (the request's, then its tokens'); returns the callback that
         stamps the send, if any, and whether the lane was using its (request, token) rate then."""
@@ -213,7 +213,7 @@ class Lane:
                 if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
             if est_tokens and local:  # in the order calls came, as the account allows
-                await b.take(est_tokens, charge, first, work)
+                await b.take(est_tokens, charge, first)
                 own, est_tokens = (own[0], b.near[1]), 0
                 if self.halted:
                     raise Halted(HALTED)
@@ -235,7 +235,7 @@ class Lane:
         try:
             if self.halted:
                 raise Halted(HALTED)
-            sent, own = await self._admit(est_tokens, first, charge, work)
+            sent, own = await self._admit(est_tokens, first, charge)
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere

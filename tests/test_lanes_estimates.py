@@ -183,32 +183,6 @@ async def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
     queued.cancel()
 
 
-async def test_calls_waiting_for_tokens_go_longest_expected_first():
-    """On a lane bound by tokens the slots idle and the token queue orders the calls: the longest expected
-    kind goes first (an unseen kind right after the longest seen), equal ones in arrival order. In arrival
-    order a long thinker sent last was a TPM lane's tail (bench/lane_replay.py: tpm-b 1.11x -> 1.07x)."""
-    import asyncio
-
-    from runner.budgets.local import LocalBudget
-
-    b = LocalBudget(None, 60_000, 8)  # 1,000 tokens a second
-    b.reserve(0)
-    await b.take(1000)  # a fresh key: a second's worth at once; the bucket is now empty
-    expect = {"short": 1.0, "long": 5.0, "critique": math.inf}
-    order: list[str] = []
-
-    async def one(kind: str) -> None:
-        await b.take(100, work=(kind, lambda: expect[kind]))
-        order.append(kind)
-
-    tasks = []
-    for kind in ("short", "long", "critique", "short", "long"):
-        tasks.append(asyncio.create_task(one(kind)))
-        await asyncio.sleep(0)
-    await asyncio.gather(*tasks)
-    assert order == ["long", "long", "critique", "short", "short"]
-
-
 def test_an_early_heavy_tail_answer_does_not_set_the_charge_of_the_next_minute():
     sp = Spend()
     assert sp.cost(_req()) == (100 + 1024, 100 + 1024)  # (expected, what the key counts at admission)

@@ -134,7 +134,7 @@ class LocalBudget:
         """Seconds of token slots held for the calls in flight beyond what the key charged at their
         admission (`charge`): the usage their answers are expected to settle (reasoning). Outside the
         account's clamp (its bucket's depth): prepaid by us, not yet by the key, never forgotten as idle."""
-        self._tok_q: deque[list[Any]] = deque()  # calls waiting in `take`: [future, expected s, seq]
+        self._tok_q: deque[list[asyncio.Future[None] | None]] = deque()  # calls waiting in `take`, in order
         self.depth = 0.0
         """Tokens the key's bucket was seen holding (its answers' remaining-tokens; 0: unknown, a second
         of them is assumed): the account forgets credit only beyond that, not beyond a second."""
@@ -217,7 +217,7 @@ class LocalBudget:
         now, span = self.clock(), self._span()
         return max(self._tok_tat, now - span) + min(need + self._owed, span) - now
 
-    async def take(self, tokens: int, charge: int | None = None, first: bool = False, work: Work | None = None) -> None:
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
         """Wait, in arrival order, until the key's bucket holds this call's tokens, then charge them.
         `tokens`: what the call is expected to use; `charge`: what the key counts when it admits it
         (prompt + max_tokens; default `tokens`). The account runs as the key's does, charged `charge`
@@ -228,12 +228,7 @@ class LocalBudget:
 
         `first`: a call the key refused for tokens and whose reset has passed: the key holds its
         tokens now, so it goes at once and the calls queued move back by its tokens (at the end of the
-        queue it would be refused again, by then spent).
-
-        The queue's head is the call of the longest expected kind (`work`, as `acquire` ranks leases;
-        equal ones in arrival order): on a lane bound by tokens, its slots mostly idle, this queue is
-        what orders the calls, and in arrival order a long thinker sent last was the lane's tail
-        (bench/lane_replay.py: tpm-b 1.11x its limit in arrival order, 1.07x longest expected first)."""
+        queue it would be refused again, by then spent)."""
         if not self._Tt or not tokens:
             return
         c = tokens if charge is None else charge
@@ -241,16 +236,13 @@ class LocalBudget:
         q = self._tok_q
         if not first and (q or self._tok_wait(c * self._Tt + held) > 0):
             loop = asyncio.get_running_loop()
-            self._seq += 1
-            me: list[Any] = [None, (work or _NO_WORK)[1], self._seq]
+            me: list[asyncio.Future[None] | None] = [None]
             q.append(me)
             try:
                 while not self.draining:
-                    wait = self._tok_wait(c * self._Tt + held) if self._tok_head() is me else None
+                    wait = self._tok_wait(c * self._Tt + held) if q[0] is me else None
                     if wait is not None and wait <= 0:
                         break
-                    if wait is None:  # (the head may have changed by what the lane learnt: it looks again)
-                        self._wake_tokens()
                     fut = me[0] = loop.create_future()
                     timer = None if wait is None else loop.call_later(wait, _wake_one, fut)
                     try:
@@ -270,21 +262,10 @@ class LocalBudget:
         # over a full bucket, n samples of max_tokens) is the lane's own pacing, not another client's.
         self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
 
-    def _tok_head(self) -> list[Any]:
-        """The call of `take`'s queue that goes next: the longest expected kind (a kind not yet seen
-        right after the longest seen, as `_longest`), equal ones in arrival order."""
-        q = self._tok_q
-        if len(q) == 1:
-            return q[0]
-        expect = [me[1]() for me in q]
-        top = self._top = max(self._top, max((v for v in expect if v != math.inf), default=0.0))
-        best = max(range(len(q)), key=lambda i: (min(expect[i], top), expect[i] <= top, -q[i][2]))
-        return q[best]
-
     def _wake_tokens(self) -> None:
         """The head of `take`'s queue looks at the account again (it changed, or the head left)."""
         if self._tok_q:
-            fut = self._tok_head()[0]
+            fut = self._tok_q[0][0]
             if fut is not None and not fut.done():
                 fut.set_result(None)
 
