@@ -109,33 +109,6 @@ async def test_a_kind_not_yet_seen_goes_right_after_the_longest_seen_not_after_e
     assert order == ["long", "long", "critique", "short"]
 
 
-async def test_a_freed_lease_is_ranked_with_the_latency_of_the_call_that_freed_it():
-    """The ranking lag: a call's latency is counted (`Spend.observe`, by runner.calls.call) just after
-    its lease frees, in the same step of the loop. Deciding who gets the lease at the release ranked
-    the waiting kinds without it: a kind whose first answer was long still ranked as unseen."""
-    import asyncio
-
-    from runner.budgets.local import LocalBudget
-
-    b = LocalBudget(None, None, 1)
-    sp = Spend()
-    sp.observe("answer", 1, None, 2.0)  # "answer" is known, "b" is not yet (its one call is in flight)
-    await b.acquire(sp.work("b", 1))  # b's call holds the lease
-    order: list[str] = []
-
-    async def one(kind: str) -> None:
-        await b.acquire(sp.work(kind, 1))
-        order.append(kind)
-        b.release()
-
-    tasks = [asyncio.create_task(one(k)) for k in ("b", "answer", "answer")]
-    await asyncio.sleep(0)
-    b.release()  # b's call ends: its lease frees, then its answer is counted (no await between)
-    sp.observe("b", 1, None, 9.0)  # b is long: it goes first (unseen, it ranked after the longest seen)
-    await asyncio.gather(*tasks)
-    assert order == ["b", "answer", "answer"]
-
-
 async def test_a_call_arriving_as_a_lease_frees_queues_behind_those_waiting():
     """A freed lease is handed to a waiting call, not taken by one that arrives meanwhile."""
     import asyncio
