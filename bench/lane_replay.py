@@ -4,7 +4,9 @@ overhead, so a lane's ratio can be read against what any scheduler could do."""
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +108,65 @@ def replay(
     return end
 
 
+def learned(
+    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
+    min_n: int = 1,
+) -> float:
+    """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
+    latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
+    goes, that expectation being the median of the kind's calls ended by then; a kind with fewer than
+    `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
+    `order`. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
+    kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]
+    waiting: dict[Any, list[tuple[float, int]]] = {}
+    for i in range(len(jobs)):
+        if i not in held:
+            heapq.heappush(waiting.setdefault(kinds[i], []), (order[i], i))
+    seen: dict[Any, list[float]] = {}
+    ended: list[tuple[float, Any, float]] = []  # (when, kind, latency) of calls started
+    later: list[tuple[float, int]] = []
+    slots = [0.0] * conc
+    spent, last, end, top = 0.0, 0.0, 0.0, 0.0
+    buckets = [_Tokens(rate, cap) if what else None for rate, cap, what in rates]
+    for _ in range(len(jobs)):
+        t = heapq.heappop(slots)
+        if not any(waiting.values()):
+            t = max(t, later[0][0])
+        while later and later[0][0] <= t:
+            i = heapq.heappop(later)[1]
+            heapq.heappush(waiting.setdefault(kinds[i], []), (order[i], i))
+        while ended and ended[0][0] <= t:
+            _, k, lat = heapq.heappop(ended)
+            bisect.insort(seen.setdefault(k, []), lat)
+
+        def expect(k: Any) -> float:
+            v = seen.get(k, [])
+            return v[len(v) // 2] if len(v) >= min_n and v else math.inf
+
+        ex = {k: expect(k) for k, q in waiting.items() if q}
+        top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
+        k = max(ex, key=lambda k: (min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
+        i = heapq.heappop(waiting[k])[1]
+        lat, tok, _, n, nxt = jobs[i]
+        start = max(t, last)
+        for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
+            if bucket is None:
+                spent += 1
+                start = max(start, (spent - cap) / rate)
+        for bucket in buckets:
+            if bucket is not None:
+                start = bucket.admit(start, ADMIT * n)
+                heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
+        last = start
+        done = start + lat
+        heapq.heappush(slots, done)
+        heapq.heappush(ended, (done, kinds[i], lat))
+        if nxt >= 0:
+            heapq.heappush(later, (done, nxt))
+        end = max(end, done)
+    return end
+
+
 def schedules(
     entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
     shuffles: int = 50,
@@ -113,7 +174,8 @@ def schedules(
     """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order; `by model`,
     chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
     order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
-    `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them)."""
+    `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them); `ours`, our
+    ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls)."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -123,5 +185,7 @@ def schedules(
     for _ in range(shuffles):
         blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
         by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
+    ours = sum(learned(jobs, held, conc, rates, [rng.random() for _ in jobs]) for _ in range(shuffles // 5))
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {"blind": blind, "by model": by_model, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    return {"blind": blind, "by model": by_model, "ours": ours / (shuffles // 5),
+            "clairvoyant": replay(jobs, held, conc, rates, lpt)}

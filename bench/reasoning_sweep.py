@@ -240,6 +240,11 @@ def synthetic_logs(
     return logs
 
 
+def reach_keys(row: dict[str, Any]) -> list[str]:
+    """The replays' columns (bench/lane_replay.schedules)."""
+    return [k for k in row if k in ("blind", "by model", "ours", "clairvoyant")]
+
+
 def reachable(ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, int, int], seeds: int) -> None:
     """Per lane, over `seeds` synthetic draws of the laws: the mean and worst ratio to the limit `blind`, `by
     model` and `clairvoyant` reach, and how many seeds they keep <= 1.15x (no sweep is run)."""
@@ -247,9 +252,9 @@ def reachable(ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, in
     for seed in range(seeds):
         rows, _ = lane_table(synthetic_logs(ms, 10_000 + seed, scale, counts), 0.0, ms, scale)
         for r in rows:
-            for k in ("blind", "by model", "clairvoyant"):
+            for k in reach_keys(r):
                 got.setdefault(r["lane"], {}).setdefault(k, []).append(r[k])
-        for k in ("blind", "by model", "clairvoyant"):  # the sweep's worst lane
+        for k in reach_keys(rows[0]):  # the sweep's worst lane
             got.setdefault("worst", {}).setdefault(k, []).append(max(r[k] for r in rows))
     print(f"list scheduling on {seeds} synthetic draws, latency scale {scale}: mean / worst / seeds <= 1.15x")
     for lane, by in got.items():

@@ -239,7 +239,8 @@ class Lane:
         b = self.budget
         self.queued += 1
         try:
-            await (b.acquire(work) if isinstance(b, LocalBudget) else b.acquire())
+            # (a model's gate probe, ON_WIRE set, is not held back by the lane's own probe: `acquire`)
+            await (b.acquire(work, ON_WIRE.get() is not None) if isinstance(b, LocalBudget) else b.acquire())
         finally:
             self.queued -= 1
         try:

@@ -315,3 +315,25 @@ def test_a_probe_out_for_long_without_a_refusal_opens_the_gate(tmp_path: Path, m
     assert seen[0] == (0, 1)
     assert max(flying for done, flying in seen if done == 0) == 8  # all out before the first answer
     assert len(rows(tmp_path / "run")) == 8
+
+
+def test_a_lane_probing_its_limits_does_not_hold_back_each_models_first_call(tmp_path: Path, mock: MockServer):
+    """A lane without rpm and tpm sends one call to learn the key's limits from its answer (runner.lanes),
+    and each model's first call is its gate's probe. The lane's probe held the other models' probes until
+    its answer (or PROBE_MAX_S): a sweep's start on one slot. Each model's probe now goes at once, and
+    each model still sends nothing more before its first answer."""
+    seen: list[tuple[str, int, int]] = []  # (model, its requests before this one, answers the server sent)
+
+    def latency(model: str, prompt: str, before: int) -> float:
+        seen.append((model, before, sum(mock.finished.values())))
+        return 0.3
+
+    mock.latency_of = latency
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b", "ok-c"],
+                       extra_endpoint="max_concurrency = 8\n")  # no rpm, no tpm: the lane probes
+    data = write_dataset(tmp_path / "d.jsonl", 6)
+    assert main(run_args(data, "ok-a,ok-b,ok-c", cfg, tmp_path / "run")) == 0
+    assert len(seen) == 18
+    assert [answered for _, before, answered in seen if before == 0] == [0, 0, 0]  # all before any answer
+    for model in ("ok-a", "ok-b", "ok-c"):  # the gate: the rest only after the model's first answer
+        assert all(done >= 1 for done, _ in _arrivals(mock, model)[1:])

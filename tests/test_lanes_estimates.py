@@ -109,6 +109,32 @@ async def test_a_kind_not_yet_seen_goes_right_after_the_longest_seen_not_after_e
     assert order == ["long", "long", "critique", "short"]
 
 
+async def test_a_call_arriving_as_a_lease_frees_queues_behind_those_waiting():
+    """A freed lease is handed to a waiting call, not taken by one that arrives meanwhile."""
+    import asyncio
+
+    from runner.budgets.local import LocalBudget
+
+    b = LocalBudget(None, None, 1)
+    await b.acquire()
+    order: list[str] = []
+
+    async def one(kind: str) -> None:
+        await b.acquire((kind, lambda: 1.0))
+        order.append(kind)
+        await asyncio.sleep(0)
+        b.release()
+
+    waiting = asyncio.create_task(one("waiting"))
+    await asyncio.sleep(0)
+    b.release()
+    await b.acquire(("late", lambda: 1.0))  # arrives in the same step of the loop
+    order.append("late")
+    b.release()
+    await waiting
+    assert order == ["waiting", "late"] and b._used == 0
+
+
 async def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
     import asyncio
 
