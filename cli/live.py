@@ -142,7 +142,7 @@ def fit_line(head: str, parts: list[tuple[int, str]], width: int) -> str:
 
 def sweep_eta(rows: list[dict[str, Any]], most: bool = False, low: bool = False) -> float | None:
     """A sweep's (or run's) ETA. From the forecast (every row has one: `eta_most_s` set), its latest
-    model's, every pass and lane counted (runner.forecast.Live; `most`, `low`: its range's ends);
+    model's, every pass and lane counted (runner.eta.Live; `most`, `low`: its range's ends);
     else its first-pass rows left at its present rate of fresh answers (its models share lanes, so a
     model not started yet waits for the others, not forever), and no sooner than the forecast of those
     that have one; 0 when all are done, None while a row's is unknown (a run's plan not counted yet: its

@@ -25,7 +25,7 @@ from cli.live import (
     summary_parts,
     sweep_eta,
 )
-from runner.forecast import Live
+from runner.eta import Live
 from runner.state import RunCtx, Stats
 
 log = logging.getLogger("evalsweep")
@@ -34,7 +34,7 @@ log = logging.getLogger("evalsweep")
 def _eta_s(st: Stats, counted: bool = True) -> float | None:
     """Seconds left at this model's rate of fresh answers; 0 when done, None before any answer or before
     its run's plan is counted (`counted`: a total of 0 then is no `done`): the fallback until the forecast
-    (runner.forecast.Live) has one, and for a batched model."""
+    (runner.eta.Live) has one, and for a batched model."""
     if not counted:
         return None
     elapsed = time.monotonic() - st.started
@@ -212,7 +212,7 @@ async def watch(
     """Until cancelled: refresh the live view (TTY), or every `every_s` log the sweep's summary line
     and a line per model or lane whose state changed. `lanes` describes each lane (limit, source,
     use, state); `state` gives a model's lane state; `spend` the spend ceilings (`spent $0.12/$0.20`);
-    `eta` the live forecast, kept fresh here (runner.forecast.Live.run) and read by every line."""
+    `eta` the live forecast, kept fresh here (runner.eta.Live.run) and read by every line."""
     lanes = lanes or list
     live = sys.stderr.isatty() if live is None else live
     keep = asyncio.create_task(eta.run()) if eta is not None else None

@@ -53,7 +53,7 @@ T = TypeVar("T")
 
 WIRE: ContextVar[Any] = ContextVar("evalsweep_wire", default=None)
 """What a call is, set by the scheduler ((id(run), model, pass, samples)): kept with its send time in
-`Lane.wire` for the live ETA (runner.forecast.Live), which reads it from its thread."""
+`Lane.wire` for the live ETA (runner.eta.Live), which reads it from its thread."""
 
 log = logging.getLogger("evalsweep")
 

@@ -34,7 +34,7 @@ from runner.calls.halt import HALTED
 from runner.config import Config, ConfigError, shared_urls
 from runner.deviations import block, of_manifest
 from runner.ending import account, finish_manifest, hold_unwritten, not_running, unpaid_for, warn_exhausted
-from runner.forecast import Live
+from runner.eta import Live
 from runner.lanes import worst_state
 from runner.lock import LOCK, unlock
 from runner.pool import ModelEntry, build_models, close_models, lane_report

@@ -13,7 +13,8 @@ from typing import Any
 
 from cli.progress import snapshot, sweep_line, watch
 from runner.config import load_config
-from runner.forecast import SHRINK, LaneWork, Live
+from runner.eta import SHRINK, Live
+from runner.forecast import LaneWork
 from runner.run import execute
 from runner.rundir import RunPlan
 from suites.base import RunSpec

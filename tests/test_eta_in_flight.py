@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cli.progress import snapshot, sweep_line
-from runner.forecast import Live
+from runner.eta import Live
 from runner.remaining import Plan
 from runner.state import Stats
 
