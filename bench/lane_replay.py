@@ -66,6 +66,21 @@ class _Tokens:
         return self.t
 
 
+def _admit(start: float, spent: float, job: Job, rates: list[Any], buckets: list[Any]) -> tuple[float, float]:
+    """When a job admitted no sooner than `start` may go: the lane's request rates (`spent` requests so
+    far) and token buckets (charged its admission, settled at its end); returns (start, spent)."""
+    lat, tok, _, n, _ = job
+    for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
+        if bucket is None:
+            spent += 1
+            start = max(start, (spent - cap) / rate)
+    for bucket in buckets:
+        if bucket is not None:
+            start = bucket.admit(start, ADMIT * n)
+            heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
+    return start, spent
+
+
 def replay(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[Any]
 ) -> float:
@@ -89,16 +104,8 @@ def replay(
             i = heapq.heappop(later)[1]
             heapq.heappush(ready, (rank[i], i))
         i = heapq.heappop(ready)[1]
-        lat, tok, _, n, nxt = jobs[i]
-        start = max(t, last)  # admitted in order
-        for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
-            if bucket is None:
-                spent += 1
-                start = max(start, (spent - cap) / rate)
-        for bucket in buckets:
-            if bucket is not None:
-                start = bucket.admit(start, ADMIT * n)
-                heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
+        lat, _, _, _, nxt = jobs[i]
+        start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)  # admitted in order
         last = start
         done = start + lat
         heapq.heappush(slots, done)
@@ -147,16 +154,8 @@ def learned(
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
         k = max(ex, key=lambda k: (min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
         i = heapq.heappop(waiting[k])[1]
-        lat, tok, _, n, nxt = jobs[i]
-        start = max(t, last)
-        for (rate, cap, _), bucket in zip(rates, buckets, strict=True):
-            if bucket is None:
-                spent += 1
-                start = max(start, (spent - cap) / rate)
-        for bucket in buckets:
-            if bucket is not None:
-                start = bucket.admit(start, ADMIT * n)
-                heapq.heappush(bucket.settle, (start + lat, tok - ADMIT * n))
+        lat, _, _, _, nxt = jobs[i]
+        start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)
         last = start
         done = start + lat
         heapq.heappush(slots, done)
