@@ -68,6 +68,16 @@ class Redis(RedisServer):
         return self
 
 
+def _wait_all(procs: list[subprocess.Popen[bytes]], deadline: float) -> None:
+    """Every worker's end, or its kill at `deadline` (monotonic): a hung worker ends the bench, not the box."""
+    while any(q.poll() is None for q in procs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for q in procs:
+        if q.poll() is None:
+            q.kill()
+            q.wait()
+
+
 def _gaps(times: list[float], lo: float, hi: float) -> float:
     """The longest stretch in [lo, hi] with no arrival (its ends count as edges)."""
     inside = [t for t in times if lo <= t <= hi]
@@ -142,12 +152,7 @@ def main() -> None:
         assert redis.proc is not None
         print(f"Redis {'thawed' if a.freeze else 'restarted'} after {up - down:.1f}s ({srv.total} requests so far)", flush=True)
         deadline = up + 600
-        while any(q.poll() is None for q in procs) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for q in procs:
-            if q.poll() is None:
-                q.kill()
-                q.wait()
+        _wait_all(procs, deadline)
         end = time.monotonic()
 
         times = sorted(t for t, *_ in srv.arrivals)
@@ -258,12 +263,7 @@ def steady(a: argparse.Namespace) -> None:
                 procs.append(subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=REPO, env=env,
                                               stdout=subprocess.DEVNULL, stderr=f))
         deadline = t_start + 10 * a.seconds + 120
-        while any(q.poll() is None for q in procs) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for q in procs:
-            if q.poll() is None:
-                q.kill()
-                q.wait()
+        _wait_all(procs, deadline)
         end = time.monotonic()
         stop.set()
         sampler.join()
