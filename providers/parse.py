@@ -191,16 +191,23 @@ def flooded(body: dict[str, Any], choices: list[Any], n: int) -> list[Any]:
     return choices[:n]
 
 
-def openai_chat(body: Any, n: int) -> Completion:
-    """A decoded chat.completion body with `n` requested choices."""
-    if not isinstance(body, dict):
-        raise malformed(f"body is {type(body).__name__}, not an object")
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        said = server_error(body)
-        raise malformed(f"an HTTP 200 carrying an error: {said}" if said else "no choices")
-    if len(choices) > n:
-        choices = flooded(body, choices, n)
+Choices = tuple[list[str | None], list[str | None], list[list[dict[str, Any]] | None], list[bool] | None]
+"""An answer's choices read: texts, finish reasons, tool calls (empty: none), which were seen (None: all)."""
+
+
+def _one(choices: list[Any]) -> Choices | None:
+    """The usual answer read at once: one choice, its content a string, no tool calls, its finish reason
+    a string or null. None for any other (`_each` checks it field by field, to the same outcome)."""
+    ch = choices[0]
+    msg = ch.get("message") if type(ch) is dict else None
+    text = msg.get("content") if type(msg) is dict else None
+    if type(text) is not str or msg.get("tool_calls") is not None:  # type: ignore[union-attr]
+        return None
+    why = ch.get("finish_reason")
+    return ([text], [why], [], None) if why is None or type(why) is str else None
+
+
+def _each(choices: list[Any], n: int) -> Choices:
     texts: list[str | None] = [None] * n
     reasons: list[str | None] = [None] * n
     tool_calls: list[list[dict[str, Any]] | None] = []
@@ -231,6 +238,20 @@ def openai_chat(body: Any, n: int) -> Completion:
         seen[idx] = True
     if not any(seen):
         raise ProviderError(f"response has {len(choices)} choices, {n} requested", retryable=True)
+    return texts, reasons, tool_calls, seen
+
+
+def openai_chat(body: Any, n: int) -> Completion:
+    """A decoded chat.completion body with `n` requested choices."""
+    if not isinstance(body, dict):
+        raise malformed(f"body is {type(body).__name__}, not an object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        said = server_error(body)
+        raise malformed(f"an HTTP 200 carrying an error: {said}" if said else "no choices")
+    if len(choices) > n:
+        choices = flooded(body, choices, n)
+    texts, reasons, tool_calls, seen = (n == 1 and _one(choices)) or _each(choices, n)
     usage = body.get("usage")
     if not isinstance(usage, dict):
         usage = _NONE
