@@ -137,6 +137,17 @@ class AsyncCache:
             theirs += await self.shared.claim(mine)
         return theirs
 
+    def claim_now(self, keys: list[str]) -> list[str] | None:
+        """`claim` as a plain call, the usual case: no look at the directory due or under way and no
+        shared layer up (nothing to await, so no coroutine a call). None: await `claim` instead."""
+        if self.shared is not None and not self.shared.down:
+            return None
+        if self.claims is None or self.broken:
+            return []
+        if time.monotonic() >= self._look_at or (self._looking is not None and not self._looking.done()):
+            return None
+        return self._take(keys)
+
     async def _claim_local(self, keys: list[str]) -> list[str]:
         if self.claims is None or self.broken:
             return []
@@ -145,14 +156,26 @@ class AsyncCache:
                 self._looking = asyncio.ensure_future(self._look())
             if self._looking is not None and not self._looking.done():
                 await asyncio.shield(self._looking)  # every claimer waits for the look in progress
+        except sqlite3.Error as e:
+            return self._claims_failed(e)
+        return self._take(keys)
+
+    def _take(self, keys: list[str]) -> list[str]:
+        """The claim itself, once no look is to be waited for: alone on the directory, none taken."""
+        if self.claims is None:
+            return []
+        try:
             if not self._shared:
                 self._unclaimed.update(keys)
                 return []
             return self.claims.claim(keys)
         except sqlite3.Error as e:
-            log.warning("cache %s: in-flight claims failed (%s); calling without them", self.directory, e)
-            self.claims = None
-            return []
+            return self._claims_failed(e)
+
+    def _claims_failed(self, e: sqlite3.Error) -> list[str]:
+        log.warning("cache %s: in-flight claims failed (%s); calling without them", self.directory, e)
+        self.claims = None
+        return []
 
     @property
     def shared_dir(self) -> bool:

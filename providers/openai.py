@@ -165,10 +165,9 @@ class OpenAIProvider:
         return comp
 
     async def post(self, data: bytes, api_key: str | None, n: int = 1) -> Completion:
-        raw, limits = await patience.exchange(
-            self._get_session(), self.url, data, self._headers_for(api_key), self.timeout_s
-        )
-        comp = parse_chat(raw, n, self._headers_for(api_key))
+        headers = self._headers_for(api_key)
+        raw, limits = await patience.exchange(self._get_session(), self.url, data, headers, self.timeout_s)
+        comp = parse_chat(raw, n, headers)
         comp.limits = limits
         return comp
 

@@ -29,7 +29,9 @@ def malformed(what: str) -> ProviderError:
 
 def tokens(v: Any) -> int | None:
     """A token count as int, or None when absent or unusable (never a string, float or bool)."""
-    if isinstance(v, bool):
+    if type(v) is int:  # the usual case first (a bool is not `type(v) is int`): ~9 counts an answer
+        return v if v >= 0 else None
+    if v is None or isinstance(v, bool):
         return None
     if isinstance(v, int):
         return v if v >= 0 else None
@@ -76,11 +78,12 @@ def checked(
     with tool calls (`called`: Gemini's OpenAI-compatible endpoint ends a turn of calls with finish_reason
     "stop", https://github.com/open-webui/computer/issues/224). Choices not `seen` (a server that ignored
     `n`) stay (None, None) for the scheduler to send again."""
-    for i, (t, r) in enumerate(zip(texts, reasons, strict=True)):
-        if seen is not None and not seen[i]:
-            continue
-        if t is None and r not in NO_TEXT_OK and not (called and called[i]):
-            raise malformed(f"choice {i} has no text (finish_reason={r!r})")
+    if None in texts:  # (each text is a str or None: an answer with every text skips the loop)
+        for i, (t, r) in enumerate(zip(texts, reasons, strict=True)):
+            if seen is not None and not seen[i]:
+                continue
+            if t is None and r not in NO_TEXT_OK and not (called and called[i]):
+                raise malformed(f"choice {i} has no text (finish_reason={r!r})")
     cached, writes, reasoning, cost = details
     return Completion(
         texts=texts,
@@ -108,17 +111,25 @@ def openai_usage(usage: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
     DeepSeek's prompt_cache_hit_tokens (api-docs.deepseek.com/guides/kv_cache); litellm's Anthropic
     cache_creation_input_tokens; OpenRouter's usage.cost (openrouter.ai/docs/use-cases/usage-accounting);
     xAI's cost_in_usd_ticks, 1e10 ticks a dollar (docs.x.ai/developers/cost-tracking)."""
-    cached = _sub(usage, "prompt_tokens_details", "cached_tokens")
+    got = usage.get("prompt_tokens_details")
+    details = got if isinstance(got, dict) else _NONE
+    cached = details.get("cached_tokens")
     if cached is None:
         cached = usage.get("prompt_cache_hit_tokens")
-    writes = _sub(usage, "prompt_tokens_details", "cache_write_tokens")
+    writes = details.get("cache_write_tokens")
     if writes is None:
         writes = usage.get("cache_creation_input_tokens")
     cost = usage.get("cost")
-    ticks = usage.get("cost_in_usd_ticks")
-    if cost is None and isinstance(ticks, int) and not isinstance(ticks, bool) and ticks >= 0:
-        cost = ticks / 1e10
-    return cached, writes, _sub(usage, "completion_tokens_details", "reasoning_tokens"), cost
+    if cost is None:
+        ticks = usage.get("cost_in_usd_ticks")
+        if isinstance(ticks, int) and not isinstance(ticks, bool) and ticks >= 0:
+            cost = ticks / 1e10
+    got = usage.get("completion_tokens_details")
+    return cached, writes, got.get("reasoning_tokens") if isinstance(got, dict) else None, cost
+
+
+_NONE: dict[str, Any] = {}
+"""An absent details object (read, never written)."""
 
 
 def output_billed(model: Any, ins: Any, outs: Any, reasoning: Any, total: Any) -> Any:
@@ -180,16 +191,23 @@ def flooded(body: dict[str, Any], choices: list[Any], n: int) -> list[Any]:
     return choices[:n]
 
 
-def openai_chat(body: Any, n: int) -> Completion:
-    """A decoded chat.completion body with `n` requested choices."""
-    if not isinstance(body, dict):
-        raise malformed(f"body is {type(body).__name__}, not an object")
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        said = server_error(body)
-        raise malformed(f"an HTTP 200 carrying an error: {said}" if said else "no choices")
-    if len(choices) > n:
-        choices = flooded(body, choices, n)
+Choices = tuple[list[str | None], list[str | None], list[list[dict[str, Any]] | None], list[bool] | None]
+"""An answer's choices read: texts, finish reasons, tool calls (empty: none), which were seen (None: all)."""
+
+
+def _one(choices: list[Any]) -> Choices | None:
+    """The usual answer read at once: one choice, its content a string, no tool calls, its finish reason
+    a string or null. None for any other (`_each` checks it field by field, to the same outcome)."""
+    ch = choices[0]
+    msg = ch.get("message") if type(ch) is dict else None
+    text = msg.get("content") if type(msg) is dict else None
+    if type(text) is not str or msg.get("tool_calls") is not None:  # type: ignore[union-attr]
+        return None
+    why = ch.get("finish_reason")
+    return ([text], [why], [], None) if why is None or type(why) is str else None
+
+
+def _each(choices: list[Any], n: int) -> Choices:
     texts: list[str | None] = [None] * n
     reasons: list[str | None] = [None] * n
     tool_calls: list[list[dict[str, Any]] | None] = []
@@ -207,24 +225,40 @@ def openai_chat(body: Any, n: int) -> Completion:
             msg = {}
         if not isinstance(msg, dict):
             raise malformed(f"choices[{i}].message is {type(msg).__name__}, not an object")
-        texts[idx] = content_text(msg.get("content"), f"choices[{i}].message.content")
+        text = msg.get("content")  # (a string: the usual answer, no call and no f-string for its check)
+        texts[idx] = text if type(text) is str else content_text(text, f"choices[{i}].message.content")
         calls = msg.get("tool_calls")
         if calls is not None:
             if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
                 raise malformed(f"choices[{i}].message.tool_calls is not a list of objects")
             tool_calls = tool_calls or [None] * n
             tool_calls[idx] = calls
-        reasons[idx] = finish(ch.get("finish_reason"), f"choices[{i}].finish_reason")
+        why = ch.get("finish_reason")
+        reasons[idx] = why if type(why) is str else finish(why, f"choices[{i}].finish_reason")
         seen[idx] = True
     if not any(seen):
         raise ProviderError(f"response has {len(choices)} choices, {n} requested", retryable=True)
+    return texts, reasons, tool_calls, seen
+
+
+def openai_chat(body: Any, n: int) -> Completion:
+    """A decoded chat.completion body with `n` requested choices."""
+    if not isinstance(body, dict):
+        raise malformed(f"body is {type(body).__name__}, not an object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        said = server_error(body)
+        raise malformed(f"an HTTP 200 carrying an error: {said}" if said else "no choices")
+    if len(choices) > n:
+        choices = flooded(body, choices, n)
+    texts, reasons, tool_calls, seen = (n == 1 and _one(choices)) or _each(choices, n)
     usage = body.get("usage")
     if not isinstance(usage, dict):
-        usage = {}
+        usage = _NONE
     details = openai_usage(usage)
-    ins = usage.get("prompt_tokens")
+    ins = tokens(usage.get("prompt_tokens"))  # each count read once (`checked` keeps an int as it is)
     outs = output_billed(body.get("model"), ins, usage.get("completion_tokens"), details[2], usage.get("total_tokens"))
-    done = checked(texts, reasons, ins, outs, seen, details, [c is not None for c in tool_calls] or None)
+    done = checked(texts, reasons, ins, outs, seen, details, [c is not None for c in tool_calls] if tool_calls else None)
     done.tool_calls = tool_calls
     return done
 

@@ -353,7 +353,7 @@ class Scheduler:
         miss: list[int] = []
         for s in samples:
             v = found.get(keys[s])
-            if v is None and use_cache:
+            if v is None and use_cache and self.cache.shared is not None:  # type: ignore[union-attr]
                 v = await self.cache.from_shared(keys[s])  # type: ignore[union-attr]
             if v is None:
                 miss.append(s)
@@ -387,7 +387,8 @@ class Scheduler:
         cache = self.cache
         assert cache is not None
         ks = [keys[s] for s in miss]
-        theirs = set(await cache.claim(ks))
+        now = cache.claim_now(ks)  # (no coroutine but when a look or the shared layer is to be awaited)
+        theirs = set(now if now is not None else await cache.claim(ks))
         if not cache.shared_dir:
             return miss
         # Shared: the look-up was made before the claim, and another process may have answered since.

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from cache.store import AsyncCache
 from core.secrets import redact_url
@@ -100,18 +102,19 @@ def same_words(msg: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"(['\"`])[^'\"`]{0,80}\1", "'_'", msg)).strip()[:200]
 
 
-async def send(
+def send(
     req: Request,
     m: ModelEntry,
     group: list[int],
     keys: dict[int, str],
     breaker: Breaker,
     cache: AsyncCache | None,
-) -> list[Row]:
-    """Samples `group` of `req` in one call to `m` (`n` = len(group)): one row each, never raised."""
+) -> Coroutine[Any, Any, list[Row]]:
+    """Samples `group` of `req` in one call to `m` (`n` = len(group)): one row each, never raised. The
+    coroutine to await, not one of its own: a frame less on every call's way out and back."""
     if m.spend is not None:  # a spend ceiling: reserved before the call is sent (runner.calls.spend)
-        return await paid(m, req, group, keys, lambda: _send(req, m, group, keys, breaker, cache))
-    return await _send(req, m, group, keys, breaker, cache)
+        return paid(m, req, group, keys, lambda: _send(req, m, group, keys, breaker, cache))
+    return _send(req, m, group, keys, breaker, cache)
 
 
 async def _send(
@@ -234,9 +237,11 @@ def implausible(req: Request, m: ModelEntry, comp: Completion, n: int) -> str | 
     why = None
     if limit and comp.output_tokens is not None and comp.output_tokens > n * limit * 1.1 + 32:
         why = f"output {comp.output_tokens:,} tokens reported for a limit of {limit:,} a sample"
-    room = n * (4 * (m.estimate_tokens(req) - (mx or 0)) + 2_000)  # (some bill the prompt once a sample)
-    if comp.input_tokens is not None and comp.input_tokens > room:
-        why = f"prompt {comp.input_tokens:,} tokens reported for a request of ~{room // 4 - 500:,}"
+    ins = comp.input_tokens
+    if ins is not None and ins > 2_000 * n:  # (the room below is never less: its estimate only then)
+        room = n * (4 * (m.estimate_tokens(req) - (mx or 0)) + 2_000)  # (some bill the prompt once a sample)
+        if ins > room:
+            why = f"prompt {ins:,} tokens reported for a request of ~{room // 4 - 500:,}"
     if why and m.cfg.name not in _FLAGGED:
         _FLAGGED.add(m.cfg.name)
         log.warning("%s: the provider reports usage the request cannot explain (%s); billed as reported, "
@@ -330,17 +335,11 @@ def rows_from(
             row["tool_calls"] = calls
         rows.append(row)
         if cache is not None and m.provider_cacheable:
-            cache.put(
-                keys[s],
-                {
-                    "text": text,
-                    "usage": usage,
-                    "cost_usd": cost,
-                    "finish_reason": finish,
-                    "model": m.model_id,
-                    "t": row["t"],
-                    **({"tool_calls": calls} if calls is not None else {}),
-                    **({"learned": made} if (made := learned.made_with(m)) else {}),
-                },
-            )
+            value = {"text": text, "usage": usage, "cost_usd": cost, "finish_reason": finish, "model": m.model_id,
+                     "t": row["t"]}
+            if calls is not None:
+                value["tool_calls"] = calls
+            if made := learned.made_with(m):
+                value["learned"] = made
+            cache.put(keys[s], value)
     return rows
