@@ -11,6 +11,11 @@ And a 429 storm (30% of requests refused with Retry-After 1 s) against the same 
 
     python bench/throughput.py [--calls 4000] [--replay-rows 20000] [--rpm 1200 60000] [--rpm-seconds 20]
                                [--skip-cpu] [--storm 1000]
+    python bench/throughput.py --instructions [--calls 1000]
+
+`--instructions` counts instructions instead of timing CPU (valgrind's callgrind; the count is the same run
+after run, where this VM's CPU time drifts by 1.5x): each client makes 100 calls, then 100 + --calls, each in
+its own process under callgrind; a call's cost is the difference over --calls, so start-up and imports cancel.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -147,10 +153,16 @@ def main() -> None:
         "client it judges takes the CPU; a real provider's runs on its own machines)",
     )
     p.add_argument("--storm", type=int, default=1000, metavar="ITEMS", help="429-storm run size (0: skip)")
+    p.add_argument("--instructions", action="store_true", help="instructions per call under valgrind, then stop")
+    p.add_argument("--one", nargs=3, metavar=("CLIENT", "PORT", "N"), help=argparse.SUPPRESS)
     a = p.parse_args()
     os.environ["BENCH_KEY"] = "bench-key"
     logging.disable(logging.INFO)
     tmp = Path(tempfile.mkdtemp(prefix="evalsweep-bench-"))
+    if a.one:
+        return _one(tmp, a.one[0], int(a.one[1]), int(a.one[2]))
+    if a.instructions:
+        return instructions(tmp, a.calls if a.calls != 4000 else 1000)
 
     if not a.skip_cpu:
         cpu_per_call(tmp, a.calls, a.replay_rows)
@@ -158,6 +170,39 @@ def main() -> None:
         pacing(tmp, rpm, a.rpm_seconds, realtime=not a.mock_normal_priority)
     if a.storm:
         storm(tmp, a.storm)
+
+
+def _one(tmp: Path, client: str, port: int, n: int) -> None:
+    """One client's n calls in this process (under callgrind: `instructions`), on fresh data."""
+    data = dataset(tmp / "d.jsonl", n, f"{client}{n}-{os.getpid()}")
+    if client == "bare":
+        run_bare(data, port)
+    else:
+        run_evalsweep(data, config(tmp / "c.toml", port, None), tmp / "o", client == "nocache")
+
+
+def instructions(tmp: Path, calls: int) -> None:
+    """Instructions per call of the bare client and of ours (cache on, --no-cache), by difference."""
+    print(f"\n== Instructions per call (callgrind; 100 vs {100 + calls} calls a process) ==")
+    mock, port = start_mock(None, 0.0)
+    per: dict[str, float] = {}
+    try:
+        for client in ("bare", "cache", "nocache"):
+            got = []
+            for n in (100, 100 + calls):
+                r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.{client}.{n}",
+                                    sys.executable, __file__, "--one", client, str(port), str(n)],
+                                   cwd=REPO, capture_output=True, text=True, env={**os.environ, "BENCH_KEY": "bench-key"})
+                m = re.search(r"Collected : (\d+)", r.stderr)
+                if r.returncode != 0 or m is None:
+                    raise SystemExit(f"callgrind run failed ({client}, {n}): {r.stderr[-2000:]}")
+                got.append(int(m.group(1)))
+            per[client] = (got[1] - got[0]) / calls
+            print(f"{client:8s} {per[client] / 1e6:.3f} M instructions per call", flush=True)
+    finally:
+        stop_mock(mock)
+    for client in ("cache", "nocache"):
+        print(f"{client} / bare: {per[client] / per['bare']:.2f}x (target <= 2x)")
 
 
 def storm(tmp: Path, items: int) -> None:
