@@ -63,9 +63,10 @@ __all__ = ["RedisBudget", "lane_id"]
 
 class _Ticket:
     """One task's claim: its TPM estimate, its slot once granted, whether it holds a lease, whether it
-    was admitted (sent), and whether its task has released it."""
+    was admitted (sent), whether its task has released it, and the future its task waits on until
+    the slot is granted and due (set by `_grant`: no timer polls confirm() meanwhile)."""
 
-    __slots__ = ("tokens", "slot", "leased", "sent", "dead")
+    __slots__ = ("tokens", "slot", "leased", "sent", "dead", "fut")
 
     def __init__(self, tokens: int, leased: bool = False) -> None:
         self.tokens = tokens
@@ -73,6 +74,12 @@ class _Ticket:
         self.leased = leased
         self.sent = False
         self.dead = False
+        self.fut: asyncio.Future[None] | None = None
+
+
+def _set(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 class RedisBudget:
@@ -207,9 +214,10 @@ class RedisBudget:
         await self._tpm.take(tokens, charge, first)
 
     def open(self) -> None:
-        """The run is stopping: calls waiting for tokens leave uncharged (lease waiters follow as the
-        calls in flight end)."""
+        """The run is stopping: calls waiting for tokens leave uncharged, those waiting for a slot's
+        grant wake (the Lane halts them); lease waiters follow as the calls in flight end."""
         self._tpm.open()
+        self._wake_tickets()
 
     def reconcile(self, est: int, actual: int, charge: int | None = None) -> None:
         """Settle a call `take` charged: its real usage for its charge, its hold given back at once."""
@@ -250,7 +258,7 @@ class RedisBudget:
         tk = self._tickets.get(task)
         if tk is None:  # reserved locally before Redis came back: a slot (and a lease) from Redis now
             return max(self.reserve(0), 1e-6)
-        if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
+        if tk.slot is None:  # not granted yet: the Lane awaits `granted()` (this wait bounds a poller's)
             return max(self._call.rtt, 0.0005, self._last_slot - LEAD_S - now + self._call.rtt)
         if now < tk.slot:
             return tk.slot - now
@@ -263,6 +271,26 @@ class RedisBudget:
         self.admitted += 1
         tk.sent = True
         return 0.0  # admitted; the ticket keeps its lease until release()
+
+    def granted(self) -> asyncio.Future[None] | None:
+        """What the current task waits on while its ticket has no slot: a future `_grant` sets when the
+        slot is due (at once if it already is), so a call waiting for its slot wakes once instead of
+        re-confirming every round trip; None when confirm()'s wait is a plain timer's (slot granted,
+        paused, fallen back). Set early when the ticket's fate changes otherwise (fallback, halt, close)."""
+        if self._local is not None or self.closed:
+            return None
+        tk = self._tickets.get(asyncio.current_task())
+        if tk is None or tk.slot is not None or tk.dead:
+            return None
+        if tk.fut is None or tk.fut.done():
+            tk.fut = asyncio.get_running_loop().create_future()
+        return tk.fut
+
+    def _wake_tickets(self) -> None:
+        """Every task waiting for its grant re-confirms (its ticket was dropped, or the run stops)."""
+        for tk in list(self._tickets.values()):
+            if tk.fut is not None:
+                _set(tk.fut)
 
     async def acquire(self) -> None:
         """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
@@ -470,6 +498,8 @@ class RedisBudget:
                 return True
             got = new[: max(0, r.n - len(again))]
             used = 0
+            loop = asyncio.get_running_loop()
+            now = time.monotonic()
             for i, tk in enumerate(again + got):
                 (self._again if i < len(again) else self._new).remove(tk)
                 if not tk.leased and not tk.dead:
@@ -478,6 +508,11 @@ class RedisBudget:
                 tk.slot = r.start + max(i * r.T, used * r.Tt)  # spaced by requests and by tokens
                 used += tk.tokens
                 self._last_slot = max(self._last_slot, tk.slot)
+                if tk.fut is not None and not tk.fut.done():  # its task wakes at its slot: one timer
+                    if tk.slot > now:
+                        loop.call_later(tk.slot - now, _set, tk.fut)
+                    else:
+                        tk.fut.set_result(None)
             return len(got) == len(new)
 
     def _fair(self) -> int:
@@ -529,6 +564,7 @@ class RedisBudget:
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
         self.closed = True  # no task of it starts again: no heartbeat keeps its leases after this
+        self._wake_tickets()
         for t in (self._house, self._syncing, self._recovering, self._telling, self._leasing):
             if t is not None and not t.done():
                 t.cancel()
