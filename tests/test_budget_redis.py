@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 import redis.asyncio as aioredis
 
 from runner.budgets.redis import RedisBudget, lane_id
+from runner.calls.halt import Halted
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget
 from tests.servers import RedisServer
@@ -360,3 +362,21 @@ async def test_a_call_waiting_for_its_slot_is_woken_by_the_grant_not_by_polling_
     assert b.admitted == n
     assert b.calls < n / 5  # slots still asked in batches
     assert b.confirms <= n + 2 * b.late + n // 10, (b.confirms, b.late)  # one each (a late one: 2 more)
+
+
+async def test_a_call_waiting_for_its_slots_grant_is_not_sent_when_the_run_stops(redis_server: RedisServer):
+    """Ctrl-C: a call whose slot is not granted yet (the key's next one is ~100 s away) ends at once as
+    not sent (Halted): halt wakes the future it waits on, as it woke the timer it polled on before."""
+    b = _budget(redis_server.url, rpm=0.6, tpm=None)
+    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
+    lane.budget = b
+    await asyncio.wait_for(lane.call(_noop, 0), 30)
+    waiting = asyncio.create_task(lane.call(_noop, 0))
+    while not any(tk.fut is not None for tk in b._tickets.values()):  # (it waits on its grant)
+        await asyncio.sleep(0.01)
+    lane.halt()
+    with pytest.raises(Halted):
+        await asyncio.wait_for(waiting, 30)  # (a hang guard: it ends at once)
+    assert b.admitted == 1
+    await b.aclose()
+    await b.client.aclose()
