@@ -62,14 +62,13 @@ __all__ = ["RedisBudget", "lane_id"]
 
 
 class _Ticket:
-    """One task's claim: its TPM estimate, its slot once granted, whether it holds a lease, whether it
+    """One task's claim: its slot once granted, whether it holds a lease, whether it
     was admitted (sent), whether its task has released it, and the future its task waits on until
     the slot is granted and due (set by `_grant`: no timer polls confirm() meanwhile)."""
 
-    __slots__ = ("tokens", "slot", "leased", "sent", "dead", "fut")
+    __slots__ = ("slot", "leased", "sent", "dead", "fut")
 
-    def __init__(self, tokens: int, leased: bool = False) -> None:
-        self.tokens = tokens
+    def __init__(self, leased: bool = False) -> None:
         self.slot: float | None = None
         self.leased = leased
         self.sent = False
@@ -133,7 +132,6 @@ class RedisBudget:
         self._again: deque[_Ticket] = deque()  # leased, waiting for a new slot: served first
         self._new: deque[_Ticket] = deque()  # waiting for a lease and a slot
         self._last_slot = 0.0
-        self._tok_delta = 0.0
         self._pause_s = 0.0
         self._new_factor: float | None = None
         self._held = 0  # leases this process holds in Redis (as the last reply said)
@@ -171,7 +169,6 @@ class RedisBudget:
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
         self.rpm, self.tpm = rpm, tpm
         self._T1 = 60e6 / (rpm * SAFETY) if rpm else 0.0  # microseconds per request at factor 1
-        self._Tt1 = 60e6 / (tpm * SAFETY) if tpm else 0.0  # microseconds per token
         if self._local is not None:
             n = max(1, self.n_procs)
             self._local.set_limits(rpm / n if rpm else None, tpm / n if tpm else None)
@@ -229,9 +226,8 @@ class RedisBudget:
         task = asyncio.current_task()
         tk = self._tickets.get(task)
         if tk is None:
-            tk = self._tickets[task] = _Ticket(0)
+            tk = self._tickets[task] = _Ticket()
             self._gated.discard(task)  # (now counted in `_new`)
-        tk.tokens = tokens if self._Tt1 else 0
         tk.slot = None
         (self._again if tk.leased else self._new).append(tk)
         self._kick()
@@ -247,7 +243,7 @@ class RedisBudget:
                 local._used += 1
                 self._holders.add(task)
                 tk = self._tickets.pop(task, None)
-                return max(local.reserve(tk.tokens if tk is not None else 0), 1e-6)
+                return max(local.reserve(0), 1e-6)
             wait = local.confirm()
             if wait <= 0:
                 self._flying.add(task)
@@ -369,16 +365,14 @@ class RedisBudget:
         if self.closed and ttl_us != 0:  # only aclose()'s own leaving call: no heartbeat after it
             raise asyncio.CancelledError("budget closed")  # (ends the task: none catches it)
         factor = "" if self._new_factor is None else repr(self._new_factor)
-        tok_delta, pause_us = self._tok_delta, int(self._pause_s * 1e6)
-        self._tok_delta, self._pause_s, self._new_factor = 0.0, 0.0, None
+        pause_us = int(self._pause_s * 1e6)
+        self._pause_s, self._new_factor = 0.0, None
         r = await self._call(
             ttl_us=self.lease_ms * 1000 if ttl_us is None else ttl_us,
             cap=self.max_concurrency,
             want=want,
             bound=self._bound,
-            tok_delta=tok_delta,
             T_us=self._T1,
-            Tt_us=self._Tt1,
             pause_us=pause_us,
             factor=factor,
             born=self._born,
@@ -413,7 +407,7 @@ class RedisBudget:
         return turns.waits(self)
 
     def _news(self) -> bool:
-        return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
+        return bool(self._pause_s or self._new_factor is not None)
 
     def _kick(self) -> None:
         if self.closed:  # (a task cancelled by aclose() may end in an error, not a cancellation)
@@ -491,13 +485,10 @@ class RedisBudget:
                 max(self._held, self._bound + len(new)),
                 n_leased=len(again),
                 n_new=len(new),
-                tok_leased=sum(tk.tokens for tk in again),
-                tok_new=sum(tk.tokens for tk in new),
             )
             if self._local is not None:
                 return True
             got = new[: max(0, r.n - len(again))]
-            used = 0
             loop = asyncio.get_running_loop()
             now = time.monotonic()
             for i, tk in enumerate(again + got):
@@ -505,8 +496,7 @@ class RedisBudget:
                 if not tk.leased and not tk.dead:
                     tk.leased = True  # the lease granted for it (a dead one's stays spare)
                     self._bound += 1
-                tk.slot = r.start + max(i * r.T, used * r.Tt)  # spaced by requests and by tokens
-                used += tk.tokens
+                tk.slot = r.start + i * r.T
                 self._last_slot = max(self._last_slot, tk.slot)
                 if tk.fut is not None and not tk.fut.done():  # its task wakes at its slot: one timer
                     if tk.slot > now:
