@@ -216,7 +216,12 @@ class Lane:
         wait = b.reserve(0)
         own = getattr(b, "near", NOT_NEAR)
         while True:
-            if wait > 0:
+            grant = None if local or wait <= 0 else b.granted()  # a shared budget's slot not granted yet:
+            if grant is not None:  # woken by its grant, not by polling confirm()
+                await grant
+                if self.halted:
+                    raise Halted(HALTED)
+            elif wait > 0:
                 due = time.monotonic() + wait
                 await self._sleep(wait)
                 if self.halted:

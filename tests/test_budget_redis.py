@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 import redis.asyncio as aioredis
 
 from runner.budgets.redis import RedisBudget, lane_id
+from runner.calls.halt import Halted
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget
 from tests.servers import RedisServer
@@ -327,3 +329,54 @@ async def test_a_process_waiting_for_the_keys_concurrency_does_not_poll_redis(re
     await a.aclose()
     await b.aclose()
     assert polled <= 10, polled  # 2 s at RETRY_MAX_S = 0.25 s: 8 (it was ~28 with the 0.1 s sync)
+
+
+class _Counted(RedisBudget):
+    """A RedisBudget that counts the Lane's confirm() calls (what a ticket waiting for its slot costs)."""
+
+    confirms = 0
+
+    def confirm(self) -> float:
+        self.confirms += 1
+        return super().confirm()
+
+
+async def test_a_call_waiting_for_its_slot_is_woken_by_the_grant_not_by_polling_confirm(
+    redis_server: RedisServer,
+):
+    """#40 item 2: a ticket whose slot is not granted yet waits on a future `_grant` sets when the slot is
+    due, so each call confirms about once; it re-confirmed every max(rtt, 0.5 ms) before (~3.5 confirm()
+    calls and ~3 more timers per call at 60,000 RPM alone on the key). The pacing is unchanged."""
+    b = _Counted(aioredis.Redis.from_url(redis_server.url), lane_id("http://127.0.0.1:9/v1", "wake"), "e/KEY",
+                 60_000, None, 64, 5.0, local_factory=LocalBudget)
+    sem = asyncio.Semaphore(64)
+
+    async def one() -> None:
+        async with sem:
+            await _admit(b, 0)
+
+    n = 600
+    await asyncio.gather(*(one() for _ in range(n)))
+    await b.aclose()
+    await b.client.aclose()
+    assert b.admitted == n
+    assert b.calls < n / 5  # slots still asked in batches
+    assert b.confirms <= n + 2 * b.late + n // 10, (b.confirms, b.late)  # one each (a late one: 2 more)
+
+
+async def test_a_call_waiting_for_its_slots_grant_is_not_sent_when_the_run_stops(redis_server: RedisServer):
+    """Ctrl-C: a call whose slot is not granted yet (the key's next one is ~100 s away) ends at once as
+    not sent (Halted): halt wakes the future it waits on, as it woke the timer it polled on before."""
+    b = _budget(redis_server.url, rpm=0.6, tpm=None)
+    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
+    lane.budget = b
+    await asyncio.wait_for(lane.call(_noop, 0), 30)
+    waiting = asyncio.create_task(lane.call(_noop, 0))
+    while not any(tk.fut is not None for tk in b._tickets.values()):  # (it waits on its grant)
+        await asyncio.sleep(0.01)
+    lane.halt()
+    with pytest.raises(Halted):
+        await asyncio.wait_for(waiting, 30)  # (a hang guard: it ends at once)
+    assert b.admitted == 1
+    await b.aclose()
+    await b.client.aclose()

@@ -17,6 +17,8 @@ A budget (the seam `runner.lanes` talks to) implements:
 (`acquire(work)`), queues calls for tokens (`take(est, charge)`: charged what the key counts at
 admission, the expected rest held until the answer settles) and has `defer_tokens(s)` and `near`
 (its account at the last admission).
+`RedisBudget` also offers `granted()`: the future a call whose slot is not granted yet waits on
+(set when the slot is due), so it is woken once instead of re-confirming.
 
 Part of the engine: imports core and runner's lower modules (config, results, lanes' seam), never
 the scheduler, report or cli.

@@ -27,7 +27,7 @@ if ttl > 0 then redis.call('ZADD', KEYS[2], now + ttl, proc) else redis.call('ZR
 -- the processes with calls running or waiting: the key's leases are shared among them, an idle
 -- process's share lent to the busy ones until it has work again
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-if ttl > 0 and ARGV[20] == '1' then redis.call('ZADD', KEYS[4], now + ttl, proc) else redis.call('ZREM', KEYS[4], proc) end
+if ttl > 0 and ARGV[16] == '1' then redis.call('ZADD', KEYS[4], now + ttl, proc) else redis.call('ZREM', KEYS[4], proc) end
 local held = redis.call('HGETALL', KEYS[3])
 local others, mine = 0, 0
 for i = 1, #held, 2 do
@@ -40,32 +40,32 @@ for i = 1, #held, 2 do
     redis.call('HDEL', KEYS[3], held[i])
   end
 end
-local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'pause', 'factor', 'born', 'outage')
-local fresh = now + tonumber(ARGV[15])  -- no state (a new key, or Redis restarted): slots granted
-local tat, tok = tonumber(st[1]) or fresh, tonumber(st[2]) or fresh  -- before it may still be due
-local born = st[5] or tostring(now)  -- when this state began: a process that saw another lost it
-local outage = tonumber(st[6]) or 0  -- when Redis last answered after an outage (a process may pace
+local st = redis.call('HMGET', KEYS[1], 'tat', 'pause', 'factor', 'born', 'outage')
+local fresh = now + tonumber(ARGV[11])  -- no state (a new key, or Redis restarted): slots granted
+local tat = tonumber(st[1]) or fresh  -- before it may still be due
+local born = st[4] or tostring(now)  -- when this state began: a process that saw another lost it
+local outage = tonumber(st[5]) or 0  -- when Redis last answered after an outage (a process may pace
 -- locally until the first RECOVER_S boundary from then: the others wait for it, redis.py)
-if busy and last and now - last > tonumber(ARGV[16]) then
+if busy and last and now - last > tonumber(ARGV[12]) then
   born = tostring(now)  -- a busy key silent this long: Redis stood still, every process falls back
 end
-if not st[5] then  -- no state: a new key, or a Redis (re)started so recently that processes which met
+if not st[4] then  -- no state: a new key, or a Redis (re)started so recently that processes which met
   -- its restart may still pace locally, and nothing here says so: the outage is its start (the
   -- latest it can be, uptime being whole seconds)
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-  if up and up * 1000000 < tonumber(ARGV[18]) then outage = now - math.max(0, up - 1) * 1000000
-  elseif ARGV[17] ~= '' then outage = now end  -- lost otherwise (flushed, evicted, a failover)
-elseif born ~= ARGV[17] and (ARGV[17] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
+  if up and up * 1000000 < tonumber(ARGV[14]) then outage = now - math.max(0, up - 1) * 1000000
+  elseif ARGV[13] ~= '' then outage = now end  -- lost otherwise (flushed, evicted, a failover)
+elseif born ~= ARGV[13] and (ARGV[13] ~= '' or born == tostring(now) and busy) and outage < tonumber(born) then
   outage = now  -- (once per new state: the first process to find it)
 end
 -- A caller that has not seen this state (it joined, returns, or finds an outage: it learns of it from
 -- this reply) takes no lease nor slot beyond its running calls': processes pacing locally may hold them.
-if born ~= ARGV[17] then want = math.min(want, bound) end
+if born ~= ARGV[13] then want = math.min(want, bound) end
 -- Processes under their share whose calls wait for a lease queue for one (KEYS[5], by when they began
 -- to wait): a lease that comes free goes to the first, whom it wakes (its wake list), never to a caller
 -- behind it nor to one not waiting; while any wait, a caller keeps no spare lease beyond its share.
-local giving = ttl > 0 and ARGV[21] == '2'  -- its turn is over: its spare leases go to those queued first
-local waits = giving or ttl > 0 and ARGV[21] == '1' and want > mine
+local giving = ttl > 0 and ARGV[17] == '2'  -- its turn is over: its spare leases go to those queued first
+local waits = giving or ttl > 0 and ARGV[17] == '1' and want > mine
 local left = 0
 if giving then
   redis.call('ZADD', KEYS[5], now, proc)  -- (at the back)
@@ -108,28 +108,22 @@ if free > 0 and (freed > 0 or left > 0) then
 end
 -- slots: every leased ticket gets one; a new ticket only with a lease of its own
 local nL, nU = tonumber(ARGV[6]), tonumber(ARGV[7])
-local kU = born == ARGV[17] and math.min(nU, math.max(0, new - bound)) or 0
+local kU = born == ARGV[13] and math.min(nU, math.max(0, new - bound)) or 0
 local n = nL + kU
-local tokens = tonumber(ARGV[8])
-if nU > 0 then tokens = tokens + math.floor(tonumber(ARGV[9]) * kU / nU) end
-local pause, factor = tonumber(st[3]) or 0, tonumber(st[4]) or 1
-if ARGV[14] ~= '' then factor = tonumber(ARGV[14]) end
-if tonumber(ARGV[13]) > 0 then pause = math.max(pause, now + tonumber(ARGV[13])) end
-local T, Tt = tonumber(ARGV[11]) / factor, tonumber(ARGV[12]) / factor
+local pause, factor = tonumber(st[2]) or 0, tonumber(st[3]) or 1
+if ARGV[10] ~= '' then factor = tonumber(ARGV[10]) end
+if tonumber(ARGV[9]) > 0 then pause = math.max(pause, now + tonumber(ARGV[9])) end
+local T = tonumber(ARGV[8]) / factor
 -- a process back from local pacing: its sends of the last second take their slots before anyone's
-if T > 0 and tonumber(ARGV[19]) > 0 then tat = math.max(tat, now) + tonumber(ARGV[19]) * T end
-local d = tonumber(ARGV[10]) * Tt
-if d < 0 then tok = math.max(tok + d, math.min(tok, now)) else tok = tok + d end
+if T > 0 and tonumber(ARGV[15]) > 0 then tat = math.max(tat, now) + tonumber(ARGV[15]) * T end
 local start = math.max(now, pause)
-if n > 0 then
-  if T > 0 then start = math.max(start, tat) end
-  if Tt > 0 and tokens > 0 then start = math.max(start, tok) end
-  if T > 0 then tat = start + n * T end
-  if Tt > 0 and tokens > 0 then tok = start + tokens * Tt end
+if n > 0 and T > 0 then
+  start = math.max(start, tat)
+  tat = start + n * T
 end
-redis.call('HSET', KEYS[1], 'tat', tat, 'tok', tok, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
+redis.call('HSET', KEYS[1], 'tat', tat, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
 for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
-        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, tostring(Tt), born,
+        tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, born,
         tostring(now - outage), redis.call('ZCARD', KEYS[4]),
         redis.call('ZCARD', KEYS[5]) - (redis.call('ZSCORE', KEYS[5], proc) and 1 or 0)}

@@ -62,17 +62,23 @@ __all__ = ["RedisBudget", "lane_id"]
 
 
 class _Ticket:
-    """One task's claim: its TPM estimate, its slot once granted, whether it holds a lease, whether it
-    was admitted (sent), and whether its task has released it."""
+    """One task's claim: its slot once granted, whether it holds a lease, whether it
+    was admitted (sent), whether its task has released it, and the future its task waits on until
+    the slot is granted and due (set by `_grant`: no timer polls confirm() meanwhile)."""
 
-    __slots__ = ("tokens", "slot", "leased", "sent", "dead")
+    __slots__ = ("slot", "leased", "sent", "dead", "fut")
 
-    def __init__(self, tokens: int, leased: bool = False) -> None:
-        self.tokens = tokens
+    def __init__(self, leased: bool = False) -> None:
         self.slot: float | None = None
         self.leased = leased
         self.sent = False
         self.dead = False
+        self.fut: asyncio.Future[None] | None = None
+
+
+def _set(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 class RedisBudget:
@@ -126,7 +132,6 @@ class RedisBudget:
         self._again: deque[_Ticket] = deque()  # leased, waiting for a new slot: served first
         self._new: deque[_Ticket] = deque()  # waiting for a lease and a slot
         self._last_slot = 0.0
-        self._tok_delta = 0.0
         self._pause_s = 0.0
         self._new_factor: float | None = None
         self._held = 0  # leases this process holds in Redis (as the last reply said)
@@ -164,7 +169,6 @@ class RedisBudget:
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
         self.rpm, self.tpm = rpm, tpm
         self._T1 = 60e6 / (rpm * SAFETY) if rpm else 0.0  # microseconds per request at factor 1
-        self._Tt1 = 60e6 / (tpm * SAFETY) if tpm else 0.0  # microseconds per token
         if self._local is not None:
             n = max(1, self.n_procs)
             self._local.set_limits(rpm / n if rpm else None, tpm / n if tpm else None)
@@ -207,9 +211,10 @@ class RedisBudget:
         await self._tpm.take(tokens, charge, first)
 
     def open(self) -> None:
-        """The run is stopping: calls waiting for tokens leave uncharged (lease waiters follow as the
-        calls in flight end)."""
+        """The run is stopping: calls waiting for tokens leave uncharged, those waiting for a slot's
+        grant wake (the Lane halts them); lease waiters follow as the calls in flight end."""
         self._tpm.open()
+        self._wake_tickets()
 
     def reconcile(self, est: int, actual: int, charge: int | None = None) -> None:
         """Settle a call `take` charged: its real usage for its charge, its hold given back at once."""
@@ -221,9 +226,8 @@ class RedisBudget:
         task = asyncio.current_task()
         tk = self._tickets.get(task)
         if tk is None:
-            tk = self._tickets[task] = _Ticket(0)
+            tk = self._tickets[task] = _Ticket()
             self._gated.discard(task)  # (now counted in `_new`)
-        tk.tokens = tokens if self._Tt1 else 0
         tk.slot = None
         (self._again if tk.leased else self._new).append(tk)
         self._kick()
@@ -239,7 +243,7 @@ class RedisBudget:
                 local._used += 1
                 self._holders.add(task)
                 tk = self._tickets.pop(task, None)
-                return max(local.reserve(tk.tokens if tk is not None else 0), 1e-6)
+                return max(local.reserve(0), 1e-6)
             wait = local.confirm()
             if wait <= 0:
                 self._flying.add(task)
@@ -250,7 +254,7 @@ class RedisBudget:
         tk = self._tickets.get(task)
         if tk is None:  # reserved locally before Redis came back: a slot (and a lease) from Redis now
             return max(self.reserve(0), 1e-6)
-        if tk.slot is None:  # not granted yet: come back when the next batch of slots is asked for
+        if tk.slot is None:  # not granted yet: the Lane awaits `granted()` (this wait bounds a poller's)
             return max(self._call.rtt, 0.0005, self._last_slot - LEAD_S - now + self._call.rtt)
         if now < tk.slot:
             return tk.slot - now
@@ -263,6 +267,26 @@ class RedisBudget:
         self.admitted += 1
         tk.sent = True
         return 0.0  # admitted; the ticket keeps its lease until release()
+
+    def granted(self) -> asyncio.Future[None] | None:
+        """What the current task waits on while its ticket has no slot: a future `_grant` sets when the
+        slot is due (at once if it already is), so a call waiting for its slot wakes once instead of
+        re-confirming every round trip; None when confirm()'s wait is a plain timer's (slot granted,
+        paused, fallen back). Set early when the ticket's fate changes otherwise (fallback, halt, close)."""
+        if self._local is not None or self.closed:
+            return None
+        tk = self._tickets.get(asyncio.current_task())
+        if tk is None or tk.slot is not None or tk.dead:
+            return None
+        if tk.fut is None or tk.fut.done():
+            tk.fut = asyncio.get_running_loop().create_future()
+        return tk.fut
+
+    def _wake_tickets(self) -> None:
+        """Every task waiting for its grant re-confirms (its ticket was dropped, or the run stops)."""
+        for tk in list(self._tickets.values()):
+            if tk.fut is not None:
+                _set(tk.fut)
 
     async def acquire(self) -> None:
         """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
@@ -341,16 +365,14 @@ class RedisBudget:
         if self.closed and ttl_us != 0:  # only aclose()'s own leaving call: no heartbeat after it
             raise asyncio.CancelledError("budget closed")  # (ends the task: none catches it)
         factor = "" if self._new_factor is None else repr(self._new_factor)
-        tok_delta, pause_us = self._tok_delta, int(self._pause_s * 1e6)
-        self._tok_delta, self._pause_s, self._new_factor = 0.0, 0.0, None
+        pause_us = int(self._pause_s * 1e6)
+        self._pause_s, self._new_factor = 0.0, None
         r = await self._call(
             ttl_us=self.lease_ms * 1000 if ttl_us is None else ttl_us,
             cap=self.max_concurrency,
             want=want,
             bound=self._bound,
-            tok_delta=tok_delta,
             T_us=self._T1,
-            Tt_us=self._Tt1,
             pause_us=pause_us,
             factor=factor,
             born=self._born,
@@ -385,7 +407,7 @@ class RedisBudget:
         return turns.waits(self)
 
     def _news(self) -> bool:
-        return bool(self._pause_s or self._new_factor is not None or self._tok_delta)
+        return bool(self._pause_s or self._new_factor is not None)
 
     def _kick(self) -> None:
         if self.closed:  # (a task cancelled by aclose() may end in an error, not a cancellation)
@@ -463,21 +485,24 @@ class RedisBudget:
                 max(self._held, self._bound + len(new)),
                 n_leased=len(again),
                 n_new=len(new),
-                tok_leased=sum(tk.tokens for tk in again),
-                tok_new=sum(tk.tokens for tk in new),
             )
             if self._local is not None:
                 return True
             got = new[: max(0, r.n - len(again))]
-            used = 0
+            loop = asyncio.get_running_loop()
+            now = time.monotonic()
             for i, tk in enumerate(again + got):
                 (self._again if i < len(again) else self._new).remove(tk)
                 if not tk.leased and not tk.dead:
                     tk.leased = True  # the lease granted for it (a dead one's stays spare)
                     self._bound += 1
-                tk.slot = r.start + max(i * r.T, used * r.Tt)  # spaced by requests and by tokens
-                used += tk.tokens
+                tk.slot = r.start + i * r.T
                 self._last_slot = max(self._last_slot, tk.slot)
+                if tk.fut is not None and not tk.fut.done():  # its task wakes at its slot: one timer
+                    if tk.slot > now:
+                        loop.call_later(tk.slot - now, _set, tk.fut)
+                    else:
+                        tk.fut.set_result(None)
             return len(got) == len(new)
 
     def _fair(self) -> int:
@@ -529,6 +554,7 @@ class RedisBudget:
     async def aclose(self) -> None:
         """Give this process's leases back and leave the lane (so N and the pool are right at once)."""
         self.closed = True  # no task of it starts again: no heartbeat keeps its leases after this
+        self._wake_tickets()
         for t in (self._house, self._syncing, self._recovering, self._telling, self._leasing):
             if t is not None and not t.done():
                 t.cancel()

@@ -73,7 +73,6 @@ class Reply:
     start: float  # the first slot granted (monotonic seconds)
     T: float  # seconds between request slots
     n: int  # slots granted: the leased tickets first, then new ones that got a lease
-    Tt: float  # seconds per token
     paused_until: float  # the key's pause ends (monotonic seconds; 0: none)
     factor: float
     n_procs: int
@@ -113,11 +112,7 @@ class ScriptCall:
         bound: int,
         n_leased: int = 0,
         n_new: int = 0,
-        tok_leased: int = 0,
-        tok_new: int = 0,
-        tok_delta: float = 0.0,
         T_us: float = 0.0,
-        Tt_us: float = 0.0,
         pause_us: int = 0,
         factor: str = "",
         born: bytes | None = None,
@@ -131,8 +126,7 @@ class ScriptCall:
         `charge`: requests this process sent locally in the last second, back from a fallback; `waits`:
         calls wait for a lease and this process is under its share: 1, it queues for the next free one if it
         wants more than it holds; 2, it queues whatever it asks (it gives leases back, its turn over)."""
-        args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, tok_leased, tok_new, tok_delta,
-                T_us, Tt_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
+        args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, T_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
                 recent_us, charge, "1" if demand else "0", str(waits)]
         data = pack(self._head, 9, args)
         pool = self._client.connection_pool
@@ -166,14 +160,13 @@ class ScriptCall:
             start=float(res[1]) / 1e6 - self.offset,
             T=float(res[2]) / 1e6,
             n=int(res[7]),
-            Tt=float(res[8]) / 1e6,
             paused_until=now_s - self.offset + pause if (pause := float(res[3]) / 1e6) > 0 else 0.0,
             factor=float(res[4]),
             n_procs=int(res[5]),
-            n_active=int(res[11]),
-            n_waiting=int(res[12]),
-            born=res[9],
-            outage_at=now_s - float(res[10]) / 1e6,
+            n_active=int(res[10]),
+            n_waiting=int(res[11]),
+            born=res[8],
+            outage_at=now_s - float(res[9]) / 1e6,
             now_s=now_s,
         )
 

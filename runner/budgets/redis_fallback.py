@@ -91,6 +91,7 @@ def fall_back(b: Any, e: BaseException) -> None:
     b._tpm.fell_back()  # (its calls waiting for tokens take them locally)
     b._again.clear()
     b._new.clear()
+    b._wake_tickets()  # (those waiting for a grant go the local way now)
     b._wake()
     b._recovering = asyncio.get_running_loop().create_task(recover(b))
 
