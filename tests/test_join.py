@@ -68,7 +68,11 @@ def test_two_workers_one_killed_run_completes_nothing_lost_nothing_paid_twice(tm
             assert srv._seen[(r["model"], prompts[r["item"]])] == 1, r
         assert srv.total <= 300 + 2 * 4  # at most the calls A had in flight when killed are sent again
         b_rows = _lines(b_file)
-        assert any(shard_of(r["item"]) in {shard_of(x["item"]) for x in a_done} for r in b_rows)  # took over
+        # B took over A's open units: it finished one in which A had answered some items, or it sent again
+        # a call A had on the wire (a unit A had just claimed has no row of A's yet: A's done rows alone
+        # miss that takeover, which failed this check about 1 run in 10)
+        took = {(r["model"], shard_of(r["item"])) for r in b_rows} & {(x["model"], shard_of(x["item"])) for x in a_done}
+        assert took or any(n > 1 for n in srv._seen.values())
         r = cli("score", str(out))
         assert r.returncode == 0, r.stderr
         scores = json.loads((out / "scores.json").read_text())["models"]
