@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -79,11 +80,15 @@ def test_workers_beyond_the_cap_leave_the_units_to_those_holding_leases(
         assert max(seen for _m, _done, seen in srv.seen_on_arrival) <= CAP and srv.rejected_429 == 0
 
         # Before: leases went round in turns, each of the 6 workers holding units and idle a third of the
-        # time, none handing any back; every worker sent in any stretch of the run.
+        # time, none handing any back; every worker sent in any stretch of the run. Then, handing back
+        # only after waiting a whole turn: with calls as long as a turn, 5 workers often took turns for
+        # ever, each sending a fifth of the calls. Now the 4 that hold the leases send (nearly) all of
+        # them; another sends one now and then, as it claims a unit when a lease looked likely.
         assert any("waited for a lease of the key" in t for t in texts), texts
         worker_of = {orjson.loads(x)["item"]: p.name for p in results_files(out) for x in p.read_bytes().splitlines()}
-        senders = {worker_of[item_of[prompt]] for _t, _m, prompt, _n in srv.arrivals[N // 3: 2 * N // 3]}
-        assert len(senders) < WORKERS, senders  # (4 once settled: one more if a late starter took a turn)
+        middle = Counter(worker_of[item_of[prompt]] for _t, _m, prompt, _n in srv.arrivals[N // 3: 2 * N // 3])
+        busiest = sum(sorted(middle.values())[-CAP:])
+        assert busiest >= 0.9 * sum(middle.values()), middle  # (taking turns: 4/5 or 4/6 of them)
     finally:
         for p in procs:
             if p.poll() is None:

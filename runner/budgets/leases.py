@@ -40,10 +40,12 @@ log = logging.getLogger("evalsweep")
 SHARDS = 32
 HANDBACK_S = 2.0
 """How long a worker that may not send keeps its unit before handing it back."""
-STARVED_S = turns.ROTATE_S
-"""How long a worker keeps its units while all their calls wait for a lease of the key: about one turn
-(a worker queued longer is one too many for the key's cap; its turn would idle another)."""
 LOOK_S = 0.1  # how often the worker looks at its budgets (in memory: no round trip)
+STARVED_S = 2 * LOOK_S
+"""How long a worker keeps its units while all their calls wait for a lease of the key: well under a
+turn (turns.ROTATE_S). A worker beyond the cap must give its units back before a turn reaches it: one
+that takes a turn idles another worker, whose calls then wait in its place, and with calls about as
+long as a turn the workers took turns for ever, each holding units and idle part of the time."""
 JOIN_FILE = "join.json"
 SCHEMA = """CREATE TABLE IF NOT EXISTS evalsweep_units (
     run text NOT NULL,
