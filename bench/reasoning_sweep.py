@@ -501,7 +501,8 @@ def main() -> None:
 
 def eta_printout(tmp: Path, wall: float) -> None:
     """The live ETA (the non-tty summary lines, with --eta every 2 s) at 10/50/90% of the run vs the real
-    remaining time: when the calls ended (the last summary line) less when the line was said; and the share of
+    remaining time: when the calls ended (the last summary line) less when the line was said; its median over the
+    lines in 5-20%, 20-50% and 50-90% of the run (one line near a point is luck); and the share of
     the lines whose range (`ETA x (low-high)`, earlier `(at most y)`: [x, y]) holds the real end."""
     import datetime as dt
     import re
@@ -531,6 +532,12 @@ def eta_printout(tmp: Path, wall: float) -> None:
         real, e = end - at, secs(eta)
         ratio = f"{e / real:.2f}" if e is not None and real > 0 else "-"
         print(f"{f'{share:.0%} run':<10} {at - start:>6.1f} {eta:>9} {f'{low}-{high}':>11} {real:>9.1f} {ratio:>9}")
+    for a, b in ((0.05, 0.2), (0.2, 0.5), (0.5, 0.9)):  # (one line near a point is luck: a 2 s line is 3% of a run)
+        got = sorted(e / (end - at) for at, eta, _, _ in said[:-1]
+                     if start + a * wall <= at < start + b * wall and (e := secs(eta)) is not None and end > at)
+        if got:
+            print(f"{f'{a:.0%}-{b:.0%}':<10} said/real over {len(got)} lines: median {got[len(got) // 2]:.2f}, "
+                  f"{got[0]:.2f}-{got[-1]:.2f}")
     ranged = [(secs(lo), secs(hi), end - at) for at, _, lo, hi in said[:-1]]
     inside = sum(lo is not None and hi is not None and lo <= real + 0.5 and real - 0.5 <= hi for lo, hi, real in ranged)
     print(f"real end inside the said range (+-0.5 s, the rounding) at {inside}/{len(ranged)} lines "
