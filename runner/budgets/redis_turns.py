@@ -27,8 +27,8 @@ from collections import deque
 from typing import Any
 
 from runner.budgets.local import wait_turn
+from runner.budgets.redis_call import woken
 
-WAKE_S = 1.0  # a process queued for a lease is woken when one frees; else it looks again this often
 ROTATE_S = 0.5  # a lease held this long goes, as its call ends, to a process under its share waiting
 FRESH_S = 0.1  # the last reply is this recent: its spare leases and share are used without asking
 
@@ -202,7 +202,7 @@ async def serve(b: Any) -> None:
                     # its own calls' ends free its leases)
             elif b._lease_q:  # beyond its share: a lease of its own frees as a call ends
                 return
-            await b.client.blpop([b._call.wake_key], min(WAKE_S, b.lease_ms / 3000))
+            await woken(b.client, b._call.wake_key, b.lease_ms)
     except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
         b._fall_back(e)
 
