@@ -84,6 +84,7 @@ class RedisBudget:
         self.tpm: float | None = None
         self.n_procs = 1
         self.n_active = 1
+        self._work = asyncio.Event()  # a ticket waits for a slot, or news to send: `_sync` looks
         self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
         self._lease_q: deque[tuple[Any, asyncio.Future[bool]]] = deque()  # tasks past the local cap waiting
         # for a lease (and the future that lets each through)
@@ -268,8 +269,10 @@ class RedisBudget:
         if self.closed:  # (a task cancelled by aclose() may end in an error, not a cancellation)
             return
         loop = asyncio.get_running_loop()
-        if self._local is None and (self._syncing is None or self._syncing.done()):
-            self._syncing = loop.create_task(self._sync())
+        if self._local is None:
+            if self._syncing is None or self._syncing.done():
+                self._syncing = loop.create_task(self._sync())
+            self._work.set()  # (it waits for work while none: redis_slots.sync)
         if self._local is None and (self._giving or self._lease_q) and (self._leasing is None or self._leasing.done()):
             self._leasing = loop.create_task(self._leases())
         if self._house is None or self._house.done():

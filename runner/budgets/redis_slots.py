@@ -22,6 +22,10 @@ AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one
 LEAD_S = 0.02  # ... and asked for this long before the last granted one
 RETRY_S = 0.02  # the key's concurrency is taken: ask again this often, doubling while it stays taken
 RETRY_MAX_S = 0.25  # ... up to this
+GROUP_S = 0.001  # tickets of one grant whose slots lie this close wake together, at the last one's slot:
+# one timer and one turn of the event loop for them all, the first sent this much late at most (LATE_S
+# allows a timer up to 15 ms late), not a turn each (their calls then end together, and their next
+# tickets go out in one script call: a busy process's calls batch as they do on a local budget)
 
 
 class Ticket:
@@ -42,6 +46,21 @@ class Ticket:
 def _set(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _set_all(futs: list[asyncio.Future[None]]) -> None:
+    for fut in futs:
+        _set(fut)
+
+
+def _wake_at(loop: asyncio.AbstractEventLoop, now: float, group: list[Ticket]) -> None:
+    """Wake the tasks of a group of tickets at the last one's slot (at once if it is due)."""
+    futs = [tk.fut for tk in group if tk.fut is not None]
+    last = group[-1].slot or 0.0
+    if last > now:
+        loop.call_later(last - now, _set_all, futs)
+    else:
+        _set_all(futs)
 
 
 def reserve(b: Any, tokens: int) -> float:
@@ -126,7 +145,9 @@ def prune(b: Any) -> None:
 
 
 async def sync(b: Any) -> None:
-    """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
+    """Hand out slots (and leases) to the waiting tickets, one script call per batch. One task for the
+    budget's life on Redis: with no ticket waiting it sleeps until `_kick` sets `_work`, instead of
+    ending and a new task starting for the next ticket (a task each time: most calls of a busy process)."""
     misses = 0
     try:
         while b._local is None and not b.closed:  # (a cancellation can be lost in redis-py)
@@ -135,7 +156,10 @@ async def sync(b: Any) -> None:
                 if b._news():
                     async with b._call.lock:
                         await b._eval(b._held)
-                return
+                    continue
+                b._work.clear()  # (checked and cleared in one step: a ticket queued after sets it again)
+                await b._work.wait()
+                continue
             # Ask for the next slots only shortly before the granted ones run out: waiting tickets
             # gather into one call, and other processes on the key get the slots in between.
             lead = max(LEAD_S, 4 * b._call.rtt)
@@ -189,6 +213,7 @@ async def grant(b: Any) -> bool:
         got = new[: max(0, r.n - len(again))]
         loop = asyncio.get_running_loop()
         now = time.monotonic()
+        group: list[Ticket] = []  # tickets whose tasks wake together (GROUP_S)
         for i, tk in enumerate(again + got):
             (b._again if i < len(again) else b._new).remove(tk)
             if not tk.leased and not tk.dead:
@@ -196,9 +221,11 @@ async def grant(b: Any) -> bool:
                 b._bound += 1
             tk.slot = r.start + i * r.T
             b._last_slot = max(b._last_slot, tk.slot)
-            if tk.fut is not None and not tk.fut.done():  # its task wakes at its slot: one timer
-                if tk.slot > now:
-                    loop.call_later(tk.slot - now, _set, tk.fut)
-                else:
-                    tk.fut.set_result(None)
+            if tk.fut is not None and not tk.fut.done():  # its task wakes at its slot (its group's last)
+                if group and tk.slot - (group[0].slot or 0.0) > GROUP_S:
+                    _wake_at(loop, now, group)
+                    group = []
+                group.append(tk)
+        if group:
+            _wake_at(loop, now, group)
         return len(got) == len(new)

@@ -30,7 +30,8 @@ from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import woken
 
 ROTATE_S = 0.5  # a lease held this long goes, as its call ends, to a process under its share waiting
-FRESH_S = 0.1  # the last reply is this recent: its spare leases and share are used without asking
+FRESH_S = 0.1  # the last reply is this recent (or showed nobody waiting): its spare leases and share
+# are used without asking (the ticket's grant, one script call anyway, binds the lease or refuses it)
 
 
 async def acquire(b: Any) -> None:
@@ -128,8 +129,8 @@ async def lease(b: Any) -> bool:
     while b._local is None:
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         b._lease_q.append((task, fut))
-        if time.monotonic() - b._call.last < FRESH_S:  # (else its share and the queue are asked first)
-            hand_out(b)
+        if not b.n_waiting or time.monotonic() - b._call.last < FRESH_S:  # (else the queue is asked
+            hand_out(b)  # first: a process may have queued since; nobody did, a spare lease is ours)
         if not fut.done():
             b._kick()
         try:
