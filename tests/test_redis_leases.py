@@ -164,3 +164,50 @@ async def test_a_busy_process_starts_no_task_per_call(redis_server: RedisServer,
     assert len(done) == 112 and started == [], started
     await b.aclose()
     await b.client.aclose()
+
+
+async def test_housekeeping_sleeps_while_calls_on_the_wire_hold_the_leases(redis_server: RedisServer,
+                                                                            monkeypatch):
+    """Two calls on the wire hold the process's two leases, nothing waits: housekeeping has nothing to
+    watch until the heartbeat (lease_s / 3), so it sets no timer meanwhile (it woke every SYNC_S, 0.1 s,
+    to find nothing to do: a turn of the event loop each time, the most of a busy process's). Counted:
+    the timers the budget sets while the calls run, none."""
+    b = RedisBudget(connect(redis_server.url), lane_id("u", "house"), "p", 600_000, None, 2, 30.0,
+                    local_factory=LocalBudget)
+    loop = asyncio.get_running_loop()
+    on_wire: list[int] = []
+    end = loop.create_future()
+
+    async def call() -> None:
+        await b.acquire()
+        try:
+            wait = b.reserve(0)
+            while wait > 0:
+                await asyncio.sleep(wait)
+                wait = b.confirm()
+            on_wire.append(1)
+            await end
+        finally:
+            b.release()
+
+    calls = [asyncio.create_task(call()) for _ in range(2)]
+    while len(on_wire) < 2:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)  # (past housekeeping's next look, SYNC_S after the grant)
+    timers: list[str] = []
+    call_at = loop.call_at
+
+    def counting(when, callback, *args, **kw):  # noqa: ANN001, ANN003, ANN202
+        timers.append(getattr(callback, "__qualname__", repr(callback)))
+        return call_at(when, callback, *args, **kw)
+
+    running = loop.create_future()
+    loop.call_later(1.0, running.set_result, None)  # (the calls run 1 s more: this timer not counted)
+    monkeypatch.setattr(loop, "call_at", counting)
+    await running
+    monkeypatch.undo()
+    end.set_result(None)
+    await asyncio.gather(*calls)
+    assert timers == [], timers
+    await b.aclose()
+    await b.client.aclose()

@@ -47,6 +47,8 @@ from runner.budgets.redis_slots import SAFETY, Ticket
 log = logging.getLogger("evalsweep")
 
 SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
+# (housekeeping looks this often only while it may have to act: slots granted ahead, leases to give back,
+# news; otherwise at the heartbeat's time, woken early by `_house_soon` when one of those begins)
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
 
 __all__ = ["RedisBudget", "lane_id"]
@@ -121,6 +123,8 @@ class RedisBudget:
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
+        self._house_fut: asyncio.Future[None] | None = None  # what housekeeping sleeps on, while it sleeps
+        self._house_long = False  # ... until the heartbeat's time (nothing to watch every SYNC_S)
         self._recovering: asyncio.Task[None] | None = None
         self._telling: asyncio.Task[None] | None = None
         self.set_limits(rpm, tpm)
@@ -152,6 +156,7 @@ class RedisBudget:
             return
         self._new_factor = f
         self._kick()
+        self._house_soon()
 
     def set_probing(self, on: bool) -> None:
         self.probing = on
@@ -166,6 +171,7 @@ class RedisBudget:
             return
         self._pause_s = max(self._pause_s, seconds)
         self._kick()
+        self._house_soon()
         if not self.closed and (self._telling is None or self._telling.done()):  # now, not with the next
             self._telling = asyncio.get_running_loop().create_task(self._tell())  # slots: others send meanwhile
 
@@ -257,6 +263,7 @@ class RedisBudget:
         self.n_active = max(1, r.n_active)
         self._answered = self._answered or time.monotonic()
         turns.hand_out(self)
+        self._house_soon()  # (above its share now, or a lease spare: housekeeping watches every SYNC_S)
         return r
 
     def _waits(self) -> bool:
@@ -293,11 +300,44 @@ class RedisBudget:
     def _wake(self) -> None:
         turns.wake(self)
 
+    def _watch(self) -> bool:
+        """Housekeeping may have to act within SYNC_S: news to send, leases above this process's share or
+        spare with nothing waiting for them (given back after KEEP_S), or slots granted beyond SYNC_S
+        ahead (a pause may come before them). Else only the heartbeat is due: a busy process's calls
+        (their grants) keep it fresh, and housekeeping does not wake every SYNC_S for nothing."""
+        if self._news():
+            return True
+        spare = self._held - self._bound - len(self._gated)
+        if self._held - max(self._fair(), self._bound) > 0:
+            return True
+        if spare > 0 and not (self._again or self._new or self._lease_q or self._waiters):
+            return True
+        far = time.monotonic() + SYNC_S
+        return any(tk.slot is not None and not tk.sent and tk.slot > far for tk in self._tickets.values())
+
+    def _house_soon(self) -> None:
+        """Wake housekeeping sleeping until the heartbeat's time if it now has something to watch."""
+        fut = self._house_fut
+        if self._house_long and fut is not None and not fut.done() and self._watch():
+            fut.set_result(None)
+
+    async def _house_sleep(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._house_long = not self._watch()
+        wait = max(SYNC_S, self._call.last + self.lease_ms / 3000 - time.monotonic()) if self._house_long else SYNC_S
+        fut = self._house_fut = loop.create_future()
+        timer = loop.call_later(wait, slots._set, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self._house_fut, self._house_long = None, False
+
     async def _housekeeping(self) -> None:
         """Heartbeat (lease expiry), pause/factor pick-up while busy, and giving back idle leases."""
         try:
             while self._local is None and not self.closed:  # (a cancellation can be lost in redis-py)
-                await asyncio.sleep(SYNC_S)
+                await self._house_sleep()
                 async with self._call.lock:
                     if self._local is not None:
                         return

@@ -228,4 +228,5 @@ async def grant(b: Any) -> bool:
                 group.append(tk)
         if group:
             _wake_at(loop, now, group)
+        b._house_soon()  # (slots far ahead: a pause may come before them)
         return len(got) == len(new)

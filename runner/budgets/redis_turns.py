@@ -95,6 +95,7 @@ def release(b: Any) -> None:
         b._bound -= 1
         b._idle_since = time.monotonic()
     wake(b)
+    b._house_soon()  # (a lease spare with nothing waiting: given back after KEEP_S)
 
 
 def wake(b: Any) -> None:
