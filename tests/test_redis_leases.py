@@ -94,3 +94,120 @@ async def test_a_process_beyond_the_cap_waits_without_polling(redis_server: Redi
         await p.aclose()
         await p.client.aclose()
     await admin.aclose()
+
+
+async def test_a_spare_lease_goes_to_the_next_call_without_a_round_trip_when_nobody_waits(
+        redis_server: RedisServer, monkeypatch):
+    """One process alone on the key: a call ending leaves its lease spare; the next call past the local
+    cap takes it without asking Redis, as the last reply showed no other process waiting for one (it
+    asked first whenever that reply was older than FRESH_S: a round trip per call of a busy process, the
+    lease path's, beside its slot's). Its ticket binds the lease with its slot in the one script call
+    it makes anyway. Counted, not timed: every reply is stale (FRESH_S 0), idle leases are kept."""
+    from runner.budgets import redis as redis_budget
+    from runner.budgets import redis_turns
+
+    monkeypatch.setattr(redis_turns, "FRESH_S", 0.0)
+    monkeypatch.setattr(redis_budget, "KEEP_S", 1e9)
+    (b,) = [RedisBudget(connect(redis_server.url), lane_id("u", "spare"), "p", 600_000, None, 2, 30.0,
+                        local_factory=LocalBudget)]
+    done: list[int] = []
+    await _call(b, done, latency=0.0)  # (its first lease: asked from Redis)
+    asked = []
+    for _ in range(20):
+        before = b.calls
+        await b.acquire()
+        asked.append(b.calls - before)
+        try:
+            wait = b.reserve(0)
+            while wait > 0:
+                await asyncio.sleep(wait)
+                wait = b.confirm()
+            done.append(1)
+        finally:
+            b.release()
+    assert asked == [0] * 20 and len(done) == 21, asked
+    await b.aclose()
+    await b.client.aclose()
+
+
+async def test_a_busy_process_starts_no_task_per_call(redis_server: RedisServer, monkeypatch):
+    """Four tasks making calls on a cap of 2, alone on the key: past the first calls, the budget starts
+    no task at all (its slot-granting task waits for the next ticket instead of ending, and a spare lease
+    is handed on in place; before: a new granting task for most tickets, a lease-asking one for many).
+    Counted with the loop's task factory; idle leases kept, so none is given back and asked again."""
+    from runner.budgets import redis as redis_budget
+
+    monkeypatch.setattr(redis_budget, "KEEP_S", 1e9)
+    b = RedisBudget(connect(redis_server.url), lane_id("u", "tasks"), "p", 600_000, None, 2, 30.0,
+                    local_factory=LocalBudget)
+    started: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    def factory(loop_: asyncio.AbstractEventLoop, coro, **kw):  # noqa: ANN001, ANN003
+        code = getattr(coro, "cr_code", None)
+        if code is not None and "runner/budgets" in code.co_filename.replace("\\", "/"):
+            started.append(code.co_qualname)
+        return asyncio.Task(coro, loop=loop_, **kw)
+
+    done: list[int] = []
+
+    async def work(n: int) -> None:
+        for _ in range(n):
+            await _call(b, done, latency=0.0)
+
+    await asyncio.gather(*(work(3) for _ in range(4)))  # (its leases and tasks first)
+    loop.set_task_factory(factory)
+    try:
+        await asyncio.gather(*(work(25) for _ in range(4)))
+    finally:
+        loop.set_task_factory(None)
+    assert len(done) == 112 and started == [], started
+    await b.aclose()
+    await b.client.aclose()
+
+
+async def test_housekeeping_sleeps_while_calls_on_the_wire_hold_the_leases(redis_server: RedisServer,
+                                                                            monkeypatch):
+    """Two calls on the wire hold the process's two leases, nothing waits: housekeeping has nothing to
+    watch until the heartbeat (lease_s / 3), so it sets no timer meanwhile (it woke every SYNC_S, 0.1 s,
+    to find nothing to do: a turn of the event loop each time, the most of a busy process's). Counted:
+    the timers the budget sets while the calls run, none."""
+    b = RedisBudget(connect(redis_server.url), lane_id("u", "house"), "p", 600_000, None, 2, 30.0,
+                    local_factory=LocalBudget)
+    loop = asyncio.get_running_loop()
+    on_wire: list[int] = []
+    end = loop.create_future()
+
+    async def call() -> None:
+        await b.acquire()
+        try:
+            wait = b.reserve(0)
+            while wait > 0:
+                await asyncio.sleep(wait)
+                wait = b.confirm()
+            on_wire.append(1)
+            await end
+        finally:
+            b.release()
+
+    calls = [asyncio.create_task(call()) for _ in range(2)]
+    while len(on_wire) < 2:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)  # (past housekeeping's next look, SYNC_S after the grant)
+    timers: list[str] = []
+    call_at = loop.call_at
+
+    def counting(when, callback, *args, **kw):  # noqa: ANN001, ANN003, ANN202
+        timers.append(getattr(callback, "__qualname__", repr(callback)))
+        return call_at(when, callback, *args, **kw)
+
+    running = loop.create_future()
+    loop.call_later(1.0, running.set_result, None)  # (the calls run 1 s more: this timer not counted)
+    monkeypatch.setattr(loop, "call_at", counting)
+    await running
+    monkeypatch.undo()
+    end.set_result(None)
+    await asyncio.gather(*calls)
+    assert timers == [], timers
+    await b.aclose()
+    await b.client.aclose()

@@ -100,8 +100,7 @@ if free > 0 and (freed > 0 or left > 0) then
   local n = 0
   for _, p in ipairs(redis.call('ZRANGE', KEYS[5], 0, free)) do
     if p ~= proc and n < free then
-      redis.call('RPUSH', KEYS[6] .. p, 1)
-      redis.call('PEXPIRE', KEYS[6] .. p, 5000)
+      wake(KEYS[6] .. p)  -- (redis_call.WAKE_LUA, prepended at load)
       n = n + 1
     end
   end

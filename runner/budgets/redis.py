@@ -13,14 +13,11 @@ called through redis_call) that runs atomically on the server's clock and, per c
   - counts the processes alive on the lane (N, for fair shares and the fallback below).
 A lane's identity in Redis is SHA-256(base URL, API key): never the key itself.
 
-Leases and slots, correct by construction: a task's ticket gets a lease and a slot in one script call,
-and keeps the lease until the task releases it; a leased ticket that needs a new slot (its timer woke
-too late) is served before any new ticket, and the script gives it a slot whatever the cap (its lease
-is already counted), so the key's concurrency can never be held by tickets that wait for each other.
-A new ticket gets a slot only if it got a lease. Leases are absolute counts (never deltas): a reply
-lost, a restart of Redis or a fallback cannot leak them, since the next call says again how many this
-process holds and how many its running calls need. A task past the local cap waits for a lease of its process
-without polling, and processes whose calls wait take the key's leases in turns (redis_turns).
+Three modules hold the rest, one idea each: redis_slots (request slots: a task's ticket, its grant, the
+batching of grants into one script call), redis_turns (the concurrency leases: a task's from acquire to
+release, and processes' turns at the key's), redis_tpm (the TPM account). This module keeps the seam the
+Lane calls, the one script call they all go through (`_eval`), and the wiring around it: housekeeping
+(heartbeat, pause and factor pick-up, idle leases given back) and the fallback (redis_fallback).
 
 Calls are batched: the slot requests of all tasks waiting at once go out as one script call, and
 leases are kept while used, so steady state costs about one round trip per call at low rates and far
@@ -33,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import socket
 import time
@@ -42,43 +38,20 @@ from collections import deque
 from typing import Any
 
 from runner.budgets import redis_fallback as fallback
+from runner.budgets import redis_slots as slots
 from runner.budgets import redis_tpm as tpm_account
 from runner.budgets import redis_turns as turns
-from runner.budgets.local import wait_turn
 from runner.budgets.redis_call import ScriptCall, lane_id
+from runner.budgets.redis_slots import SAFETY, Ticket
 
 log = logging.getLogger("evalsweep")
 
-SAFETY = 0.965  # slots 3.5% below the limit: sends up to ~35 ms off their slot stay inside any 1 s window
-LATE_S = 0.015  # a slot missed by more than this (a late timer) is dropped and a new one reserved
 SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at least this often
-AHEAD_S = 0.25  # slots are reserved at most this far ahead, so processes on one key interleave
-LEAD_S = 0.02  # ... and asked for this long before the last granted one
+# (housekeeping looks this often only while it may have to act: slots granted ahead, leases to give back,
+# news; otherwise at the heartbeat's time, woken early by `_house_soon` when one of those begins)
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
-RETRY_S = 0.02  # the key's concurrency is taken: ask again this often, doubling while it stays taken
-RETRY_MAX_S = 0.25  # ... up to this
 
 __all__ = ["RedisBudget", "lane_id"]
-
-
-class _Ticket:
-    """One task's claim: its slot once granted, whether it holds a lease, whether it
-    was admitted (sent), whether its task has released it, and the future its task waits on until
-    the slot is granted and due (set by `_grant`: no timer polls confirm() meanwhile)."""
-
-    __slots__ = ("slot", "leased", "sent", "dead", "fut")
-
-    def __init__(self, leased: bool = False) -> None:
-        self.slot: float | None = None
-        self.leased = leased
-        self.sent = False
-        self.dead = False
-        self.fut: asyncio.Future[None] | None = None
-
-
-def _set(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 class RedisBudget:
@@ -113,6 +86,7 @@ class RedisBudget:
         self.tpm: float | None = None
         self.n_procs = 1
         self.n_active = 1
+        self._work = asyncio.Event()  # a ticket waits for a slot, or news to send: `_sync` looks
         self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
         self._lease_q: deque[tuple[Any, asyncio.Future[bool]]] = deque()  # tasks past the local cap waiting
         # for a lease (and the future that lets each through)
@@ -128,9 +102,9 @@ class RedisBudget:
         self.closed = False
         self._local_factory = local_factory
         self._local: Any = None
-        self._tickets: weakref.WeakKeyDictionary[Any, _Ticket] = weakref.WeakKeyDictionary()
-        self._again: deque[_Ticket] = deque()  # leased, waiting for a new slot: served first
-        self._new: deque[_Ticket] = deque()  # waiting for a lease and a slot
+        self._tickets: weakref.WeakKeyDictionary[Any, Ticket] = weakref.WeakKeyDictionary()
+        self._again: deque[Ticket] = deque()  # leased, waiting for a new slot: served first
+        self._new: deque[Ticket] = deque()  # waiting for a lease and a slot
         self._last_slot = 0.0
         self._pause_s = 0.0
         self._new_factor: float | None = None
@@ -149,6 +123,8 @@ class RedisBudget:
         self._idle_since = 0.0
         self._syncing: asyncio.Task[None] | None = None
         self._house: asyncio.Task[None] | None = None
+        self._house_fut: asyncio.Future[None] | None = None  # what housekeeping sleeps on, while it sleeps
+        self._house_long = False  # ... until the heartbeat's time (nothing to watch every SYNC_S)
         self._recovering: asyncio.Task[None] | None = None
         self._telling: asyncio.Task[None] | None = None
         self.set_limits(rpm, tpm)
@@ -180,6 +156,7 @@ class RedisBudget:
             return
         self._new_factor = f
         self._kick()
+        self._house_soon()
 
     def set_probing(self, on: bool) -> None:
         self.probing = on
@@ -194,6 +171,7 @@ class RedisBudget:
             return
         self._pause_s = max(self._pause_s, seconds)
         self._kick()
+        self._house_soon()
         if not self.closed and (self._telling is None or self._telling.done()):  # now, not with the next
             self._telling = asyncio.get_running_loop().create_task(self._tell())  # slots: others send meanwhile
 
@@ -221,144 +199,28 @@ class RedisBudget:
         self._tpm.settle(est, actual, charge)
 
     def reserve(self, tokens: int) -> float:
-        if self._local is not None:
-            return self._local.reserve(tokens)
-        task = asyncio.current_task()
-        tk = self._tickets.get(task)
-        if tk is None:
-            tk = self._tickets[task] = _Ticket()
-            self._gated.discard(task)  # (now counted in `_new`)
-        tk.slot = None
-        (self._again if tk.leased else self._new).append(tk)
-        self._kick()
-        return self._call.rtt
+        return slots.reserve(self, tokens)
 
     def confirm(self) -> float:
-        task = asyncio.current_task()
-        if self._local is not None:
-            local = self._local
-            if task not in self._holders:  # waiting for a slot when this fallback began: a local lease first
-                if local._used >= getattr(local, "_cap", local.max_concurrency):
-                    return 0.01
-                local._used += 1
-                self._holders.add(task)
-                tk = self._tickets.pop(task, None)
-                return max(local.reserve(0), 1e-6)
-            wait = local.confirm()
-            if wait <= 0:
-                self._flying.add(task)
-            return wait
-        now = time.monotonic()
-        if now < self.paused_until:
-            return self.paused_until - now
-        tk = self._tickets.get(task)
-        if tk is None:  # reserved locally before Redis came back: a slot (and a lease) from Redis now
-            return max(self.reserve(0), 1e-6)
-        if tk.slot is None:  # not granted yet: the Lane awaits `granted()` (this wait bounds a poller's)
-            return max(self._call.rtt, 0.0005, self._last_slot - LEAD_S - now + self._call.rtt)
-        if now < tk.slot:
-            return tk.slot - now
-        if now - tk.slot > LATE_S:  # woke too late: sending now could crowd the next second
-            self.late += 1
-            tk.slot = None
-            self._again.append(tk)  # it keeps its lease, and is served before any new ticket
-            self._kick()
-            return max(self._call.rtt, 0.0005)
-        self.admitted += 1
-        tk.sent = True
-        return 0.0  # admitted; the ticket keeps its lease until release()
+        return slots.confirm(self)
 
     def granted(self) -> asyncio.Future[None] | None:
-        """What the current task waits on while its ticket has no slot: a future `_grant` sets when the
-        slot is due (at once if it already is), so a call waiting for its slot wakes once instead of
-        re-confirming every round trip; None when confirm()'s wait is a plain timer's (slot granted,
-        paused, fallen back). Set early when the ticket's fate changes otherwise (fallback, halt, close)."""
-        if self._local is not None or self.closed:
-            return None
-        tk = self._tickets.get(asyncio.current_task())
-        if tk is None or tk.slot is not None or tk.dead:
-            return None
-        if tk.fut is None or tk.fut.done():
-            tk.fut = asyncio.get_running_loop().create_future()
-        return tk.fut
+        """What the current task waits on while its ticket has no slot (redis_slots.granted)."""
+        return slots.granted(self)
 
     def _wake_tickets(self) -> None:
-        """Every task waiting for its grant re-confirms (its ticket was dropped, or the run stops)."""
-        for tk in list(self._tickets.values()):
-            if tk.fut is not None:
-                _set(tk.fut)
+        slots.wake_tickets(self)
 
     async def acquire(self) -> None:
-        """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
-        of the key's for it: one this process holds spare, else one Redis gives it (`_lease`). The wait
-        is on a future, woken when a lease frees, never a poll: a process beyond the key's cap costs
-        nothing. (The lease is bound to the task's ticket with its slot, in one script call, as before.)"""
-        while True:
-            if self._local is not None:
-                local = self._local
-                await local.acquire()
-                self._used += 1
-                if self._local is local:
-                    self._holders.add(asyncio.current_task())
-                return
-            if self._used < (1 if self.probing else self.max_concurrency):
-                self._used += 1
-                try:
-                    if await self._lease():
-                        return
-                except BaseException:
-                    self._used -= 1
-                    self._wake()
-                    raise
-                self._used -= 1  # Redis went away meanwhile: the fallback's lease
-                continue
-            await wait_turn(self._waiters, self._wake)
-
-    async def _lease(self) -> bool:  # (runner.budgets.redis_turns: the key's leases in turns)
-        return await turns.lease(self)
-
-    def _pending(self) -> int:
-        return turns.pending(self)
-
-    def _hand_out(self) -> None:
-        turns.hand_out(self)
+        """The local cap, then a lease of the key's, waited for on a future (redis_turns.acquire)."""
+        await turns.acquire(self)
 
     def release(self) -> None:
-        self._used -= 1
-        task = asyncio.current_task()
-        self._gated.discard(task)
-        if self._local is not None:
-            self._tickets.pop(task, None)
-            self._flying.discard(task)
-            if task in self._holders:
-                self._holders.discard(task)
-                self._local.release()
-            return
-        tk = self._tickets.pop(task, None)
-        if tk is not None:
-            tk.dead = True
-            if tk.leased:
-                self._bound -= 1
-                now = self._idle_since = time.monotonic()
-                if self.n_waiting and (not self._lease_q or now - self._turn_at >= turns.ROTATE_S):
-                    self._giving += 1  # unused, or its turn is over: it goes to the first process queued
-                    self._kick()
-                else:
-                    self._hand_out()
-            else:  # (one let through for a lease, not yet bound: the lease is spare again)
-                self._hand_out()
-                if self._again or self._new:
-                    self._freed.set()
-                    self._kick()
-        elif task in self._flying:  # a call the fallback admitted, registered as a lease on return
-            self._flying.discard(task)
-            self._bound -= 1
-            self._idle_since = time.monotonic()
-        self._wake()
+        turns.release(self)
 
     # --- talking to Redis ------------------------------------------------------------------------
 
-    async def _eval(self, want: int, ttl_us: int | None = None, giving: bool = False, **slots: Any) -> Any:
+    async def _eval(self, want: int, ttl_us: int | None = None, giving: bool = False, **asks: Any) -> Any:
         """One script call (the caller holds the lock): leases to hold, news to send, slots to ask. After
         an outage it did not pace through (met late, or joined since) it sends nothing until the processes
         that paced locally are back: no share was reserved for it (redis_fallback)."""
@@ -377,9 +239,9 @@ class RedisBudget:
             factor=factor,
             born=self._born,
             recent_us=int((fallback.RECOVER_S + fallback.GRACE_S + 2.0) * 1e6),
-            demand=bool(self._bound or self._used or self._again or self._new or slots.get("n_new")),
+            demand=bool(self._bound or self._used or self._again or self._new or asks.get("n_new")),
             waits=(2 if giving else 1) if self._waits() else 0,
-            **slots,
+            **asks,
         )
         news = self._outage_at is None or r.outage_at > self._outage_at + 1e-3 or r.born != self._born
         self._born, self._outage_at = r.born, r.outage_at
@@ -400,7 +262,8 @@ class RedisBudget:
         self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
         self.n_active = max(1, r.n_active)
         self._answered = self._answered or time.monotonic()
-        self._hand_out()
+        turns.hand_out(self)
+        self._house_soon()  # (above its share now, or a lease spare: housekeeping watches every SYNC_S)
         return r
 
     def _waits(self) -> bool:
@@ -413,123 +276,68 @@ class RedisBudget:
         if self.closed:  # (a task cancelled by aclose() may end in an error, not a cancellation)
             return
         loop = asyncio.get_running_loop()
-        if self._local is None and (self._syncing is None or self._syncing.done()):
-            self._syncing = loop.create_task(self._sync())
+        if self._local is None:
+            if self._syncing is None or self._syncing.done():
+                self._syncing = loop.create_task(self._sync())
+            self._work.set()  # (it waits for work while none: redis_slots.sync)
         if self._local is None and (self._giving or self._lease_q) and (self._leasing is None or self._leasing.done()):
             self._leasing = loop.create_task(self._leases())
         if self._house is None or self._house.done():
             self._house = loop.create_task(self._housekeeping())
 
-    def _prune(self) -> None:
-        for q in (self._again, self._new):
-            while q and q[0].dead:
-                q.popleft()
-
     async def _sync(self) -> None:
-        """Hand out slots (and leases) to the waiting tickets, one script call per batch."""
-        misses = 0
-        try:
-            while self._local is None and not self.closed:  # (a cancellation can be lost in redis-py)
-                self._prune()
-                if not self._again and not self._new:
-                    if self._news():
-                        async with self._call.lock:
-                            await self._eval(self._held)
-                    return
-                # Ask for the next slots only shortly before the granted ones run out: waiting tickets
-                # gather into one call, and other processes on the key get the slots in between.
-                lead = max(LEAD_S, 4 * self._call.rtt)
-                paused = self.paused_until - time.monotonic() - lead
-                if paused > 0:  # (slots granted now would be missed: others may use them)
-                    await asyncio.sleep(paused)
-                    continue
-                ahead = self._last_slot - time.monotonic()
-                if ahead > lead:
-                    await asyncio.sleep(ahead - lead)
-                    continue
-                if await self._grant():
-                    misses = 0
-                else:  # the key's leases are taken: ask again, less often the longer that lasts (a
-                    # process beyond the cap no longer polls Redis every RETRY_S), at once when one of
-                    # ours frees
-                    misses += 1
-                    self._freed.clear()
-                    try:
-                        await asyncio.wait_for(self._freed.wait(), min(RETRY_MAX_S, RETRY_S * 2 ** (misses - 1)))
-                    except TimeoutError:
-                        pass
-        except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
-            self._fall_back(e)
+        await slots.sync(self)
 
     async def _leases(self) -> None:
         await turns.serve(self)
 
     async def _grant(self) -> bool:
-        """Slots for every leased ticket waiting, then leases and slots for new tickets up to this
-        process's fair share; False if no new ticket could have one (the key's concurrency is taken)."""
-        async with self._call.lock:
-            if self._local is not None:
-                return True
-            self._prune()
-            T = self._T1 / 1e6 / max(self.factor, 1e-3)
-            n = max(1, int(AHEAD_S / T)) if T else len(self._again) + len(self._new)
-            again = [tk for tk in self._again if not tk.dead][:n]
-            room = 0 if time.monotonic() < self._grace_until else max(0, self._fair() - self._bound)
-            new = [tk for tk in self._new if not tk.dead][: min(n - len(again), room)]
-            if not again and not new:
-                over = self._held - max(self._fair(), self._bound)
-                if over > 0:  # above our share: others may be waiting for these
-                    await self._eval(self._held - over)
-                return False
-            r = await self._eval(
-                max(self._held, self._bound + len(new)),
-                n_leased=len(again),
-                n_new=len(new),
-            )
-            if self._local is not None:
-                return True
-            got = new[: max(0, r.n - len(again))]
-            loop = asyncio.get_running_loop()
-            now = time.monotonic()
-            for i, tk in enumerate(again + got):
-                (self._again if i < len(again) else self._new).remove(tk)
-                if not tk.leased and not tk.dead:
-                    tk.leased = True  # the lease granted for it (a dead one's stays spare)
-                    self._bound += 1
-                tk.slot = r.start + i * r.T
-                self._last_slot = max(self._last_slot, tk.slot)
-                if tk.fut is not None and not tk.fut.done():  # its task wakes at its slot: one timer
-                    if tk.slot > now:
-                        loop.call_later(tk.slot - now, _set, tk.fut)
-                    else:
-                        tk.fut.set_result(None)
-            return len(got) == len(new)
+        return await slots.grant(self)
 
     def _fair(self) -> int:
-        """This process's share of the key's leases: among the processes with calls running or waiting
-        (an idle one's share is lent, and comes back when it has work: the others hand leases back
-        above their new share as their calls end)."""
-        return max(1, math.ceil(self.max_concurrency / max(1, self.n_active)))
+        return turns.fair(self)
 
     def _wake(self) -> None:
-        free = (1 if self.probing else self.max_concurrency) - self._used
-        if self._local is not None:
-            free = len(self._waiters)
-            while self._lease_q:  # (fallen back: they take the fallback's leases)
-                _, fut = self._lease_q.popleft()
-                if not fut.done():
-                    fut.set_result(False)
-        while free > 0 and self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                free -= 1
+        turns.wake(self)
+
+    def _watch(self) -> bool:
+        """Housekeeping may have to act within SYNC_S: news to send, leases above this process's share or
+        spare with nothing waiting for them (given back after KEEP_S), or slots granted beyond SYNC_S
+        ahead (a pause may come before them). Else only the heartbeat is due: a busy process's calls
+        (their grants) keep it fresh, and housekeeping does not wake every SYNC_S for nothing."""
+        if self._news():
+            return True
+        spare = self._held - self._bound - len(self._gated)
+        if self._held - max(self._fair(), self._bound) > 0:
+            return True
+        if spare > 0 and not (self._again or self._new or self._lease_q or self._waiters):
+            return True
+        far = time.monotonic() + SYNC_S
+        return any(tk.slot is not None and not tk.sent and tk.slot > far for tk in self._tickets.values())
+
+    def _house_soon(self) -> None:
+        """Wake housekeeping sleeping until the heartbeat's time if it now has something to watch."""
+        fut = self._house_fut
+        if self._house_long and fut is not None and not fut.done() and self._watch():
+            fut.set_result(None)
+
+    async def _house_sleep(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._house_long = not self._watch()
+        wait = max(SYNC_S, self._call.last + self.lease_ms / 3000 - time.monotonic()) if self._house_long else SYNC_S
+        fut = self._house_fut = loop.create_future()
+        timer = loop.call_later(wait, slots._set, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self._house_fut, self._house_long = None, False
 
     async def _housekeeping(self) -> None:
         """Heartbeat (lease expiry), pause/factor pick-up while busy, and giving back idle leases."""
         try:
             while self._local is None and not self.closed:  # (a cancellation can be lost in redis-py)
-                await asyncio.sleep(SYNC_S)
+                await self._house_sleep()
                 async with self._call.lock:
                     if self._local is not None:
                         return

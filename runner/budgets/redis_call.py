@@ -38,7 +38,21 @@ DRIFT = 1e-4  # two hosts' clocks drift apart by at most this (s/s): an offset g
 TIMEOUT_S = 1.5  # a script call takes well under a millisecond: no answer by then is an outage
 RETRIES = 2  # ... retried this often on a fresh connection (a stale pooled one fails at once)
 
-LUA = (Path(__file__).parent / "redis.lua").read_text()
+WAKE_S = 1.0  # a process sleeping on its wake list looks again at least this often (a push lost, or a
+# waiter ahead of it gone): also within a third of its lease, so its heartbeat never lapses meanwhile
+
+# How both scripts (redis.lua, redis_tpm's) wake a process sleeping on its wake list (`woken`): one
+# item pushed, kept 5 s (a process that stopped listening leaves nothing behind); `once`: not if one is
+# there already (a process woken by every call of the others, redis_tpm's, wakes once for them all).
+WAKE_LUA = r"""
+local function wake(k, once)
+  if once and redis.call('LLEN', k) > 0 then return end
+  redis.call('RPUSH', k, 1)
+  redis.call('PEXPIRE', k, 5000)
+end
+"""
+
+LUA = WAKE_LUA + (Path(__file__).parent / "redis.lua").read_text()
 SHA = hashlib.sha1(LUA.encode()).hexdigest()
 
 
@@ -207,6 +221,12 @@ async def _send(conn: Any, data: bytes) -> Any:
         await conn.read_response()
         await conn.send_packed_command(data, check_health=False)
         return await conn.read_response()
+
+
+def woken(client: Any, key: str, lease_ms: int) -> Any:
+    """Sleep on this process's wake list `key` until a script pushes to it (BLPOP, no polling), at
+    most WAKE_S or a third of its lease: an awaitable, run as a task where a local change must also wake."""
+    return client.blpop([key], min(WAKE_S, lease_ms / 3000))
 
 
 def lane_id(base_url: str | None, api_key: str | None) -> str:

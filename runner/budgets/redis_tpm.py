@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.budgets.local import TPM_SHARE, WINDOW_S
+from runner.budgets.redis_call import WAKE_LUA, WAKE_S, woken
 
-WAKE_S = 1.0  # a process whose call waits behind another's looks at the queue again at least this often
-
-LUA = r"""
+LUA = WAKE_LUA + r"""
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -37,13 +36,6 @@ local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
   return s and tonumber(s) > now
-end
-local function wake(p)
-  local k = KEYS[5] .. p
-  if redis.call('LLEN', k) == 0 then
-    redis.call('RPUSH', k, 1)
-    redis.call('PEXPIRE', k, 5000)
-  end
 end
 local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq')
 local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
@@ -88,7 +80,7 @@ while true do
     c, h = tonumber(c), tonumber(h)
     local need = math.min(c + h + sum + held, cap)
     if p ~= proc then  -- its process takes it, or learns how long its refill takes (its own timer)
-      wake(p)
+      wake(KEYS[5] .. p, true)  -- (redis_call.WAKE_LUA)
       break
     end
     if level < need then
@@ -317,7 +309,7 @@ class Account:
         b = self.b
         loop = asyncio.get_running_loop()
         if self._blpop is None or self._blpop.done():
-            self._blpop = loop.create_task(b.client.blpop([self.wake_key], min(WAKE_S, b.lease_ms / 3000)))
+            self._blpop = loop.create_task(woken(b.client, self.wake_key, b.lease_ms))
             self._blpop.add_done_callback(_seen)  # (one that fails once nobody waits for it: no noise)
         news = loop.create_task(self._news.wait())
         try:

@@ -1,5 +1,12 @@
-"""The key's concurrency leases across processes, in turns (#40): what a RedisBudget (runner.budgets.redis)
-does for the tasks past its local cap, and what its script (redis.lua) keeps for them.
+"""The key's concurrency leases (#40): how a RedisBudget (runner.budgets.redis) binds them to its tasks
+(`acquire` .. `release`), and how processes take them in turns across the key, with what its script
+(redis.lua) keeps for them.
+
+Leases are absolute counts (never deltas): a reply lost, a restart of Redis or a fallback cannot leak
+them, since the next call says again how many this process holds and how many its running calls need.
+A task first passes the process's local cap (`acquire`: max_concurrency, 1 while probing), then gets a
+lease of the key's; it keeps it until `release`, which gives it to a task of its process waiting, or,
+its turn over, to the first process queued.
 
 A task waits in `acquire` (`lease`) on a future, never a poll, until its process holds a lease for it:
 one spare (kept from a call that ended), else one Redis gives it (`serve`). A process under its share
@@ -14,13 +21,105 @@ dropped (a restart, a lapse) is never used.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from typing import Any
 
-WAKE_S = 1.0  # a process queued for a lease is woken when one frees; else it looks again this often
+from runner.budgets.local import wait_turn
+from runner.budgets.redis_call import woken
+
 ROTATE_S = 0.5  # a lease held this long goes, as its call ends, to a process under its share waiting
-FRESH_S = 0.1  # the last reply is this recent: its spare leases and share are used without asking
+FRESH_S = 0.1  # the last reply is this recent (or showed nobody waiting): its spare leases and share
+# are used without asking (the ticket's grant, one script call anyway, binds the lease or refuses it)
+
+
+async def acquire(b: Any) -> None:
+    """The local cap (a process never runs more than max_concurrency, 1 while probing), then a lease
+    of the key's for it: one this process holds spare, else one Redis gives it (`lease`). The wait
+    is on a future, woken when a lease frees, never a poll: a process beyond the key's cap costs
+    nothing. (The lease is bound to the task's ticket with its slot, in one script call, as before.)"""
+    while True:
+        if b._local is not None:
+            local = b._local
+            await local.acquire()
+            b._used += 1
+            if b._local is local:
+                b._holders.add(asyncio.current_task())
+            return
+        if b._used < (1 if b.probing else b.max_concurrency):
+            b._used += 1
+            try:
+                if await lease(b):
+                    return
+            except BaseException:
+                b._used -= 1
+                wake(b)
+                raise
+            b._used -= 1  # Redis went away meanwhile: the fallback's lease
+            continue
+        await wait_turn(b._waiters, lambda: wake(b))
+
+
+def release(b: Any) -> None:
+    """The current task's call ended: its lease to a task of this process waiting, or, if another
+    process waits and the turn is over (or nobody here waits), back to the key for the first queued."""
+    b._used -= 1
+    task = asyncio.current_task()
+    b._gated.discard(task)
+    if b._local is not None:
+        b._tickets.pop(task, None)
+        b._flying.discard(task)
+        if task in b._holders:
+            b._holders.discard(task)
+            b._local.release()
+        return
+    tk = b._tickets.pop(task, None)
+    if tk is not None:
+        tk.dead = True
+        if tk.leased:
+            b._bound -= 1
+            now = b._idle_since = time.monotonic()
+            if b.n_waiting and (not b._lease_q or now - b._turn_at >= ROTATE_S):
+                b._giving += 1  # unused, or its turn is over: it goes to the first process queued
+                b._kick()
+            else:
+                hand_out(b)
+        else:  # (one let through for a lease, not yet bound: the lease is spare again)
+            hand_out(b)
+            if b._again or b._new:
+                b._freed.set()
+                b._kick()
+    elif task in b._flying:  # a call the fallback admitted, registered as a lease on return
+        b._flying.discard(task)
+        b._bound -= 1
+        b._idle_since = time.monotonic()
+    wake(b)
+    b._house_soon()  # (a lease spare with nothing waiting: given back after KEEP_S)
+
+
+def wake(b: Any) -> None:
+    """Let tasks waiting at the local cap through, as many as it has room for (all of them, fallen back:
+    the fallback's own cap holds them; those waiting for a lease go the local way)."""
+    free = (1 if b.probing else b.max_concurrency) - b._used
+    if b._local is not None:
+        free = len(b._waiters)
+        while b._lease_q:  # (fallen back: they take the fallback's leases)
+            _, fut = b._lease_q.popleft()
+            if not fut.done():
+                fut.set_result(False)
+    while free > 0 and b._waiters:
+        fut = b._waiters.popleft()
+        if not fut.done():
+            fut.set_result(None)
+            free -= 1
+
+
+def fair(b: Any) -> int:
+    """This process's share of the key's leases: among the processes with calls running or waiting
+    (an idle one's share is lent, and comes back when it has work: the others hand leases back
+    above their new share as their calls end)."""
+    return max(1, math.ceil(b.max_concurrency / max(1, b.n_active)))
 
 
 async def lease(b: Any) -> bool:
@@ -31,8 +130,8 @@ async def lease(b: Any) -> bool:
     while b._local is None:
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         b._lease_q.append((task, fut))
-        if time.monotonic() - b._call.last < FRESH_S:  # (else its share and the queue are asked first)
-            hand_out(b)
+        if not b.n_waiting or time.monotonic() - b._call.last < FRESH_S:  # (else the queue is asked
+            hand_out(b)  # first: a process may have queued since; nobody did, a spare lease is ours)
         if not fut.done():
             b._kick()
         try:
@@ -105,7 +204,7 @@ async def serve(b: Any) -> None:
                     # its own calls' ends free its leases)
             elif b._lease_q:  # beyond its share: a lease of its own frees as a call ends
                 return
-            await b.client.blpop([b._call.wake_key], min(WAKE_S, b.lease_ms / 3000))
+            await woken(b.client, b._call.wake_key, b.lease_ms)
     except Exception as e:  # noqa: BLE001 - Redis gone: pace locally, never at the full limit
         b._fall_back(e)
 
