@@ -16,7 +16,7 @@ from typing import Any
 
 from cache.key import cache_keys
 from cache.store import AsyncCache
-from core.types import Request, Row, row_identity
+from core.types import Request, Row, replaced, row_identity
 from runner import history
 from runner.calls import learned
 from runner.calls.call import Breaker, send
@@ -37,24 +37,6 @@ PREFETCH = 128
 """Requests whose cache keys are looked up in one query (~2 us a key instead of ~11 us one by one)."""
 Looked = dict[int, tuple[str, dict[str, Any] | None]]
 """A request's samples still to answer -> (cache key, the local cache's answer or None)."""
-
-
-_new = object.__new__
-_set = object.__setattr__
-assert not Request.__private_attributes__ and Request.model_config.get("extra") != "allow"
-
-
-def for_model(req: Request, model: str) -> Request:
-    """`req.model_copy(update={"model": model})`, once a planned request, without pydantic's generic
-    steps (~0.9 us instead of ~2): a `Request` has neither private attributes nor extras (asserted
-    above), so its copy is its field values and the set of fields given. No validation, as in
-    `model_copy`: the suite's request was validated when built."""
-    r = _new(Request)
-    _set(r, "__dict__", {**req.__dict__, "model": model})
-    _set(r, "__pydantic_fields_set__", req.__pydantic_fields_set__ | {"model"})
-    _set(r, "__pydantic_extra__", None)
-    _set(r, "__pydantic_private__", None)
-    return r
 
 
 class Scheduler:
@@ -201,7 +183,7 @@ class Scheduler:
         if run.leases is not None:
             build = lambda: run.suite.build(run.spec)  # noqa: E731
             async for req in run.leases.requests(model, build, lambda: self.stopping):
-                yield [(for_model(req, model), None)]
+                yield [(replaced(req, model=model), None)]
             return
         prefetch = self.cache is not None and not self.refresh
         skip = bool(run.done) and not run.has_follow_up
@@ -209,7 +191,7 @@ class Scheduler:
         chunk: list[Request] = []
         for k, req in enumerate(run.suite.build(run.spec), 1):
             if not (skip and self._resumed(run, model, req, stats)):
-                chunk.append(for_model(req, model))
+                chunk.append(replaced(req, model=model))
             if k % PREFETCH == 0:  # (a chunk of finished requests: empty, the loop still breathes)
                 yield self._paired(run, chunk, prefetch) if chunk else []
                 chunk = []

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from core.types import Decoding, Request, Row, user
+from core.types import Decoding, Request, Row, replaced, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Table, ranked, scored_row
 from suites.stats import ci_list, ci_method, mean
 
@@ -243,15 +243,18 @@ def build(spec: RunSpec) -> Iterator[Request]:
     limit = spec.opt("max_tokens") or DEFAULT_MAX_TOKENS
     decoding = Decoding(temperature=temp, n=n, max_tokens=limit)  # one, shared: requests are frozen
     template, choice = _template(spec), spec.opt("choice_format") or DEFAULT_CHOICE
+    # Validated once: each line's request is this one with its own fields, of their types already (~1 us
+    # a line instead of ~4 for a validated `Request`). The hints dict is shared, read only (`_sim_for`).
+    proto = Request(suite=spec.suite, item="", messages=[], decoding=decoding, sim={})
     for k, d in enumerate(_load(spec)):
         if spec.limit is not None and k >= spec.limit:
             return
-        yield Request(
-            suite=spec.suite,
+        yield replaced(
+            proto,
             item=str(d["id"]),
             messages=[user(*d["_images"], prompt_of(d, template, choice))],
-            decoding=decoding,
             sim=_sim(d),
+            meta={},
         )
 
 
