@@ -198,7 +198,8 @@ def _one(tmp: Path, client: str, port: int, n: int) -> None:
 def _child(client: str, port: int, n: int, tree: Path | None, callgrind: Path | None = None) -> float:
     """`_one` in a new process (on `tree`'s code when given): its run's CPU seconds, or with `callgrind`
     (an output file) the instructions the whole process took."""
-    env = {**os.environ, "BENCH_KEY": "bench-key", "BENCH_TREE": str(tree or REPO)}
+    # One hash seed for every run: the same dict and set orders (their instructions) in each process
+    env = {**os.environ, "BENCH_KEY": "bench-key", "BENCH_TREE": str(tree or REPO), "PYTHONHASHSEED": "0"}
     grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind}"] if callgrind else []
     r = subprocess.run([*grind, sys.executable, __file__, "--one", client, str(port), str(n)],
                        cwd=tree or REPO, capture_output=True, text=True, env=env)
