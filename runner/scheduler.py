@@ -368,7 +368,10 @@ class Scheduler:
             out.extend(await run.batcher.send(req, m, miss, keys))
             miss = []
         if miss and use_cache:  # another process on this cache may be calling the same keys
-            miss = await self._wait_for_others(req, m, miss, keys, out)
+            cache = self.cache
+            now = cache.claim_now([keys[s] for s in miss])  # type: ignore[union-attr]
+            if now is None or cache.shared_dir:  # (alone on the cache: no coroutine to wait in)
+                miss = await self._wait_for_others(req, m, miss, keys, out, now)
         if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
             try:
@@ -382,14 +385,20 @@ class Scheduler:
         return self._emit(run, stats, out)
 
     async def _wait_for_others(
-        self, req: Request, m: ModelEntry, miss: list[int], keys: dict[int, str], out: list[Row]
+        self,
+        req: Request,
+        m: ModelEntry,
+        miss: list[int],
+        keys: dict[int, str],
+        out: list[Row],
+        now: list[str] | None,
     ) -> list[int]:
-        """Claim the keys about to be called; those another process is calling are waited for (their
-        answers come from the cache, paid once); returns the samples still to call."""
+        """Claim the keys about to be called (`now`: `claim_now`'s answer, None when `claim` is to be
+        awaited); those another process is calling are waited for (their answers come from the cache,
+        paid once); returns the samples still to call."""
         cache = self.cache
         assert cache is not None
         ks = [keys[s] for s in miss]
-        now = cache.claim_now(ks)  # (no coroutine but when a look or the shared layer is to be awaited)
         theirs = set(now if now is not None else await cache.claim(ks))
         if not cache.shared_dir:
             return miss
