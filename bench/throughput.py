@@ -12,10 +12,17 @@ And a 429 storm (30% of requests refused with Retry-After 1 s) against the same 
     python bench/throughput.py [--calls 4000] [--replay-rows 20000] [--rpm 1200 60000] [--rpm-seconds 20]
                                [--skip-cpu] [--storm 1000]
     python bench/throughput.py --instructions [--calls 1000]
+    python bench/throughput.py --against TREE [--instructions] [--calls 2000] [--rounds 7]
 
 `--instructions` counts instructions instead of timing CPU (valgrind's callgrind; the count is the same run
 after run, where this VM's CPU time drifts by 1.5x): each client makes 100 calls, then 100 + --calls, each in
 its own process under callgrind; a call's cost is the difference over --calls, so start-up and imports cancel.
+
+`--against TREE` puts this checkout's evalsweep (cache on) beside another's (TREE: the commit before a change,
+in a scratch worktree), each run in its own process, taking turns with the bare client for `--rounds`
+rounds: the CPU time of each run (imports and start-up left out), and the median of per-round ratios
+(with `--instructions`: instructions per call of each, by difference, as above). A change's before -> after
+is then measured in one run, on the same machine state, not across runs minutes apart.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(os.environ.get("BENCH_TREE") or Path(__file__).resolve().parents[1])
+"""The checkout whose evalsweep runs (`--against` sets BENCH_TREE for the other tree's runs)."""
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -154,6 +162,8 @@ def main() -> None:
     )
     p.add_argument("--storm", type=int, default=1000, metavar="ITEMS", help="429-storm run size (0: skip)")
     p.add_argument("--instructions", action="store_true", help="instructions per call under valgrind, then stop")
+    p.add_argument("--against", metavar="TREE", help="side by side with another checkout's evalsweep")
+    p.add_argument("--rounds", type=int, default=7, help="--against: rounds of (bare, this, TREE)")
     p.add_argument("--one", nargs=3, metavar=("CLIENT", "PORT", "N"), help=argparse.SUPPRESS)
     a = p.parse_args()
     os.environ["BENCH_KEY"] = "bench-key"
@@ -161,6 +171,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="evalsweep-bench-"))
     if a.one:
         return _one(tmp, a.one[0], int(a.one[1]), int(a.one[2]))
+    if a.against:
+        return against(tmp, Path(a.against).resolve(), a.calls if a.calls != 4000 else 2000, a.rounds, a.instructions)
     if a.instructions:
         return instructions(tmp, a.calls if a.calls != 4000 else 1000)
 
@@ -173,12 +185,60 @@ def main() -> None:
 
 
 def _one(tmp: Path, client: str, port: int, n: int) -> None:
-    """One client's n calls in this process (under callgrind: `instructions`), on fresh data."""
+    """One client's n calls in this process (under callgrind: `instructions`), on fresh data; prints the
+    run's CPU and wall seconds (`against` reads them)."""
     data = dataset(tmp / "d.jsonl", n, f"{client}{n}-{os.getpid()}")
     if client == "bare":
-        run_bare(data, port)
+        cpu, wall = run_bare(data, port)
     else:
-        run_evalsweep(data, config(tmp / "c.toml", port, None), tmp / "o", client == "nocache")
+        cpu, wall = run_evalsweep(data, config(tmp / "c.toml", port, None), tmp / "o", client == "nocache")
+    print(f"cpu {cpu:.6f} wall {wall:.6f}")
+
+
+def _child(client: str, port: int, n: int, tree: Path | None, callgrind: Path | None = None) -> float:
+    """`_one` in a new process (on `tree`'s code when given): its run's CPU seconds, or with `callgrind`
+    (an output file) the instructions the whole process took."""
+    # One hash seed for every run: the same dict and set orders (their instructions) in each process
+    env = {**os.environ, "BENCH_KEY": "bench-key", "BENCH_TREE": str(tree or REPO), "PYTHONHASHSEED": "0"}
+    grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind}"] if callgrind else []
+    r = subprocess.run([*grind, sys.executable, __file__, "--one", client, str(port), str(n)],
+                       cwd=tree or REPO, capture_output=True, text=True, env=env)
+    if callgrind:
+        m = re.search(r"Collected : (\d+)", r.stderr)
+    else:
+        m = re.search(r"^cpu ([0-9.]+)", r.stdout, re.M)
+    if r.returncode != 0 or m is None:
+        raise SystemExit(f"run failed ({client}, {n}, {tree}): {r.stderr[-2000:]}")
+    return float(m.group(1))
+
+
+def against(tmp: Path, tree: Path, calls: int, rounds: int, instructions: bool) -> None:
+    """This checkout's evalsweep (cache on) beside `tree`'s, with the bare client as the yardstick."""
+    sides = {"bare": ("bare", None), "this": ("cache", None), "TREE": ("cache", tree)}
+    mock, port = start_mock(None, 0.0)
+    try:
+        if instructions:
+            print(f"== Instructions per call (callgrind; 100 vs {100 + calls} calls a process), TREE = {tree} ==")
+            per = {}
+            for label, (client, t) in sides.items():
+                lo, hi = (_child(client, port, n, t, tmp / f"cg.{label}.{n}") for n in (100, 100 + calls))
+                per[label] = (hi - lo) / calls
+                print(f"{label:5s} {per[label] / 1e6:.3f} M instructions per call", flush=True)
+            print(f"this / TREE: {per['this'] / per['TREE']:.4f}; this / bare: {per['this'] / per['bare']:.3f}x; "
+                  f"TREE / bare: {per['TREE'] / per['bare']:.3f}x")
+            return
+        print(f"== CPU per call: {calls} calls a run, {rounds} rounds of (bare, this, TREE), TREE = {tree} ==")
+        got: dict[str, list[float]] = {label: [] for label in sides}
+        for _ in range(rounds):
+            for label, (client, t) in sides.items():
+                got[label].append(_child(client, port, calls, t) / calls)
+        for label, xs in got.items():
+            print(f"{label:5s} CPU/call {statistics.median(xs) * 1e3:6.3f} ms (median of {rounds})")
+        for a, b in (("this", "TREE"), ("this", "bare"), ("TREE", "bare")):
+            rs = [x / y for x, y in zip(got[a], got[b], strict=True)]
+            print(f"{a} / {b}: {statistics.median(rs):.3f} median of rounds [{' '.join(f'{r:.2f}' for r in rs)}]")
+    finally:
+        stop_mock(mock)
 
 
 def instructions(tmp: Path, calls: int) -> None:

@@ -130,7 +130,12 @@ class AsyncCache:
 
     async def claim(self, keys: list[str]) -> list[str]:
         """Claim keys about to be called; returns those another process is calling (wait for them):
-        on this directory (SQLite), or on another host through the shared layer (Postgres)."""
+        on this directory (SQLite), or on another host through the shared layer (Postgres). The
+        decision is `claim_now`'s; this only awaits what it leaves: a look at the directory, the
+        shared layer."""
+        now = self.claim_now(keys)
+        if now is not None:
+            return now
         theirs = await self._claim_local(keys)
         if self.shared is not None and not self.shared.down:
             mine = [k for k in keys if k not in set(theirs)]
@@ -144,17 +149,21 @@ class AsyncCache:
             return None
         if self.claims is None or self.broken:
             return []
-        if time.monotonic() >= self._look_at or (self._looking is not None and not self._looking.done()):
+        if self._look_due():
             return None
         return self._take(keys)
+
+    def _look_due(self) -> bool:
+        """A look at the directory is due, or under way (a claim waits for it)."""
+        return time.monotonic() >= self._look_at or (self._looking is not None and not self._looking.done())
 
     async def _claim_local(self, keys: list[str]) -> list[str]:
         if self.claims is None or self.broken:
             return []
         try:
-            if time.monotonic() >= self._look_at and (self._looking is None or self._looking.done()):
-                self._looking = asyncio.ensure_future(self._look())
-            if self._looking is not None and not self._looking.done():
+            if self._look_due():
+                if self._looking is None or self._looking.done():
+                    self._looking = asyncio.ensure_future(self._look())
                 await asyncio.shield(self._looking)  # every claimer waits for the look in progress
         except sqlite3.Error as e:
             return self._claims_failed(e)

@@ -16,7 +16,7 @@ from typing import Any
 
 from cache.key import cache_keys
 from cache.store import AsyncCache
-from core.types import Request, Row, row_identity
+from core.types import Request, Row, replaced, row_identity
 from runner import history
 from runner.calls import learned
 from runner.calls.call import Breaker, send
@@ -183,7 +183,7 @@ class Scheduler:
         if run.leases is not None:
             build = lambda: run.suite.build(run.spec)  # noqa: E731
             async for req in run.leases.requests(model, build, lambda: self.stopping):
-                yield [(req.model_copy(update={"model": model}), None)]
+                yield [(replaced(req, model=model), None)]
             return
         prefetch = self.cache is not None and not self.refresh
         skip = bool(run.done) and not run.has_follow_up
@@ -191,7 +191,7 @@ class Scheduler:
         chunk: list[Request] = []
         for k, req in enumerate(run.suite.build(run.spec), 1):
             if not (skip and self._resumed(run, model, req, stats)):
-                chunk.append(req.model_copy(update={"model": model}))
+                chunk.append(replaced(req, model=model))
             if k % PREFETCH == 0:  # (a chunk of finished requests: empty, the loop still breathes)
                 yield self._paired(run, chunk, prefetch) if chunk else []
                 chunk = []
@@ -221,6 +221,7 @@ class Scheduler:
     def _look_up(self, run: RunCtx, reqs: list[Request]) -> list[Looked | None]:
         """Per request, its samples still to answer -> (cache key, cached answer or None)."""
         plan: list[tuple[list[int], list[str]] | None] = []
+        done = run.done  # (empty in a new run: no identity to make)
         for req in reqs:
             m = self.models.get(req.target)
             if m is None or not m.provider_cacheable:
@@ -229,7 +230,7 @@ class Scheduler:
             todo = [
                 s
                 for s in range(req.sample, req.sample + req.decoding.n)
-                if row_identity(req.model, req.item, s, req.pass_) not in run.done
+                if not done or row_identity(req.model, req.item, s, req.pass_) not in done
             ]
             plan.append((todo, cache_keys(req, m.cache_id, m.key_params, todo) if todo else []))
         found = self.cache.lookup([k for p in plan if p for k in p[1]])  # type: ignore[union-attr]
@@ -274,8 +275,9 @@ class Scheduler:
         stats = run.stats.setdefault(req.model, Stats())
         rows: list[Row | None] = [None] * n
         todo: list[int] = []
+        done = run.done  # (empty in a new run: no identity to make)
         for i, s in enumerate(samples):
-            off = run.done.get(row_identity(req.model, req.item, s, req.pass_))
+            off = done.get(row_identity(req.model, req.item, s, req.pass_)) if done else None
             if off is None:
                 todo.append(s)
             else:
@@ -366,7 +368,10 @@ class Scheduler:
             out.extend(await run.batcher.send(req, m, miss, keys))
             miss = []
         if miss and use_cache:  # another process on this cache may be calling the same keys
-            miss = await self._wait_for_others(req, m, miss, keys, out)
+            cache = self.cache
+            now = cache.claim_now([keys[s] for s in miss])  # type: ignore[union-attr]
+            if now is None or cache.shared_dir:  # (alone on the cache: no coroutine to wait in)
+                miss = await self._wait_for_others(req, m, miss, keys, out, now)
         if miss:
             groups = contiguous(miss) if m.supports_n else [[s] for s in miss]
             try:
@@ -380,14 +385,20 @@ class Scheduler:
         return self._emit(run, stats, out)
 
     async def _wait_for_others(
-        self, req: Request, m: ModelEntry, miss: list[int], keys: dict[int, str], out: list[Row]
+        self,
+        req: Request,
+        m: ModelEntry,
+        miss: list[int],
+        keys: dict[int, str],
+        out: list[Row],
+        now: list[str] | None,
     ) -> list[int]:
-        """Claim the keys about to be called; those another process is calling are waited for (their
-        answers come from the cache, paid once); returns the samples still to call."""
+        """Claim the keys about to be called (`now`: `claim_now`'s answer, None when `claim` is to be
+        awaited); those another process is calling are waited for (their answers come from the cache,
+        paid once); returns the samples still to call."""
         cache = self.cache
         assert cache is not None
         ks = [keys[s] for s in miss]
-        now = cache.claim_now(ks)  # (no coroutine but when a look or the shared layer is to be awaited)
         theirs = set(now if now is not None else await cache.claim(ks))
         if not cache.shared_dir:
             return miss
