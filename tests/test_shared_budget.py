@@ -222,7 +222,18 @@ def test_redis_stopped_mid_run_falls_back_below_the_limit(tmp_path: Path, redis_
     runs complete, and the key never sees more than its limit in any second: 0 x 429."""
     srv = Mock(rpm_per_key=1200).start()
     try:
+        # Redis goes only once all three share the key and have for a lease (lease_s = 2: a process that
+        # falls back sooner may not yet know how many share it, and takes 1/8): answers are held until each
+        # process's first call came (admitted through Redis), so a process slow to start (a loaded machine)
+        # neither misses the outage nor finds the others' runs far ahead of its own.
+        srv.held = True
         procs = _three(tmp_path, srv, redis_server.url, 50)
+        t0 = time.monotonic()
+        while len({m for _, m, _, _ in srv.arrivals}) < 3:
+            assert all(p.poll() is None for p in procs) and time.monotonic() - t0 < 120
+            time.sleep(0.02)
+        time.sleep(2.5)
+        srv.held = False
         t0 = time.monotonic()
         while srv.keys[KEY] < 45:
             assert time.monotonic() - t0 < 60
