@@ -57,8 +57,7 @@ import hashlib
 import os
 import sys
 import threading
-import time
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -150,7 +149,7 @@ class MockServer(Threaded):
         self.last_body: dict[str, dict[str, Any]] = {}
         self.total = 0
         self.arrivals: list[tuple[float, str, str, int]] = []  # (time, model, prompt, n)
-        self._windows: dict[str, deque[float]] = defaultdict(deque)
+        self._windows: dict[str, list[float]] = defaultdict(list)
         self._seen: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         self.port = 0
@@ -196,7 +195,7 @@ class MockServer(Threaded):
         if (no := self._refused(request)) is not None:
             return no
         raw = await request.read()
-        now = time.monotonic()
+        now = self.arrived(request)  # when the client sent it, however late this thread reads it
         key = request.headers.get("Authorization", "").removeprefix("Bearer ")
         body = orjson.loads(raw)
         model = body.get("model", "")
@@ -212,7 +211,7 @@ class MockServer(Threaded):
             self.keys[key] += 1
             self.times[key].append(now)
             self._seen[(model, prompt)] += 1
-            self.arrivals.append((now, model, prompt, int(body.get("n", 1))))
+            bisect.insort(self.arrivals, (now, model, prompt, int(body.get("n", 1))))  # read out of order
             self.last_body[model] = body
             seen = self._seen[(model, prompt)]
             limited = self._over_limit(key, now)
@@ -225,7 +224,7 @@ class MockServer(Threaded):
             return await self._inject(fault, request, model, prompt, int(body.get("n", 1)), key)
         if limited:
             self.rejected_429 += 1
-            self.rejections.append(now)
+            bisect.insort(self.rejections, now)
             return web.json_response(
                 {"error": {"message": "Rate limit reached", "type": "requests"}},
                 status=429,
@@ -330,14 +329,25 @@ class MockServer(Threaded):
             )
 
     def _over_limit(self, key: str, now: float) -> bool:
+        """Whether admitting a request sent at `now` would put more than rpm/60 admitted requests in a
+        1-second window (t-1, t]. A starved server reads requests late and out of order (their stamps
+        are the client's), so the windows after `now` count too, not only the one ending at it."""
         if not self.rpm_per_key:
             return False
-        w = self._windows[key]
-        while w and now - w[0] >= 1.0:
-            w.popleft()
-        if len(w) >= self.rpm_per_key / 60.0:
-            return True
-        w.append(now)
+        cap = self.rpm_per_key / 60.0
+        w = self._windows[key]  # admitted stamps, sorted
+        near = w[bisect.bisect_right(w, now - 1.0) : bisect.bisect_left(w, now + 1.0)]
+        at = bisect.bisect_right(near, now)
+        near.insert(at, now)
+        lo = 0
+        for hi in range(at, len(near)):  # each window ending at a stamp >= now holds `now`
+            while near[lo] <= near[hi] - 1.0:
+                lo += 1
+            if hi - lo >= cap:  # the others in it already reach rpm/60 (100 RPM: 2 a second, as before)
+                return True
+        bisect.insort(w, now)
+        if len(w) > 4 * cap + 64:  # forget what no window can reach any more
+            del w[: bisect.bisect_left(w, w[-1] - 5.0)]
         return False
 
     # --- lifecycle: tests.threaded (a background thread with its own loop) -----------------------

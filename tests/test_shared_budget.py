@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -97,6 +98,22 @@ def _cfg(path: Path, base_url: str, models: list[str], redis_url: str | None, ex
 
 def _start(args: list[str], tmp: Path, name: str) -> subprocess.Popen[str]:
     return spawn(args, {**os.environ, "SHARED_TEST_KEY": KEY, "EVALSWEEP_CACHE_DIR": str(tmp / f"cache-{name}")})
+
+
+def _stderr_until(p: subprocess.Popen[str], words: str, guard_s: float = 120) -> str:
+    """The process's stderr up to the line saying `words` (read as it writes it); a process that ends
+    first fails the test, one that hangs silent is killed after `guard_s` (a guard, not a measure)."""
+    guard = threading.Timer(guard_s, p.kill)
+    guard.start()
+    try:
+        seen = ""
+        while words not in seen:
+            line = p.stderr.readline()  # type: ignore[union-attr]
+            assert line, seen + p.communicate()[1]
+            seen += line
+        return seen
+    finally:
+        guard.cancel()
 
 
 def _three(tmp: Path, srv: Mock, redis_url: str, n: int) -> list[subprocess.Popen[str]]:
@@ -205,7 +222,18 @@ def test_redis_stopped_mid_run_falls_back_below_the_limit(tmp_path: Path, redis_
     runs complete, and the key never sees more than its limit in any second: 0 x 429."""
     srv = Mock(rpm_per_key=1200).start()
     try:
+        # Redis goes only once all three share the key and have for a lease (lease_s = 2: a process that
+        # falls back sooner may not yet know how many share it, and takes 1/8): answers are held until each
+        # process's first call came (admitted through Redis), so a process slow to start (a loaded machine)
+        # neither misses the outage nor finds the others' runs far ahead of its own.
+        srv.held = True
         procs = _three(tmp_path, srv, redis_server.url, 50)
+        t0 = time.monotonic()
+        while len({m for _, m, _, _ in srv.arrivals}) < 3:
+            assert all(p.poll() is None for p in procs) and time.monotonic() - t0 < 120
+            time.sleep(0.02)
+        time.sleep(2.5)
+        srv.held = False
         t0 = time.monotonic()
         while srv.keys[KEY] < 45:
             assert time.monotonic() - t0 < 60
@@ -247,13 +275,17 @@ def test_a_worker_started_during_a_redis_blip_waits_for_it(tmp_path: Path):
         data = write_dataset(tmp_path / "d.jsonl", 5)
         cfg = _cfg(tmp_path / "c.toml", srv.base_url, ["ok-a"], redis.url)
         p = _start(run_args(data, "ok-a", cfg, tmp_path / "r"), tmp_path, "x")
-        time.sleep(2.0)
+        # Redis goes up once the process says it waits, not after a fixed 2 s: on a loaded machine its
+        # start alone can take longer, and it then found Redis up and never waited.
+        said = _stderr_until(p, "waiting up to 30s")
+        time.sleep(1.0)  # a second of its waiting, in which it must send nothing
         assert p.poll() is None, p.communicate()
         assert srv.total == 0  # nothing sent while it waits
         redis.start()
         _, err = p.communicate(timeout=90)
+        err = said + err
         assert p.returncode == 0, err
-        assert "waiting up to 30s" in err and "reached; starting" in err, err
+        assert "reached; starting" in err, err
         assert len(rows(tmp_path / "r")) == 5 and srv.total == 5
     finally:
         srv.stop()
