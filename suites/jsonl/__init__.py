@@ -198,11 +198,10 @@ def _version(f: BinaryIO) -> tuple[int, ...]:
 
 
 class _Ids:
-    """The ids read so far, as their 64-bit hashes in an open-addressing table (~12-24 bytes an id, a
-    set of the strings ~100): `load` runs beside the run's calls (its requests), the live ETA's plan and
-    the pre-flight check, each pass holding every id it has read, so a 45-model night over large files
-    stays flat. Two ids may share a hash (~n^2/2^65): `add` then says "maybe seen", for the caller to
-    check exactly."""
+    """The ids a file's first pass has read, as their 64-bit hashes in an open-addressing table (~12-24
+    bytes an id; a set of the id strings took ~106), so checking a file of millions of items costs tens
+    of MB, not hundreds. Two ids may share a hash (~n^2/2^65): `add` then says "maybe seen", for the
+    caller to check exactly (`_first_line`)."""
 
     __slots__ = ("_hash", "_table", "n")
 
