@@ -1,6 +1,6 @@
 """Scale benchmark (issue 13): scoring a big run in bounded memory.
 
-Generates two run directories — 1,000,000 rows (2 models x 500,000 items, jsonl suite) and 45 models x
+First a sim run's memory as calls grow (`--run-only`: that alone). Then generates two run directories — 1,000,000 rows (2 models x 500,000 items, jsonl suite) and 45 models x
 700 items in VRB's published format (a synthetic dataset) — then runs `evalsweep score` on each in a
 subprocess and prints its peak RSS (sampled every 20 ms) and wall time; then the same for `evalsweep
 report` and the viewer's page weight. Target: the 1M-row run scored in < 500 MB RSS.
@@ -164,6 +164,25 @@ def peak_rss(args: list[str]) -> tuple[float, float]:
     return peak / 2**20, wall
 
 
+SIM_MODELS = ["sim/medium", "sim/weak", "sim/strong", "sim/frontier", "sim/open-large", "sim/random"]
+
+
+def run_growth(root: Path, n_models: int, n_items: int) -> tuple[float, float, float]:
+    """A sim sweep of `n_models` x `n_items` calls, then x 10 the items: (peak RSS MB of each, bytes a
+    call of the growth). Nothing per call may stay: a night of 45 models over large files stays flat."""
+    cfg = root / "sim.toml"
+    cfg.write_text('[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 0\nmax_concurrency = 256\n')
+    peaks = []
+    for n in (n_items, 10 * n_items):
+        data = root / f"sim-{n}.jsonl"
+        _write(data, (orjson.dumps({"id": f"q{i}", "prompt": f"Question {i}: which letter?", "choices":
+                                    ["w", "x", "y", "z"], "answer": LETTERS[i % 4]}) + b"\n" for i in range(n)))
+        rss, _ = peak_rss(["run", f"jsonl:{data}", "--models", ",".join(SIM_MODELS[:n_models]), "--config",
+                           str(cfg), "--out", str(root / f"sim-run-{n}"), "--no-cache", "--no-live", "--no-score"])
+        peaks.append(rss)
+    return peaks[0], peaks[1], (peaks[1] - peaks[0]) * 2**20 / (9 * n_items * n_models)
+
+
 def _timed(what: str, make: Callable[[], Path]) -> Path:
     t0 = time.perf_counter()
     run = make()
@@ -190,10 +209,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--vrb-models", type=int, default=45)
     p.add_argument("--vrb-items", type=int, default=700)
     p.add_argument("--keep", action="store_true", help="keep the generated run directories")
+    p.add_argument("--run-models", type=int, default=len(SIM_MODELS), help="sim models of the run's memory")
+    p.add_argument("--run-items", type=int, default=20_000, help="items of the smaller sim run (the other: x10)")
+    p.add_argument("--run-only", action="store_true", help="only the sim run's memory growth")
     a = p.parse_args(argv)
     root = a.dir or Path(tempfile.mkdtemp(prefix="evalsweep-scale-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
+        small, big, per_call = run_growth(root, min(a.run_models, len(SIM_MODELS)), a.run_items)
+        print(f"run: {a.run_models} sim models x {a.run_items:,} items: peak RSS {small:,.0f} MB; x {10 * a.run_items:,}"
+              f": {big:,.0f} MB; growth {per_call:,.0f} bytes a call (target: ~0)", flush=True)
+        if a.run_only:
+            return
         runs = {
             f"jsonl {a.models} x {a.items:,}": _timed(
                 "jsonl", lambda: make_jsonl_run(root, a.items, a.models)

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import re
 import string
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -100,10 +102,13 @@ def _has_gold(d: dict[str, Any]) -> bool:
     return a is not None and str(a).strip() != ""
 
 
-def _first_line(path: Path, key: str) -> int:
-    """The first line of `path` whose id is `key` (for a duplicate's error)."""
+def _first_line(path: Path, key: str, before: int | None = None) -> int:
+    """The first line of `path` (before line `before`) whose id is `key`, else 0: a duplicate's error,
+    and the check of a 64-bit hash that `_Ids` found twice (two ids colliding: not a duplicate)."""
     with path.open("rb") as f:
         for lineno, line in enumerate(f, 1):
+            if before is not None and lineno >= before:
+                break
             try:
                 d = orjson.loads(line)
             except orjson.JSONDecodeError:
@@ -117,8 +122,15 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
     """Validate each line as we go; errors name the file and line (both lines for a duplicate id)."""
     if not path.is_file():
         raise SuiteError(f"{path}: no such file (jsonl suite data)")
-    seen: set[str] = set()  # ids only (a million-item file holds no line numbers): a duplicate's first
-    with path.open("rb") as f:  # line is found by reading the file again, once, for its error
+    n = 0
+    with path.open("rb") as f:
+        version = _version(f)
+        # Ids are checked for duplicates once per version of the file: the pre-flight check's pass, not
+        # again by each model's stream of requests and the live ETA's plan (in a sweep of 45 models, 45
+        # tables of every id at once). The first pass holds 64-bit hashes of the ids, ~20 bytes an id; a
+        # repeated hash is checked by reading the file again up to that line (which also finds a duplicate's
+        # first line for its error).
+        seen = None if version in _UNIQUE else _Ids()
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -134,12 +146,10 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
                 raise SuiteError(
                     f'{path}:{lineno}: "id" must be a non-empty string or an integer, got {item!r}'
                 )
-            if key in seen:
+            if seen is not None and not seen.add(key) and (first := _first_line(path, key, lineno)):
                 raise SuiteError(
-                    f"{path}:{lineno}: duplicate id {item!r} (also on line {_first_line(path, key)}); ids must "
-                    "be unique"
+                    f"{path}:{lineno}: duplicate id {item!r} (also on line {first}); ids must be unique"
                 )
-            seen.add(key)
             prompt = d["prompt"]
             if not isinstance(prompt, str) or not prompt.strip():
                 raise SuiteError(f'{path}:{lineno}: "prompt" must be a non-empty string')
@@ -169,9 +179,64 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
                     "one of the choices' texts exactly"
                 )
             d["_line"], d["_gold"] = lineno, gold
+            n += 1
             yield d
-    if not seen:
+        if seen is not None and n and _version(f) == version:  # read whole, unchanged while read: no duplicate
+            _UNIQUE.add(version)
+    if not n:
         raise SuiteError(f"{path}: no items (the file is empty)")
+
+
+_UNIQUE: set[tuple[int, ...]] = set()
+"""Versions of jsonl files (`_version`) read whole and found free of duplicate ids in this process."""
+
+
+def _version(f: BinaryIO) -> tuple[int, ...]:
+    """An open file's identity and version: device, inode, size, modification and change times (ns)."""
+    st = os.fstat(f.fileno())
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+class _Ids:
+    """The ids a file's first pass has read, as their 64-bit hashes in an open-addressing table (~12-24
+    bytes an id; a set of the id strings took ~106), so checking a file of millions of items costs tens
+    of MB, not hundreds. Two ids may share a hash (~n^2/2^65): `add` then says "maybe seen", for the
+    caller to check exactly (`_first_line`)."""
+
+    __slots__ = ("_hash", "_table", "n")
+
+    def __init__(self, hash_: Callable[[str], int] = hash) -> None:
+        self._hash = hash_
+        self._table = array("q", [0]) * 1024  # 0: an empty slot (no hash is stored as 0)
+        self.n = 0
+
+    def add(self, key: str) -> bool:
+        """True if `key`'s hash is new (then kept), False if it was added before: maybe the same id."""
+        h = self._hash(key) or 1
+        t = self._table
+        mask = len(t) - 1
+        i = h & mask
+        while v := t[i]:
+            if v == h:
+                return False
+            i = (i + 1) & mask
+        t[i] = h
+        self.n += 1
+        if 3 * self.n > 2 * len(t):  # at most two thirds full: probes stay short
+            self._grow()
+        return True
+
+    def _grow(self) -> None:
+        old = self._table
+        t = array("q", [0]) * (2 * len(old))  # (made in place: no bytes copy beside it)
+        mask = len(t) - 1
+        for h in old:
+            if h:
+                i = h & mask
+                while t[i]:
+                    i = (i + 1) & mask
+                t[i] = h
+        self._table = t
 
 
 def _gold(d: dict[str, Any]) -> str | None:
