@@ -9,7 +9,7 @@ import asyncio
 import redis.asyncio as aioredis
 
 from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import connect
+from runner.budgets.redis_call import ScriptCall, connect
 from runner.lanes import LocalBudget
 from tests.servers import RedisServer
 
@@ -211,3 +211,23 @@ async def test_housekeeping_sleeps_while_calls_on_the_wire_hold_the_leases(redis
     assert timers == [], timers
     await b.aclose()
     await b.client.aclose()
+
+
+async def test_a_stale_view_of_the_active_processes_takes_no_more_than_its_share(redis_server: RedisServer):
+    """Two processes with work on a key capped at 8: one of them, whose own count of active processes
+    is stale (1: it asks for all 8), finds nobody queued ahead. The script hands it its share of the
+    key's current state, ceil(8 / 2) = 4, not min(want, room) = 8 (it took all 8, the other's share
+    with them). Alone with work it still takes all 8 (an idle process's share is lent)."""
+    ident = lane_id("u", "stale")
+    clients = [connect(redis_server.url) for _ in range(2)]
+    a, b = (ScriptCall(c, ident, f"p{i}") for i, c in enumerate(clients))
+    ttl = 5_000_000
+    born = (await a(ttl_us=ttl, cap=8, want=0, bound=0, demand=True)).born  # a: calls waiting, none held
+    await b(ttl_us=ttl, cap=8, want=0, bound=0, born=born, demand=True)
+    r = await b(ttl_us=ttl, cap=8, want=8, bound=0, born=born, demand=True)
+    assert (r.n_active, r.n_waiting, r.held) == (2, 0, 4), r
+    await a(ttl_us=ttl, cap=8, want=0, bound=0, born=born, demand=False)  # a idle now: its share lent
+    r = await b(ttl_us=ttl, cap=8, want=8, bound=0, born=born, demand=True)
+    assert (r.n_active, r.held) == (1, 8), r
+    for c in clients:
+        await c.aclose()
