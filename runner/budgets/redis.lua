@@ -9,7 +9,7 @@ local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Time in which nobody could call (Redis frozen, or every process gone) does not count toward a
 -- heartbeat's expiry: beyond half a lease of silence on the key, every deadline moves by the excess.
 local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
-local busy = redis.call('HLEN', KEYS[3]) > 0  -- leases held: their processes call every SYNC_S
+local busy = redis.call('HLEN', KEYS[3]) > 0  -- leases held: their processes call every BEAT_S (redis.py)
 if ttl > 0 and last and now - last > ttl / 2 then
   local shift = now - last - ttl / 2
   local ps = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
