@@ -107,6 +107,12 @@ async def _hold(b: RedisBudget, admitted: list[int], until: asyncio.Event) -> No
         b.release()
 
 
+async def _hold_on(b: RedisBudget, admitted: list[int], untils: list[asyncio.Event]) -> None:
+    """Calls one after another, each in flight until its event is set, the next acquired at once."""
+    for until in untils:
+        await _hold(b, admitted, until)
+
+
 async def _held(client, b: RedisBudget) -> dict[str, int]:
     return {k.decode(): int(v) for k, v in (await client.hgetall(b.keys[2])).items()}
 
@@ -269,8 +275,9 @@ async def test_an_idle_process_lends_its_share_and_takes_it_back_with_work(redis
     for p in procs[1:]:  # idle, but alive: each says it is there (a heartbeat with nothing to do)
         async with p._call.lock:
             await p._eval(0)
-    done, got = asyncio.Event(), []
-    busy = [asyncio.create_task(_hold(procs[0], got, done)) for _ in range(8)]
+    done, got, later = asyncio.Event(), [], asyncio.Event()
+    # (each of its calls is followed at once by the next, as a Lane's workers go on: it never has none)
+    busy = [asyncio.create_task(_hold_on(procs[0], got, [done, later])) for _ in range(8)]
     t0 = time.monotonic()
     while len(got) < 8 and time.monotonic() - t0 < 10:
         await asyncio.sleep(0.02)
@@ -279,16 +286,13 @@ async def test_an_idle_process_lends_its_share_and_takes_it_back_with_work(redis
     second = [asyncio.create_task(_hold(procs[1], got2, done2)) for _ in range(8)]
     await asyncio.sleep(0.5)
     assert got2 == [] and procs[1]._fair() == 4  # it has work now: its share, once leases free
-    done.set()  # the first's calls end; it keeps going with new ones, at its new share
-    await asyncio.gather(*busy)
-    done = asyncio.Event()
     got.clear()
-    busy = [asyncio.create_task(_hold(procs[0], got, done)) for _ in range(8)]
+    done.set()  # the first's calls end; it keeps going with new ones, at its new share
     t0 = time.monotonic()
     while (len(got2) < 4 or len(got) < 4) and time.monotonic() - t0 < 10:
         await asyncio.sleep(0.02)
     assert len(got2) == 4 and len(got) == 4, (await _held(procs[0].client, procs[0]))
-    done.set()
+    later.set()
     done2.set()
     await asyncio.gather(*busy, *second)
     for p in procs:

@@ -9,7 +9,7 @@ import asyncio
 import redis.asyncio as aioredis
 
 from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import connect
+from runner.budgets.redis_call import ScriptCall, connect
 from runner.lanes import LocalBudget
 from tests.servers import RedisServer
 
@@ -169,9 +169,10 @@ async def test_a_busy_process_starts_no_task_per_call(redis_server: RedisServer,
 async def test_housekeeping_sleeps_while_calls_on_the_wire_hold_the_leases(redis_server: RedisServer,
                                                                             monkeypatch):
     """Two calls on the wire hold the process's two leases, nothing waits: housekeeping has nothing to
-    watch until the heartbeat (lease_s / 3), so it sets no timer meanwhile (it woke every SYNC_S, 0.1 s,
-    to find nothing to do: a turn of the event loop each time, the most of a busy process's). Counted:
-    the timers the budget sets while the calls run, none."""
+    watch but the heartbeat (every BEAT_S, 0.5 s, while it holds leases), so it sets a timer for that
+    only (it woke every SYNC_S, 0.1 s, to find nothing to do: a turn of the event loop each time, the
+    most of a busy process's). Counted: the timers the budget sets in 1 s of the calls, 3 at most (and
+    the heartbeats' read timeouts)."""
     b = RedisBudget(connect(redis_server.url), lane_id("u", "house"), "p", 600_000, None, 2, 30.0,
                     local_factory=LocalBudget)
     loop = asyncio.get_running_loop()
@@ -208,6 +209,46 @@ async def test_housekeeping_sleeps_while_calls_on_the_wire_hold_the_leases(redis
     monkeypatch.undo()
     end.set_result(None)
     await asyncio.gather(*calls)
-    assert timers == [], timers
+    own = [t for t in timers if t != "Timeout._on_timeout"]  # (a heartbeat's read timeout: redis-py's)
+    assert len(own) <= 3, timers  # (before: 10, one every 0.1 s)
     await b.aclose()
     await b.client.aclose()
+
+
+async def test_a_call_on_the_wire_longer_than_the_timeout_does_not_make_the_key_look_frozen(
+        redis_server: RedisServer):
+    """One process holds the key's lease on a call of 2.5 s, nothing else waits. redis.lua takes a key
+    whose lease holders are all silent for TIMEOUT_S (1.5 s) for a Redis that stood still: a new state,
+    an outage every process then waits out (to the next RECOVER_S boundary). Its heartbeat while it
+    holds leases (BEAT_S) keeps the key's state: the next call finds the same one (it found a new one,
+    the heartbeat being every lease_s / 3, 10 s here)."""
+    b = RedisBudget(connect(redis_server.url), lane_id("u", "beat"), "p", 600_000, None, 1, 30.0,
+                    local_factory=LocalBudget)
+    done: list[int] = []
+    await _call(b, done, latency=0.0)  # (on the key, its state seen)
+    born, outage = b._born, b._outage_at
+    await _call(b, done, latency=2.5)
+    await _call(b, done, latency=0.0)
+    assert (b._born, b.fallbacks, len(done)) == (born, 0, 3) and abs(b._outage_at - outage) < 1e-3, (born, outage)
+    await b.aclose()
+    await b.client.aclose()
+
+
+async def test_a_stale_view_of_the_active_processes_takes_no_more_than_its_share(redis_server: RedisServer):
+    """Two processes with work on a key capped at 8: one of them, whose own count of active processes
+    is stale (1: it asks for all 8), finds nobody queued ahead. The script hands it its share of the
+    key's current state, ceil(8 / 2) = 4, not min(want, room) = 8 (it took all 8, the other's share
+    with them). Alone with work it still takes all 8 (an idle process's share is lent)."""
+    ident = lane_id("u", "stale")
+    clients = [connect(redis_server.url) for _ in range(2)]
+    a, b = (ScriptCall(c, ident, f"p{i}") for i, c in enumerate(clients))
+    ttl = 5_000_000
+    born = (await a(ttl_us=ttl, cap=8, want=0, bound=0, demand=True)).born  # a: calls waiting, none held
+    await b(ttl_us=ttl, cap=8, want=0, bound=0, born=born, demand=True)
+    r = await b(ttl_us=ttl, cap=8, want=8, bound=0, born=born, demand=True)
+    assert (r.n_active, r.n_waiting, r.held) == (2, 0, 4), r
+    await a(ttl_us=ttl, cap=8, want=0, bound=0, born=born, demand=False)  # a idle now: its share lent
+    r = await b(ttl_us=ttl, cap=8, want=8, bound=0, born=born, demand=True)
+    assert (r.n_active, r.held) == (1, 8), r
+    for c in clients:
+        await c.aclose()

@@ -9,7 +9,7 @@ local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Time in which nobody could call (Redis frozen, or every process gone) does not count toward a
 -- heartbeat's expiry: beyond half a lease of silence on the key, every deadline moves by the excess.
 local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
-local busy = redis.call('HLEN', KEYS[3]) > 0  -- leases held: their processes call every SYNC_S
+local busy = redis.call('HLEN', KEYS[3]) > 0  -- leases held: their processes call every BEAT_S (redis.py)
 if ttl > 0 and last and now - last > ttl / 2 then
   local shift = now - last - ttl / 2
   local ps = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
@@ -79,12 +79,14 @@ local new = 0
 if ttl > 0 then  -- calls already running keep theirs (after a lapse or a restart too); beyond them,
   local room = cap - others  -- only what the cap leaves, even if held before
   local keep = math.min(mine, room)
+  -- never beyond its share of the processes with work now, whatever its own (maybe stale) count
+  -- asked for: an idle process's share is lent, one with work waiting keeps it
+  local share = math.ceil(cap / math.max(1, redis.call('ZCARD', KEYS[4])))
   if ahead > 0 then
     if giving then keep = math.min(keep, bound) end
-    local share = math.ceil(cap / math.max(1, redis.call('ZCARD', KEYS[4])))
-    new = math.max(bound, math.min(want, keep, math.max(bound, share)))
+    new = math.max(bound, math.min(want, keep, share))
   else
-    new = math.max(bound, math.min(want, room))
+    new = math.max(bound, math.min(want, room, share))
   end
 end
 if new > 0 then redis.call('HSET', KEYS[3], proc, new) else redis.call('HDEL', KEYS[3], proc) end

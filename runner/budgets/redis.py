@@ -50,6 +50,9 @@ SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at 
 # (housekeeping looks this often only while it may have to act: slots granted ahead, leases to give back,
 # news; otherwise at the heartbeat's time, woken early by `_house_soon` when one of those begins)
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
+BEAT_S = 0.5  # a process holding leases calls at least this often (else every lease_s / 3): redis.lua takes
+# a key whose lease holders all stayed silent for TIMEOUT_S (1.5 s) for a Redis that stood still (a new
+# state: an outage every process waits out), so calls on the wire for longer must not leave it silent
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -125,6 +128,7 @@ class RedisBudget:
         self._house: asyncio.Task[None] | None = None
         self._house_fut: asyncio.Future[None] | None = None  # what housekeeping sleeps on, while it sleeps
         self._house_long = False  # ... until the heartbeat's time (nothing to watch every SYNC_S)
+        self._house_until = 0.0  # ... which is then
         self._recovering: asyncio.Task[None] | None = None
         self._telling: asyncio.Task[None] | None = None
         self.set_limits(rpm, tpm)
@@ -315,16 +319,24 @@ class RedisBudget:
         far = time.monotonic() + SYNC_S
         return any(tk.slot is not None and not tk.sent and tk.slot > far for tk in self._tickets.values())
 
+    def _beat(self) -> float:
+        """Seconds between heartbeats: lease_s / 3, at most BEAT_S while this process holds leases."""
+        return min(self.lease_ms / 3000, BEAT_S) if self._held else self.lease_ms / 3000
+
     def _house_soon(self) -> None:
         """Wake housekeeping sleeping until the heartbeat's time if it now has something to watch."""
         fut = self._house_fut
-        if self._house_long and fut is not None and not fut.done() and self._watch():
-            fut.set_result(None)
+        if self._house_long and fut is not None and not fut.done() and (
+                self._watch() or self._house_until > self._call.last + self._beat() + SYNC_S):
+            fut.set_result(None)  # (or its heartbeat is due sooner now: it holds leases since)
 
     async def _house_sleep(self) -> None:
         loop = asyncio.get_running_loop()
         self._house_long = not self._watch()
-        wait = max(SYNC_S, self._call.last + self.lease_ms / 3000 - time.monotonic()) if self._house_long else SYNC_S
+        now = time.monotonic()
+        # (just past the heartbeat's time, so that it finds it due)
+        wait = max(SYNC_S, self._call.last + self._beat() + 0.001 - now) if self._house_long else SYNC_S
+        self._house_until = now + wait
         fut = self._house_fut = loop.create_future()
         timer = loop.call_later(wait, slots._set, fut)
         try:
@@ -350,7 +362,7 @@ class RedisBudget:
                         await self._eval(self._held - (over if over > 0 else spare))
                     # (pauses and factor picked up every SYNC_S only for slots granted and not yet used:
                     # a call on the wire or waiting for a lease needs none; its lease a heartbeat)
-                    elif self._news() or now - self._call.last > self.lease_ms / 3000 or any(
+                    elif self._news() or now - self._call.last > self._beat() or any(
                             tk.slot is not None and not tk.sent for tk in self._tickets.values()):
                         await self._eval(self._held)
         except Exception as e:  # noqa: BLE001 - (a CancelledError is not one: it ends the task)
