@@ -46,8 +46,10 @@ class Claims:
         self.con.execute(_SCHEMA)
         self.con.execute(_PROCS)
         self.host, self.pid = socket.gethostname(), os.getpid()
+        self._look_t = time.time()
+        self.con.execute("INSERT OR REPLACE INTO procs VALUES (?, ?, ?)", (self.host, self.pid, self._look_t))
         self.arrived = time.time()
-        self.con.execute("INSERT OR REPLACE INTO procs VALUES (?, ?, ?)", (self.host, self.pid, self.arrived))
+        """Taken once our row is committed: a look that began at or after it has seen us."""
         self.stale_s = stale_s
         self.waited = 0
         """Keys this process waited for instead of paying for them."""
@@ -78,12 +80,14 @@ class Claims:
         return theirs
 
     def looked(self) -> None:
-        """Say this process has looked (after claiming what a newcomer must not call twice)."""
-        self.con.execute("UPDATE procs SET seen = ? WHERE host = ? AND pid = ?", (time.time(), self.host, self.pid))
+        """Say this process has looked (after claiming what a newcomer must not call twice). The stamp is
+        when the last `others` began, not now: a newcomer that registered between that read and this
+        stamp was not seen, and must not take the stamp for a look made since it arrived."""
+        self.con.execute("UPDATE procs SET seen = ? WHERE host = ? AND pid = ?", (self._look_t, self.host, self.pid))
 
     def others(self) -> list[float]:
-        """The other live processes on this directory: when each last looked."""
-        now = time.time()
+        """The other live processes on this directory: when each last looked. Begins a look (`looked`)."""
+        now = self._look_t = time.time()
         con = self.con
         out = []
         for host, pid, seen in con.execute("SELECT host, pid, seen FROM procs").fetchall():

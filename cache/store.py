@@ -197,18 +197,18 @@ class AsyncCache:
         arrived; finding one, claim what this process has in flight unclaimed."""
         assert self.claims is not None
         self._look_at = time.monotonic() + LOOK_S
-        seen = self.claims.others()
-        for _ in range(int(3 * LOOK_S / 0.1)):
+        for i in range(int(3 * LOOK_S / 0.1) + 1):
+            if i:
+                await asyncio.sleep(0.1)
+            seen = self.claims.others()
+            if seen and not self._shared:  # claimed before the stamp that tells a newcomer we saw it
+                if self._unclaimed:
+                    self.claims.claim(list(self._unclaimed))
+                self._shared = True
+            self.claims.looked()
             if all(s >= self.claims.arrived for s in seen):
                 break
-            self.claims.looked()
-            await asyncio.sleep(0.1)
-            seen = self.claims.others()
-        shared = bool(seen)
-        if shared and not self._shared and self._unclaimed:
-            self.claims.claim(list(self._unclaimed))
-        self._shared = shared
-        self.claims.looked()
+        self._shared = bool(seen)
 
     def release(self, keys: list[str]) -> None:
         """Calls that ended without an answer: whoever waits for them (here or on another host) sends

@@ -6,15 +6,56 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from cache.claims import Claims
 from tests.helpers import REPO, rows, run_args, spawn, write_config, write_dataset
 from tests.mock_openai import MockServer
 
 N = 120
+
+_NEWCOMER = """import sys
+from pathlib import Path
+from cache.claims import Claims
+c = Claims(Path(sys.argv[1]))
+print(c.arrived, flush=True)
+sys.stdin.read()
+"""
+"""Another process registering on the directory (printing when it arrived), alive until its stdin closes."""
+
+
+def test_a_look_never_vouches_for_a_newcomer_it_did_not_see(tmp_path: Path):
+    """The racy order, driven step by step: A reads the other processes (none), B registers, then A says
+    it has looked. B must not take A's stamp for a look made since B arrived: A never saw B, stays
+    unshared, claims nothing, and both would send the same keys."""
+    a = Claims(tmp_path)
+    b = None
+    try:
+        assert a.others() == []  # A's look begins: alone
+        b = subprocess.Popen([sys.executable, "-c", _NEWCOMER, str(tmp_path)], cwd=REPO, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+        b_arrived = float(b.stdout.readline())  # type: ignore[union-attr]
+        a.looked()  # A's look ends after B registered
+        con = sqlite3.connect(tmp_path / "claims.db")
+        (a_seen,) = con.execute("SELECT seen FROM procs WHERE pid = ?", (os.getpid(),)).fetchone()
+        con.close()
+        assert a_seen < b_arrived  # B still waits for a look of A's that can see it
+        assert a.others() != []  # ... which the next one does
+        a.looked()
+        con = sqlite3.connect(tmp_path / "claims.db")
+        (a_seen,) = con.execute("SELECT seen FROM procs WHERE pid = ?", (os.getpid(),)).fetchone()
+        con.close()
+        assert a_seen >= b_arrived
+    finally:
+        if b is not None:
+            b.communicate(timeout=30)
+        a.close()
 
 
 @pytest.mark.parametrize("apart_s", [0.0, 1.5])
