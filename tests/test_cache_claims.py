@@ -68,11 +68,13 @@ def test_two_runs_on_one_cache_pay_once(tmp_path: Path, apart_s: float):
         a = spawn(run_args(data, "ok-a", cfg, tmp_path / "ra"), env)
         time.sleep(apart_s)
         b = spawn(run_args(data, "ok-a", cfg, tmp_path / "rb"), env)
+        errs = []
         for p in (a, b):
             _, err = p.communicate(timeout=120)
             assert p.returncode == 0, err
+            errs.append(err[-2000:])
         assert len(rows(tmp_path / "ra")) == N and len(rows(tmp_path / "rb")) == N
-        assert srv.total == N, f"{srv.total} requests for {N} calls"
+        assert srv.total == N, f"{srv.total} requests for {N} calls; the runs said: {errs}"
         paid = sum(not r["cached"] for r in rows(tmp_path / "ra") + rows(tmp_path / "rb"))
         assert paid == N
     finally:
