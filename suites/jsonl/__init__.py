@@ -20,22 +20,21 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import random
 import re
 import string
-from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import orjson
 
 from core.types import Decoding, Request, Row, replaced, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Table, ranked, scored_row
+from suites.jsonl.ids import _UNIQUE, _first_line, _Ids, _version
 from suites.stats import ci_list, ci_method, mean
 
 log = logging.getLogger("evalsweep")
@@ -100,22 +99,6 @@ def _answer_re(pattern: str) -> re.Pattern[str]:
 def _has_gold(d: dict[str, Any]) -> bool:
     a = d.get("answer")
     return a is not None and str(a).strip() != ""
-
-
-def _first_line(path: Path, key: str, before: int | None = None) -> int:
-    """The first line of `path` (before line `before`) whose id is `key`, else 0: a duplicate's error,
-    and the check of a 64-bit hash that `_Ids` found twice (two ids colliding: not a duplicate)."""
-    with path.open("rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if before is not None and lineno >= before:
-                break
-            try:
-                d = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(d, dict) and str(d.get("id")) == key:
-                return lineno
-    return 0
 
 
 def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any]]:
@@ -185,58 +168,6 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
             _UNIQUE.add(version)
     if not n:
         raise SuiteError(f"{path}: no items (the file is empty)")
-
-
-_UNIQUE: set[tuple[int, ...]] = set()
-"""Versions of jsonl files (`_version`) read whole and found free of duplicate ids in this process."""
-
-
-def _version(f: BinaryIO) -> tuple[int, ...]:
-    """An open file's identity and version: device, inode, size, modification and change times (ns)."""
-    st = os.fstat(f.fileno())
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
-class _Ids:
-    """The ids a file's first pass has read, as their 64-bit hashes in an open-addressing table (~12-24
-    bytes an id; a set of the id strings took ~106), so checking a file of millions of items costs tens
-    of MB, not hundreds. Two ids may share a hash (~n^2/2^65): `add` then says "maybe seen", for the
-    caller to check exactly (`_first_line`)."""
-
-    __slots__ = ("_hash", "_table", "n")
-
-    def __init__(self, hash_: Callable[[str], int] = hash) -> None:
-        self._hash = hash_
-        self._table = array("q", [0]) * 1024  # 0: an empty slot (no hash is stored as 0)
-        self.n = 0
-
-    def add(self, key: str) -> bool:
-        """True if `key`'s hash is new (then kept), False if it was added before: maybe the same id."""
-        h = self._hash(key) or 1
-        t = self._table
-        mask = len(t) - 1
-        i = h & mask
-        while v := t[i]:
-            if v == h:
-                return False
-            i = (i + 1) & mask
-        t[i] = h
-        self.n += 1
-        if 3 * self.n > 2 * len(t):  # at most two thirds full: probes stay short
-            self._grow()
-        return True
-
-    def _grow(self) -> None:
-        old = self._table
-        t = array("q", [0]) * (2 * len(old))  # (made in place: no bytes copy beside it)
-        mask = len(t) - 1
-        for h in old:
-            if h:
-                i = h & mask
-                while t[i]:
-                    i = (i + 1) & mask
-                t[i] = h
-        self._table = t
 
 
 def _gold(d: dict[str, Any]) -> str | None:
