@@ -67,7 +67,7 @@ from aiohttp import web
 from tests import mock_faults
 from tests.mock_faults import MALFORMED, _not_found, malformed  # noqa: F401  (re-exported for tests)
 from tests.mock_sse import StreamFaults
-from tests.threaded import Threaded
+from tests.threaded import Threaded, _Listening
 
 
 def answer_text(model: str, prompt: str, i: int) -> str:
@@ -570,9 +570,12 @@ def main() -> None:
         gc.freeze()
         runner = web.AppRunner(srv.app(), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", a.port)
+        sock = _Listening()  # requests stamped by the kernel as they arrive (tests.threaded), as in-process
+        sock.bind(("127.0.0.1", a.port))
+        srv._listening = sock
+        site = web.SockSite(runner, sock)
         await site.start()
-        print(site._server.sockets[0].getsockname()[1], flush=True)  # type: ignore[union-attr]
+        print(sock.getsockname()[1], flush=True)
         while True:
             await asyncio.sleep(1.0)
             print(f"stats total={srv.total} rejected_429={srv.rejected_429}", flush=True)
