@@ -67,10 +67,10 @@ async def _worker(b: RedisBudget, on: list[int], stop: asyncio.Event, peak: list
 
 async def test_a_killed_holder_is_not_taken_for_a_frozen_redis(redis_server: RedisServer):
     """A holds 2 of the key's 4 leases and is SIGKILLed; B, alive on the key, is idle for twice TIMEOUT_S,
-    then has calls for all 4. B gets the 2 leases A left free with the key's state unchanged (before: B's
-    heartbeat found the key silent, a new state and an outage it waited out, its calls held to the next
-    RECOVER_S boundary), then A's 2 once they expire: 4 calls of B's on the wire at once, no fallback, the
-    state never renewed."""
+    then has calls for all 4. B gets the 2 leases A left free with the key's state unchanged, then A's 2 once
+    they expire: 4 calls of B's on the wire at once, no fallback, the state never renewed. (Before: B's idle
+    heartbeat, every lease_s / 3, found the key silent: a new state, an outage B waited out to the next
+    RECOVER_S boundary, silent again meanwhile, so another, until A's leases expired: its first call 11 s on.)"""
     admin = aioredis.Redis.from_url(redis_server.url)
     b = RedisBudget(connect(redis_server.url), lane_id("u", "dead"), "b", 600_000, None, CAP, LEASE_S,
                     local_factory=LocalBudget)
