@@ -50,9 +50,11 @@ SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at 
 # (housekeeping looks this often only while it may have to act: slots granted ahead, leases to give back,
 # news; otherwise at the heartbeat's time, woken early by `_house_soon` when one of those begins)
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
-BEAT_S = 0.5  # a process holding leases calls at least this often (else every lease_s / 3): redis.lua takes
-# a key whose lease holders all stayed silent for TIMEOUT_S (1.5 s) for a Redis that stood still (a new
-# state: an outage every process waits out), so calls on the wire for longer must not leave it silent
+BEAT_S = 0.5  # a process calls at least this often while leases of the key are held, its own or another's
+# (else every lease_s / 3): redis.lua takes a busy key silent for TIMEOUT_S (1.5 s) for a Redis that stood
+# still (a new state: an outage every process waits out), so neither calls on the wire for longer nor a
+# holder SIGKILLed (its leases held until they expire, its heartbeat gone) may leave it silent while any
+# process lives: a frozen Redis silences them all, a dead holder only itself
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -112,6 +114,7 @@ class RedisBudget:
         self._pause_s = 0.0
         self._new_factor: float | None = None
         self._held = 0  # leases this process holds in Redis (as the last reply said)
+        self._others = 0  # ... and the other processes (a live heartbeat behind them)
         self._bound = 0  # ... of which tasks hold this many: leased tickets and carried calls
         self._flying: weakref.WeakSet[Any] = weakref.WeakSet()  # tasks whose call runs without a ticket
         # (admitted by a fallback, or sent before one): on Redis, each holds a lease of this process
@@ -256,7 +259,7 @@ class RedisBudget:
                 self._grace_until = max(self._grace_until, back)
         if r.held > self._held:
             self._turn_at = time.monotonic()
-        self._held = r.held
+        self._held, self._others = r.held, r.others
         self.n_waiting = r.n_waiting
         self.paused_until = max(self.paused_until, r.paused_until)
         self.factor = r.factor
@@ -320,8 +323,12 @@ class RedisBudget:
         return any(tk.slot is not None and not tk.sent and tk.slot > far for tk in self._tickets.values())
 
     def _beat(self) -> float:
-        """Seconds between heartbeats: lease_s / 3, at most BEAT_S while this process holds leases."""
-        return min(self.lease_ms / 3000, BEAT_S) if self._held else self.lease_ms / 3000
+        """Seconds between heartbeats: lease_s / 3, at most BEAT_S while leases of the key are held, its own
+        or another's (so that a holder SIGKILLed does not leave the key silent: BEAT_S). A process whose
+        calls wait for a lease calls after each wake-up wait already (redis_turns.serve, WAKE_S apart): a
+        heartbeat between them would only cost a call, and its place in the key's queue (want = held)."""
+        busy = self._held or self._others and not self._waits()
+        return min(self.lease_ms / 3000, BEAT_S) if busy else self.lease_ms / 3000
 
     def _house_soon(self) -> None:
         """Wake housekeeping sleeping until the heartbeat's time if it now has something to watch."""
