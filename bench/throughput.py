@@ -56,6 +56,13 @@ from suites.jsonl import load, prompt_of  # noqa: E402
 CONCURRENCY = 64
 
 
+def machine_load() -> str:
+    """The 1-minute load average beside the cores: on a shared machine the CPU ratios move with it (the
+    bare client's CPU a call grows more under contention than ours), so a figure is comparable only
+    with the load it was taken at."""
+    return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+
+
 def start_mock(rpm: float | None, latency: float, *more: str) -> tuple[subprocess.Popen[str], int]:
     args = [sys.executable, "-m", "tests.mock_openai", "--latency", str(latency), *more]
     if rpm:
@@ -227,11 +234,13 @@ def against(tmp: Path, tree: Path, calls: int, rounds: int, instructions: bool) 
             print(f"this / TREE: {per['this'] / per['TREE']:.4f}; this / bare: {per['this'] / per['bare']:.3f}x; "
                   f"TREE / bare: {per['TREE'] / per['bare']:.3f}x")
             return
-        print(f"== CPU per call: {calls} calls a run, {rounds} rounds of (bare, this, TREE), TREE = {tree} ==")
+        print(f"== CPU per call: {calls} calls a run, {rounds} rounds of (bare, this, TREE), TREE = {tree}; "
+              f"{machine_load()} ==")
         got: dict[str, list[float]] = {label: [] for label in sides}
         for _ in range(rounds):
             for label, (client, t) in sides.items():
                 got[label].append(_child(client, port, calls, t) / calls)
+        print(f"(after the rounds: {machine_load()})")
         for label, xs in got.items():
             print(f"{label:5s} CPU/call {statistics.median(xs) * 1e3:6.3f} ms (median of {rounds})")
         for a, b in (("this", "TREE"), ("this", "bare"), ("TREE", "bare")):
@@ -297,7 +306,7 @@ def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 7) -> No
     a = argparse.Namespace(calls=calls, replay_rows=replay_rows)
     print(
         f"== CPU per call: {a.calls} calls, concurrency {CONCURRENCY}, mock in a separate process, "
-        f"median of {rounds} interleaved rounds =="
+        f"median of {rounds} interleaved rounds; {machine_load()} =="
     )
     mock, port = start_mock(None, 0.0)
     try:
@@ -317,6 +326,7 @@ def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 7) -> No
         for i in range(rounds):
             for j, (label, fn) in enumerate(clients.items()):
                 runs[label].append(fn(f"r{i}c{j}"))
+        print(f"(after the rounds: {machine_load()})")
         for label, got in runs.items():
             cpu = statistics.median(c for c, _ in got) / a.calls
             wall = statistics.median(w for _, w in got)
