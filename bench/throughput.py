@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -61,6 +62,12 @@ def machine_load() -> str:
     bare client's CPU a call grows more under contention than ours), so a figure is comparable only
     with the load it was taken at."""
     return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+
+
+def gc_passes() -> list[int]:
+    """The cyclic collector's passes so far, per generation: counted around each run of the CPU rounds,
+    they show whether a client's CPU went to collecting (both clients run in this process)."""
+    return [g["collections"] for g in gc.get_stats()]
 
 
 def start_mock(rpm: float | None, latency: float, *more: str) -> tuple[subprocess.Popen[str], int]:
@@ -314,23 +321,29 @@ def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 7) -> No
         run_bare(dataset(tmp / "warm.jsonl", 200, "warm"), port)  # warm both paths up
         run_evalsweep(dataset(tmp / "warm2.jsonl", 200, "warm2"), cfg, tmp / "warm", no_cache=True)
         clients = {
-            "bare aiohttp+semaphore": lambda t: run_bare(dataset(tmp / f"b{t}.jsonl", a.calls, t), port),
-            "evalsweep --no-cache": lambda t: run_evalsweep(
-                dataset(tmp / f"{t}.jsonl", a.calls, t), cfg, tmp / t, True
-            ),
-            "evalsweep (cache on)": lambda t: run_evalsweep(
-                dataset(tmp / f"{t}.jsonl", a.calls, t), cfg, tmp / t, False
-            ),
+            "bare aiohttp+semaphore": lambda d: run_bare(d, port),
+            "evalsweep --no-cache": lambda d: run_evalsweep(d, cfg, tmp / d.stem, True),
+            "evalsweep (cache on)": lambda d: run_evalsweep(d, cfg, tmp / d.stem, False),
         }
         runs: dict[str, list[tuple[float, float]]] = {label: [] for label in clients}
+        split: dict[str, list[tuple[float, float, list[int]]]] = {label: [] for label in clients}
         for i in range(rounds):
             for j, (label, fn) in enumerate(clients.items()):
-                runs[label].append(fn(f"r{i}c{j}"))
+                data = dataset(tmp / f"r{i}c{j}.jsonl", a.calls, f"r{i}c{j}")
+                t0, g0 = os.times(), gc_passes()
+                runs[label].append(fn(data))
+                t1, g1 = os.times(), gc_passes()
+                split[label].append((t1.user - t0.user, t1.system - t0.system, [y - x for x, y in zip(g0, g1, strict=True)]))
         print(f"(after the rounds: {machine_load()})")
         for label, got in runs.items():
             cpu = statistics.median(c for c, _ in got) / a.calls
             wall = statistics.median(w for _, w in got)
             print(f"{label:26s} CPU/call {cpu * 1e3:6.3f} ms   {a.calls / wall:7.0f} calls/s")
+        for label, xs in split.items():
+            user, system = (statistics.median(x[k] for x in xs) / a.calls for k in (0, 1))
+            passes = "/".join(str(statistics.median_low(x[2][g] for x in xs)) for g in range(3))
+            print(f"{label:26s} of which user {user * 1e3:6.3f} ms, kernel {system * 1e3:6.3f} ms a call; "
+                  f"collector passes a run (gen 0/1/2) {passes}")
         bare = runs["bare aiohttp+semaphore"]
         for label in ("evalsweep --no-cache", "evalsweep (cache on)"):
             ratios = [c / b for (c, _), (b, _) in zip(runs[label], bare, strict=True)]
