@@ -67,9 +67,9 @@ CONCURRENCY = 64
 
 
 def machine_load() -> str:
-    """The 1-minute load average beside the cores: on a shared machine the CPU ratios move with it (the
-    bare client's CPU a call grows more under contention than ours), so a figure is comparable only
-    with the load it was taken at."""
+    """The 1-minute load average beside the cores: on a shared machine each client's CPU a call moves
+    with it (here, at load 5-10: the bare client's +50%, ours +25-30%, against load 1-4), so a figure
+    is comparable only with the load it was taken at."""
     return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
 
 
