@@ -24,14 +24,15 @@ rounds: the CPU time of each run (imports and start-up left out), and the median
 (with `--instructions`: instructions per call of each, by difference, as above). A change's before -> after
 is then measured in one run, on the same machine state, not across runs minutes apart.
 
-The modes measure the same per-call work (2026-11-29, 2-core VM shared with other jobs): taken in turns
-in one window, cache on / bare was 1.85x in this process vs 1.93x each run in its own process, then 1.74x
-vs 1.58x; callgrind counts 1.64x for a run after a warm-up in the same process vs 1.59x in fresh ones; the
-per-run costs (start-up, the cache's open, the last commit: 8-40 ms a run) move the default mode's ratio
-by <1% at 4000 calls (1.922x as printed, 1.924x by difference). What moves the CPU ratio is the machine:
-1.6-2.2x from run to run for the same code, in every mode. It is mostly above the instruction ratio:
-ours retires its instructions more slowly (user time 1.6-2.0x the bare client's, by load, for 1.6x the
-instructions; kernel time ~1.8x, the cache's WAL writes included).
+The modes measure the same per-call work, the default one a few % higher (2026-11-29, 2-core VM shared with
+other jobs). Taken in turns in one window, cache on / bare in this process vs each run in its own: 1.85x
+vs 1.93x (7 rounds), 1.74x vs 1.58x (9), 1.83x vs 1.70x (15: the bare client 5% cheaper here, ours 6%
+dearer). Callgrind: after a warm-up run in the same process ours takes 4.3% more instructions a call, the
+bare client 1.1% (1.64x vs 1.59x; the same Python calls to 0.4%: the extra is spread over the interpreter's
+dict, type and attribute look-ups, string hashing and copies). The per-run costs (start-up, the cache's
+open, the last commit: 8-40 ms a run) move the ratio by <1% at 4000 calls (1.922x as printed, 1.924x by
+difference). What moves the CPU ratio most is the machine: 1.6-2.2x from run to run for the same code, in
+every mode.
 """
 
 from __future__ import annotations
