@@ -10,7 +10,7 @@ And a 429 storm (30% of requests refused with Retry-After 1 s) against the same 
 (target: <= 2x the fault-free wall time plus the longest chain of waits an item was told to make).
 
     python bench/throughput.py [--calls 4000] [--replay-rows 20000] [--rpm 1200 60000] [--rpm-seconds 20]
-                               [--skip-cpu] [--storm 1000]
+                               [--skip-cpu] [--in-process] [--storm 1000]
     python bench/throughput.py --instructions [--calls 1000]
     python bench/throughput.py --against TREE [--instructions] [--calls 2000] [--rounds 7]
 
@@ -24,7 +24,8 @@ rounds: the CPU time of each run (imports and start-up left out), and the median
 (with `--instructions`: instructions per call of each, by difference, as above). A change's before -> after
 is then measured in one run, on the same machine state, not across runs minutes apart.
 
-The modes measure the same per-call work, the default one a few % higher (2026-11-29, 2-core VM shared with
+The CPU rounds run each client's runs in processes of their own, as a user's run is: in one process
+(`--in-process`, the default until 2026-11-29) the same work reads a few % higher (2-core VM shared with
 other jobs). Taken in turns in one window, cache on / bare in this process vs each run in its own: 1.85x
 vs 1.93x (7 rounds), 1.74x vs 1.58x (9), 1.83x vs 1.70x (15: the bare client 5% cheaper here, ours 6%
 dearer). Callgrind: after a warm-up run in the same process ours takes 4.3% more instructions a call, the
@@ -179,6 +180,11 @@ def main() -> None:
     p.add_argument("--rpm-seconds", type=float, default=20.0, help="length of each pacing run")
     p.add_argument("--skip-cpu", action="store_true", help="only the pacing runs")
     p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="the CPU rounds with every run in this process (as before 2026-11-29; reads a few %% higher)",
+    )
+    p.add_argument(
         "--mock-normal-priority",
         action="store_true",
         help="pacing: run the mock at normal priority (on a 2-core machine its clock then lags when the "
@@ -201,7 +207,7 @@ def main() -> None:
         return instructions(tmp, a.calls if a.calls != 4000 else 1000)
 
     if not a.skip_cpu:
-        cpu_per_call(tmp, a.calls, a.replay_rows)
+        cpu_per_call(tmp, a.calls, a.replay_rows, in_process=a.in_process)
     for rpm in a.rpm:
         pacing(tmp, rpm, a.rpm_seconds, realtime=not a.mock_normal_priority)
     if a.storm:
@@ -210,27 +216,48 @@ def main() -> None:
 
 def _one(tmp: Path, client: str, port: int, n: int) -> None:
     """One client's n calls in this process (under callgrind: `instructions`), on fresh data; prints the
-    run's CPU and wall seconds (`against` reads them)."""
+    run's CPU and wall seconds, its user and kernel seconds and the collector's passes (`_child_run`)."""
     data = dataset(tmp / "d.jsonl", n, f"{client}{n}-{os.getpid()}")
+    t0, g0 = os.times(), gc_passes()
     if client == "bare":
         cpu, wall = run_bare(data, port)
     else:
         cpu, wall = run_evalsweep(data, config(tmp / "c.toml", port, None), tmp / "o", client == "nocache")
-    print(f"cpu {cpu:.6f} wall {wall:.6f}")
+    t1, g1 = os.times(), gc_passes()
+    passes = "/".join(str(y - x) for x, y in zip(g0, g1, strict=True))
+    print(f"cpu {cpu:.6f} wall {wall:.6f} user {t1.user - t0.user:.6f} sys {t1.system - t0.system:.6f} gc {passes}")
+
+
+Run = tuple[float, float, float, float, list[int]]
+"""One measured run: CPU and wall seconds, user and kernel seconds, the collector's passes (gen 0/1/2)."""
+
+
+def _child_run(client: str, port: int, n: int, tree: Path | None = None) -> Run:
+    """`_one` in a new process (on `tree`'s code when given): what it measured."""
+    r = _spawn(client, port, n, tree)
+    m = re.search(r"^cpu ([0-9.]+) wall ([0-9.]+) user ([0-9.]+) sys ([0-9.]+) gc (\d+)/(\d+)/(\d+)", r.stdout, re.M)
+    if r.returncode != 0 or m is None:
+        raise SystemExit(f"run failed ({client}, {n}, {tree}): {r.stderr[-2000:]}")
+    x = [float(v) for v in m.groups()]
+    return x[0], x[1], x[2], x[3], [int(v) for v in x[4:]]
+
+
+def _spawn(client: str, port: int, n: int, tree: Path | None, callgrind: Path | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    # One hash seed for every run: the same dict and set orders (their instructions) in each process
+    env = {**os.environ, "BENCH_KEY": "bench-key", "BENCH_TREE": str(tree or REPO), "PYTHONHASHSEED": "0"}
+    grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind}"] if callgrind else []
+    return subprocess.run([*grind, sys.executable, __file__, "--one", client, str(port), str(n)],
+                          cwd=tree or REPO, capture_output=True, text=True, env=env)
 
 
 def _child(client: str, port: int, n: int, tree: Path | None, callgrind: Path | None = None) -> float:
     """`_one` in a new process (on `tree`'s code when given): its run's CPU seconds, or with `callgrind`
     (an output file) the instructions the whole process took."""
-    # One hash seed for every run: the same dict and set orders (their instructions) in each process
-    env = {**os.environ, "BENCH_KEY": "bench-key", "BENCH_TREE": str(tree or REPO), "PYTHONHASHSEED": "0"}
-    grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind}"] if callgrind else []
-    r = subprocess.run([*grind, sys.executable, __file__, "--one", client, str(port), str(n)],
-                       cwd=tree or REPO, capture_output=True, text=True, env=env)
-    if callgrind:
-        m = re.search(r"Collected : (\d+)", r.stderr)
-    else:
-        m = re.search(r"^cpu ([0-9.]+)", r.stdout, re.M)
+    if not callgrind:
+        return _child_run(client, port, n, tree)[0]
+    r = _spawn(client, port, n, tree, callgrind)
+    m = re.search(r"Collected : (\d+)", r.stderr)
     if r.returncode != 0 or m is None:
         raise SystemExit(f"run failed ({client}, {n}, {tree}): {r.stderr[-2000:]}")
     return float(m.group(1))
@@ -315,35 +342,49 @@ def storm(tmp: Path, items: int) -> None:
                   f"+ told waits = {bound:.2f} s -> {'met' if walls['storm'] <= bound else 'MISSED'}")
 
 
-def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 7) -> None:
-    """The three clients take turns for `rounds` rounds (each on fresh data: no cache hit). Each ratio
-    is taken within a round (the clients ran seconds apart, on the same machine state) and the median
-    over rounds is printed: this VM's speed drifts by up to 1.5x between rounds, which a ratio of
-    medians taken from different rounds would mix in."""
+def _in_process(tmp: Path, port: int, cfg: Path, client: str, tag: str, calls: int) -> Run:
+    """One run in this process (`--in-process`), measured as `_one` measures it."""
+    data = dataset(tmp / f"{tag}.jsonl", calls, tag)
+    t0, g0 = os.times(), gc_passes()
+    if client == "bare":
+        cpu, wall = run_bare(data, port)
+    else:
+        cpu, wall = run_evalsweep(data, cfg, tmp / tag, client == "nocache")
+    t1, g1 = os.times(), gc_passes()
+    return cpu, wall, t1.user - t0.user, t1.system - t0.system, [y - x for x, y in zip(g0, g1, strict=True)]
+
+
+def cpu_per_call(tmp: Path, calls: int, replay_rows: int, rounds: int = 7, in_process: bool = False) -> None:
+    """The three clients take turns for `rounds` rounds (each on fresh data: no cache hit), each run in a
+    process of its own, as a user's run is (imports and start-up left out of its CPU). Each ratio is taken
+    within a round (the clients ran seconds apart, on the same machine state) and the median over rounds
+    is printed: this VM's speed drifts by up to 1.5x between rounds, which a ratio of medians taken from
+    different rounds would mix in. `in_process`: every run in this one process, after a warm-up run of
+    each: there ours pays for the runs before it (+4.3% instructions a call after one, the bare client
+    +1.1%: see the module's docstring)."""
     a = argparse.Namespace(calls=calls, replay_rows=replay_rows)
+    where = "all in this process" if in_process else "each run in its own process"
     print(
-        f"== CPU per call: {a.calls} calls, concurrency {CONCURRENCY}, mock in a separate process, "
+        f"== CPU per call: {a.calls} calls, concurrency {CONCURRENCY}, mock in a separate process, {where}, "
         f"median of {rounds} interleaved rounds; {machine_load()} =="
     )
     mock, port = start_mock(None, 0.0)
     try:
         cfg = config(tmp / "cpu.toml", port, None)
-        run_bare(dataset(tmp / "warm.jsonl", 200, "warm"), port)  # warm both paths up
-        run_evalsweep(dataset(tmp / "warm2.jsonl", 200, "warm2"), cfg, tmp / "warm", no_cache=True)
-        clients = {
-            "bare aiohttp+semaphore": lambda d: run_bare(d, port),
-            "evalsweep --no-cache": lambda d: run_evalsweep(d, cfg, tmp / d.stem, True),
-            "evalsweep (cache on)": lambda d: run_evalsweep(d, cfg, tmp / d.stem, False),
-        }
+        if in_process:
+            run_bare(dataset(tmp / "warm.jsonl", 200, "warm"), port)  # warm both paths up
+            run_evalsweep(dataset(tmp / "warm2.jsonl", 200, "warm2"), cfg, tmp / "warm", no_cache=True)
+        clients = {"bare aiohttp+semaphore": "bare", "evalsweep --no-cache": "nocache", "evalsweep (cache on)": "cache"}
         runs: dict[str, list[tuple[float, float]]] = {label: [] for label in clients}
         split: dict[str, list[tuple[float, float, list[int]]]] = {label: [] for label in clients}
         for i in range(rounds):
-            for j, (label, fn) in enumerate(clients.items()):
-                data = dataset(tmp / f"r{i}c{j}.jsonl", a.calls, f"r{i}c{j}")
-                t0, g0 = os.times(), gc_passes()
-                runs[label].append(fn(data))
-                t1, g1 = os.times(), gc_passes()
-                split[label].append((t1.user - t0.user, t1.system - t0.system, [y - x for x, y in zip(g0, g1, strict=True)]))
+            for j, (label, client) in enumerate(clients.items()):
+                if in_process:
+                    cpu, wall, user, system, passes = _in_process(tmp, port, cfg, client, f"r{i}c{j}", a.calls)
+                else:
+                    cpu, wall, user, system, passes = _child_run(client, port, a.calls)
+                runs[label].append((cpu, wall))
+                split[label].append((user, system, passes))
         print(f"(after the rounds: {machine_load()})")
         for label, got in runs.items():
             cpu = statistics.median(c for c, _ in got) / a.calls
