@@ -301,16 +301,8 @@ def instructions(tmp: Path, calls: int) -> None:
     mock, port = start_mock(None, 0.0)
     per: dict[str, float] = {}
     try:
-        for client in ("bare", "cache", "nocache"):
-            got = []
-            for n in (100, 100 + calls):
-                r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.{client}.{n}",
-                                    sys.executable, __file__, "--one", client, str(port), str(n)],
-                                   cwd=REPO, capture_output=True, text=True, env={**os.environ, "BENCH_KEY": "bench-key"})
-                m = re.search(r"Collected : (\d+)", r.stderr)
-                if r.returncode != 0 or m is None:
-                    raise SystemExit(f"callgrind run failed ({client}, {n}): {r.stderr[-2000:]}")
-                got.append(int(m.group(1)))
+        for client in ("bare", "cache", "nocache"):  # (one hash seed for every run, as in `against`)
+            got = [_child(client, port, n, None, tmp / f"cg.{client}.{n}") for n in (100, 100 + calls)]
             per[client] = (got[1] - got[0]) / calls
             print(f"{client:8s} {per[client] / 1e6:.3f} M instructions per call", flush=True)
     finally:
