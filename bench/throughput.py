@@ -45,6 +45,7 @@ import gc
 import logging
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -200,8 +201,11 @@ def main() -> None:
     os.environ["BENCH_KEY"] = "bench-key"
     logging.disable(logging.INFO)
     tmp = Path(tempfile.mkdtemp(prefix="evalsweep-bench-"))
-    if a.one:
-        return _one(tmp, a.one[0], int(a.one[1]), int(a.one[2]))
+    if a.one:  # a run's own files go with it: the CPU rounds make 21 such processes (3-5 MB each)
+        try:
+            return _one(tmp, a.one[0], int(a.one[1]), int(a.one[2]))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     if a.against:
         return against(tmp, Path(a.against).resolve(), a.calls if a.calls != 4000 else 2000, a.rounds, a.instructions)
     if a.instructions:
