@@ -109,6 +109,34 @@ async def test_a_kind_not_yet_seen_goes_right_after_the_longest_seen_not_after_e
     assert order == ["long", "long", "critique", "short"]
 
 
+async def test_a_follow_up_goes_before_every_first_call_whatever_their_expected_length():
+    """#40: a critique released by its answer is a chain already begun; ranked among the first calls by its
+    length it waited for every longer kind, and the chains' ends made the lane's tail."""
+    import asyncio
+
+    from runner.budgets.local import LocalBudget
+
+    sp = Spend()
+    sp.observe("answer", 1, 100, 5.0)
+    sp.observe("critique", 1, 100, 0.5)  # a chain's next step, expected shorter than the answers
+    b = LocalBudget(None, None, 1)
+    await b.acquire()
+    order: list[str] = []
+
+    async def one(pass_: str) -> None:
+        await b.acquire(sp.work(pass_, 1))
+        order.append(pass_)
+        b.release()
+
+    tasks = [asyncio.create_task(one(p)) for p in ("answer", "answer", "critique", "answer", "critique")]
+    await asyncio.sleep(0)
+    b.release()
+    await asyncio.gather(*tasks)
+    assert order == ["critique", "critique", "answer", "answer", "answer"]
+    assert [sp.work(p, n)[2:] for p, n in (("answer", 1), ("answer", 8), ("critique", 1), ("judge", 1))] == [
+        (False,), (False,), (True,), (True,)]  # fmt: skip  (every pass after the first is a follow-up)
+
+
 async def test_a_call_arriving_as_a_lease_frees_queues_behind_those_waiting():
     """A freed lease is handed to a waiting call, not taken by one that arrives meanwhile."""
     import asyncio

@@ -40,8 +40,9 @@ MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loa
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
 
-Work = tuple[Hashable, Callable[[], float]]
-"""A kind of call (e.g. a model's pass and n) and its expected duration in seconds, as known now."""
+Work = tuple[Hashable, Callable[[], float]] | tuple[Hashable, Callable[[], float], bool]
+"""A kind of call (e.g. a model's pass and n), its expected duration in seconds as known now, and
+optionally whether it is a follow-up (a chain's next step, released by an answer: it goes first)."""
 _NO_WORK: Work = (None, lambda: 0.0)
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
@@ -123,7 +124,7 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]]]] = {}
+        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]], bool]] = {}
         self._seq = 0
         self._due = False  # a hand-over of free leases is scheduled (`_wake_soon`)
         self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
@@ -391,7 +392,10 @@ class LocalBudget:
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
         longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
         equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
-        long calls sent last. A freed lease is handed to the waiter it is given to (counted as used
+        long calls sent last. A follow-up (a chain's next step: a critique released by its answer) goes
+        before every first call: ranked among them, it waited for every longer kind and a chain's end
+        became the lane's tail (bench/reasoning_sweep.py, seed 0 night 2: tpm-a's critiques waited a
+        median 30 s after their answer, the last sent at 56 s of a 58 s limit, one of 18 s: 1.29x). A freed lease is handed to the waiter it is given to (counted as used
         from then): a call arriving meanwhile queues behind the others, it does not take it.
 
         `alone`: its model's only call on the wire (runner.calls.gate's probe: the model sends nothing
@@ -404,10 +408,10 @@ class LocalBudget:
         if self._used < self._cap and not self._waiters:
             self._used += 1
             return
-        key, expect = work or _NO_WORK
+        key, expect, *follow = work or _NO_WORK
         queue = self._waiters.get(key)
         if queue is None:
-            queue = self._waiters[key] = (expect, deque())
+            queue = self._waiters[key] = (expect, deque(), bool(follow and follow[0]))
         fut = asyncio.get_running_loop().create_future()
         self._seq += 1
         queue[1].append((self._seq, fut))
@@ -470,7 +474,8 @@ class LocalBudget:
         # The longest seen so far, not only among those waiting: else an unseen kind (a critique pass
         # before its first answer) would wait for every seen kind to drain, one top after another.
         top = self._top = max(self._top, max((v for v in expect.values() if v != math.inf), default=0.0))
-        return max(waiters, key=lambda k: (min(expect[k], top), expect[k] <= top, -waiters[k][1][0][0]))
+        return max(waiters, key=lambda k: (waiters[k][2], min(expect[k], top), expect[k] <= top,
+                                           -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:
         if self.probing and not on and len(self._log) == 1:
