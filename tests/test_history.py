@@ -92,7 +92,7 @@ def test_a_lanes_queue_ranks_a_model_by_its_earlier_runs_not_its_first_answer(tm
         cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a", "ok-b"],
                            extra_endpoint="max_concurrency = 1\nsupports_n = false\n")
         cache = ["--cache-dir", str(tmp_path / "cache"), "--samples", "4", "--temperature", "0.7"]
-        srv.latency_of = lambda model, _p, _k: 0.05 if model == "ok-b" else 0.001  # yesterday
+        srv.latency_of = lambda model, _p, _k: 0.2 if model == "ok-b" else 0.001  # yesterday
         first = write_dataset(tmp_path / "first.jsonl", 2)
         assert main(run_args(first, "ok-a,ok-b", cfg, tmp_path / "first", *cache)) == 0
         before = len(srv.arrivals)
