@@ -109,9 +109,10 @@ async def test_a_kind_not_yet_seen_goes_right_after_the_longest_seen_not_after_e
     assert order == ["long", "long", "critique", "short"]
 
 
-async def test_a_follow_up_goes_before_every_first_call_whatever_their_expected_length():
+async def test_a_follow_up_goes_before_every_first_call_on_a_lane_paced_by_tokens():
     """#40: a critique released by its answer is a chain already begun; ranked among the first calls by its
-    length it waited for every longer kind, and the chains' ends made the lane's tail."""
+    length it waited for every longer kind, and the chains' ends made a TPM lane's tail. A lane bound by
+    concurrency alone keeps ranking it by length (the order packs its slots)."""
     import asyncio
 
     from runner.budgets.local import LocalBudget
@@ -119,20 +120,22 @@ async def test_a_follow_up_goes_before_every_first_call_whatever_their_expected_
     sp = Spend()
     sp.observe("answer", 1, 100, 5.0)
     sp.observe("critique", 1, 100, 0.5)  # a chain's next step, expected shorter than the answers
-    b = LocalBudget(None, None, 1)
-    await b.acquire()
-    order: list[str] = []
+    for tpm, want in ((600_000, ["critique", "critique", "answer", "answer", "answer"]),
+                      (None, ["answer", "answer", "answer", "critique", "critique"])):
+        b = LocalBudget(None, tpm, 1)
+        await b.acquire()
+        order: list[str] = []
 
-    async def one(pass_: str) -> None:
-        await b.acquire(sp.work(pass_, 1))
-        order.append(pass_)
+        async def one(pass_: str, b: LocalBudget = b, order: list[str] = order) -> None:
+            await b.acquire(sp.work(pass_, 1))
+            order.append(pass_)
+            b.release()
+
+        tasks = [asyncio.create_task(one(p)) for p in ("answer", "answer", "critique", "answer", "critique")]
+        await asyncio.sleep(0)
         b.release()
-
-    tasks = [asyncio.create_task(one(p)) for p in ("answer", "answer", "critique", "answer", "critique")]
-    await asyncio.sleep(0)
-    b.release()
-    await asyncio.gather(*tasks)
-    assert order == ["critique", "critique", "answer", "answer", "answer"]
+        await asyncio.gather(*tasks)
+        assert order == want, tpm
     assert [sp.work(p, n)[2:] for p, n in (("answer", 1), ("answer", 8), ("critique", 1), ("judge", 1))] == [
         (False,), (False,), (True,), (True,)]  # fmt: skip  (every pass after the first is a follow-up)
 

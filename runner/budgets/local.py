@@ -402,11 +402,15 @@ class LocalBudget:
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
         longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
         equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
-        long calls sent last. A follow-up (a chain's next step: a critique released by its answer) goes
-        before every first call: ranked among them, it waited for every longer kind and a chain's end
-        became the lane's tail (bench/reasoning_sweep.py, seed 0 night 2: tpm-a's critiques waited a
-        median 30 s after their answer, the last sent at 56 s of a 58 s limit, one of 18 s: 1.29x). A freed lease is handed to the waiter it is given to (counted as used
-        from then): a call arriving meanwhile queues behind the others, it does not take it.
+        long calls sent last. On a lane paced by tokens a follow-up (a chain's next step: a critique
+        released by its answer) goes before every first call: ranked among them, it waited for every
+        longer kind, then for the tokens of the calls holding leases ahead of it (`take`), and a chain's
+        end became the lane's tail (bench/reasoning_sweep.py, seed 0 night 2: tpm-a's critiques waited a
+        median 30 s after their answer, the last sent at 56 s of a 58 s limit, one of 18 s: 1.29x). On a
+        lane bound by concurrency alone it keeps its rank by length: there the order is what packs the
+        slots, and first it moved long answers later (bench no-n, seed 3 night 1: 1.17 -> 1.45x, one
+        model's backlog behind the critiques). A freed lease is handed to the waiter it is given to
+        (counted as used from then): a call arriving meanwhile queues behind the others, it does not take it.
 
         `alone`: its model's only call on the wire (runner.calls.gate's probe: the model sends nothing
         else until it answers). A probing lane's one call at a time does not hold it back: one call per
@@ -484,7 +488,8 @@ class LocalBudget:
         # The longest seen so far, not only among those waiting: else an unseen kind (a critique pass
         # before its first answer) would wait for every seen kind to drain, one top after another.
         top = self._top = max(self._top, max((v for v in expect.values() if v != math.inf), default=0.0))
-        return max(waiters, key=lambda k: (waiters[k][2], min(expect[k], top), expect[k] <= top,
+        tokens = bool(self._Tt)  # (a follow-up first only on a lane paced by tokens: `acquire`)
+        return max(waiters, key=lambda k: (tokens and waiters[k][2], min(expect[k], top), expect[k] <= top,
                                            -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:

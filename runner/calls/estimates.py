@@ -143,7 +143,7 @@ class Spend:
         """The kind of a call (this model's pass and n), its expected duration, read when a lease frees
         (runner.budgets.local orders a lane's waiting calls by it), and whether it is a follow-up: a
         pass after the first (`answer`: the scheduler's first pass) is made from an answer, its chain
-        already begun, and goes before the lane's first calls."""
+        already begun, and goes before the first calls of a lane paced by tokens."""
         key = (id(self), pass_, n)
         got = self._work.get(key)
         if got is None:
