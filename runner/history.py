@@ -85,17 +85,6 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
     return out
 
 
-def prime(models: dict[str, Any], cache_dir: Path | None) -> None:
-    """Each model's lane rank starts from its earlier runs' latencies (runner.calls.estimates.Spend.prime),
-    for a model taking one sample a call: its rows are its calls (an n call's rows would each count the
-    latency of its slowest sample)."""
-    if cache_dir is None:
-        return
-    for m in models.values():
-        if not m.supports_n and (got := prior(cache_dir, m.cache_id)):
-            m.usage.prime(got)
-
-
 def tally(by_pass: Seen, row: dict[str, Any]) -> None:
     """Add a success row to its model's per-pass totals: its output tokens, and its latency when it was a
     call (not an answer from a cache). Once a row written: the pass's keys are made once (`_keys`), and a

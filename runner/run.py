@@ -94,9 +94,7 @@ def execute(
         raise ConfigError("--join needs [shared] cache_url (or EVALSWEEP_CACHE_URL): the work leases live there")
     names = [m for p in plans for m in [*p.models, *judges_of(p.spec)]]
     models = build_models(cfg, names)
-    cache_at = None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir())
-    learned.attach(models, cache_at, relearn)
-    history.prime(models, cache_at)  # (after attach: a model learnt to take one sample a call)
+    learned.attach(models, None if no_cache else cache_dir or Path(cfg.cache_dir or default_cache_dir()), relearn)
     outs = [p.out or Path("runs") / get_suite(p.spec.suite).run_name(p.spec) for p in plans]
     ceilings = spend.attach(models, max_cost, outs)  # an unpriced model under a ceiling: refused here
     for p in plans:  # a directory the run would refuse is refused before the network is touched

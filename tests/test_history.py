@@ -77,31 +77,3 @@ def test_the_wall_forecast_counts_requests_and_the_last_call(tmp_path: Path):
                 out_tokens_seen=[1000, 10], latency_seen={"answer": [30.0, 10]})
     f = wall([plan], models)
     assert f is not None and f.bound == "RPM" and f.expected_s == 10 / 1.0 + 3.0
-
-
-def test_a_lanes_queue_ranks_a_model_by_its_earlier_runs_not_its_first_answer(tmp_path: Path):
-    """#40: a model taking one sample a call is ranked on its lane from its earlier runs' latencies
-    (runner.history -> runner.calls.estimates.Spend.prime). Ranked on this run's first answers, one quick
-    draw of a slow model put its whole backlog last. Against the local mock server, one slot: yesterday
-    ok-b was the slow one; today's first answers say the opposite (ok-a 0.6 s, ok-b 0.3 s)."""
-    from tests.helpers import run_args, write_config, write_dataset
-    from tests.mock_openai import MockServer
-
-    srv = MockServer().start()
-    try:
-        cfg = write_config(tmp_path / "c.toml", srv.base_url, ["ok-a", "ok-b"],
-                           extra_endpoint="max_concurrency = 1\nsupports_n = false\n")
-        cache = ["--cache-dir", str(tmp_path / "cache"), "--samples", "4", "--temperature", "0.7"]
-        srv.latency_of = lambda model, _p, _k: 0.2 if model == "ok-b" else 0.001  # yesterday
-        first = write_dataset(tmp_path / "first.jsonl", 2)
-        assert main(run_args(first, "ok-a,ok-b", cfg, tmp_path / "first", *cache)) == 0
-        before = len(srv.arrivals)
-        srv.latency_of = lambda model, _p, _k: 0.6 if model == "ok-a" else 0.3  # today's first draws
-        today = write_dataset(tmp_path / "today.jsonl", 1, prefix="Another")
-        assert main(run_args(today, "ok-a,ok-b", cfg, tmp_path / "today", *cache)) == 0
-        order = [a[1][3] for a in srv.arrivals[before:]]
-    finally:
-        srv.stop()
-    # Each model's first call is its probe (runner.calls.gate: nothing more until it answers), and ok-a's
-    # second call is alone in the queue when ok-b's probe ends; from then on the slot goes by rank.
-    assert order == ["a", "b", "a", "b", "b", "b", "a", "a"], order

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from core.types import Request, text_of
 
@@ -85,18 +83,6 @@ class _Median:
         return o[n // 2] if n % 2 else (o[n // 2 - 1] + o[n // 2]) / 2
 
 
-PRIOR_N, PRIOR_MIN = 51, 5
-"""A pass's rank starts from at most PRIOR_N latencies of its model's earlier runs (runner.history, at
-least PRIOR_MIN): about half the window of RANK_N, so this run's own answers outweigh them once as many."""
-
-
-def quantiles(mu: float, sigma: float, k: int) -> list[float]:
-    """`k` latencies spread as a lognormal of log-mean `mu` and log-spread `sigma` (at its k-quantiles'
-    midpoints): earlier runs keep sums of ln and ln^2 only (runner.history), not their latencies."""
-    z = statistics.NormalDist()
-    return [math.exp(mu + sigma * z.inv_cdf((j + 0.5) / k)) for j in range(k)]
-
-
 @dataclass
 class Spend:
     """Per pass: output tokens per sample (their mean) and latency per call (by samples in the call: its
@@ -149,24 +135,6 @@ class Spend:
         if got is None:
             got = self._work[key] = (key, partial(self.seconds, pass_, n), pass_ != FIRST_PASS)
         return got
-
-    def prime(self, prior: dict[str, list[Any]]) -> None:
-        """Rank each pass's one-sample calls from the model's earlier runs (runner.history.prior: per
-        `lnlat:<pass>` / `lnlat2:<pass>` the sums of ln(seconds) and of its squares, and their rows),
-        before this run's first answer. Ranked on its own first answers, a kind's median is one or two
-        draws of a heavy tail: a model ranked last on a quick first answer gets no answer more to correct
-        it and sends its whole backlog at the lane's end (bench no-n, seed 0 night 1: nn06, second
-        slowest by its law, sent from 39 to 46 s of 56, one call of 22 s). Rows of an n call each count
-        its slowest sample's latency: the caller primes only models taking one sample a call."""
-        for key, (s1, rows) in prior.items():
-            if not key.startswith("lnlat:") or rows < PRIOR_MIN:
-                continue
-            pass_ = key.removeprefix("lnlat:")
-            s2 = prior.get(f"lnlat2:{pass_}", [0.0, 0])[0]
-            mu = s1 / rows
-            med = self.latency.setdefault((pass_, 1), _Median())
-            for x in quantiles(mu, math.sqrt(max(0.0, s2 / rows - mu * mu)), min(PRIOR_N, int(rows))):
-                med.add(x)
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
         if output_tokens is not None:
