@@ -123,8 +123,10 @@ def learned(
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
     goes, that expectation being the median of the kind's calls ended by then; a kind with fewer than
     `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
-    `order`. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
+    `order`; on a lane paced by tokens a critique (a follow-up) before any answer. Without a night before: a run's history
+    (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
     kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]
+    paced = any(what for _, _, what in rates)  # a TPM bucket
     waiting: dict[Any, list[tuple[float, int]]] = {}
     for i in range(len(jobs)):
         if i not in held:
@@ -152,7 +154,7 @@ def learned(
 
         ex = {k: expect(k) for k, q in waiting.items() if q}
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
-        k = max(ex, key=lambda k: (min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
+        k = max(ex, key=lambda k: (paced and k[2], min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
         i = heapq.heappop(waiting[k])[1]
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)

@@ -20,7 +20,8 @@ the critique cannot start before its answer ends), all from the servers' own log
 (429s excluded; the servers tag each request with its item and pass); the sweep's is the max over lanes. Printed per lane: wall (launch to its last answer) /
 limit, 429s, the use of its binding limit while it had requests to send (work of the limit / span
 from its first to its last request) and the share of its concurrency slots idle over that span (high
-on a lane bound by RPM or TPM, by design); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
+on a lane bound by RPM or TPM, by design), the chains' longest and end, and `cw` how long a chain's critique
+waited from its answer's end to its send (median, max: a critique left for the lane's tail); then the sweep's wall / limit, the first request's delay, and the runner's CPU and peak
 memory (rusage of the `evalsweep sweep` process).
 
 Beside ours, what a scheduler could reach on the same draws (issue 40: is <= 1.15x reachable without knowing
@@ -281,9 +282,14 @@ def lane_table(
         lat = [e[4] for e in entries]
         tokens = sum(e[5] for e in entries)
         chains: dict[tuple[str, str], float] = {}
+        answered: dict[tuple[str, str], float] = {}  # a chain's answer's end
         for e in entries:
             if e[7]:  # an item of the chain run: its answer and critique, one after the other
                 chains[(e[2], e[7])] = chains.get((e[2], e[7]), 0.0) + e[4]
+                if e[6] != "follow":
+                    answered[(e[2], e[7])] = e[0] + e[4]
+        held = sorted(e[0] - answered[(e[2], e[7])] for e in entries if e[7] and e[6] == "follow"
+                      and (e[2], e[7]) in answered)  # a critique's wait from its answer to its send
         bounds = {
             "concurrency": sum(lat) / conc,
             "rpm": len(entries) / rpm * 60 if rpm else 0.0,
@@ -312,6 +318,7 @@ def lane_table(
                 "use": use_of(entries, bound, bounds[bound]),
                 "chain_s": bounds["longest chain"],
                 "chains": len(chains),
+                "crit_wait_s": (held[len(held) // 2], held[-1]) if held else (0.0, 0.0),
                 "chain_end_s": max(
                     (e[0] + e[4] for e in entries if e[6] == "follow"), default=t_launch
                 ) - t_launch,
@@ -415,13 +422,14 @@ def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int
     print(
         f"{'lane':<6} {'calls':>6} {'tokens':>9} {'bound':<12} {'limit s':>8} {'wall s':>7} {'ratio':>6} "
         f"{'429':>5} {'use':>5} {'idle':>5} {'1st s':>6} {'chain s':>7} {'chains':>6} {'ch end':>6} "
-        f"{'blind':>6} {'bymod':>6} {'clairv':>6}"
+        f"{'cw med':>6} {'cw max':>6} {'blind':>6} {'bymod':>6} {'clairv':>6}"
     )
     for r in rows:
         print(
             f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
             f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
-            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f} {r['blind']:>6.2f} {r['by model']:>6.2f}"
+            f" {r['chain_s']:>7.1f} {r['chains']:>6} {r['chain_end_s']:>6.1f} {r['crit_wait_s'][0]:>6.1f}"
+            f" {r['crit_wait_s'][1]:>6.1f} {r['blind']:>6.2f} {r['by model']:>6.2f}"
             f" {r['clairvoyant']:>6.2f}"
         )
     print(

@@ -202,10 +202,11 @@ class Lane:
     # --- one attempt -----------------------------------------------------------------------------
 
     async def _admit(
-        self, est_tokens: int, first: bool = False, charge: int | None = None
+        self, est_tokens: int, first: bool = False, charge: int | None = None, follow: bool = False
     ) -> tuple[Callable[..., None] | None, tuple[bool, bool]]:
         """Wait for the lane's next slot (the request's, then its tokens'); returns the callback that
-        stamps the send, if any, and whether the lane was using its (request, token) rate then."""
+        stamps the send, if any, and whether the lane was using its (request, token) rate then.
+        `follow`: a follow-up, ahead of the first calls waiting for tokens (as for a lease)."""
         b = self.budget
         local = isinstance(b, LocalBudget)
         if est_tokens and not local:  # a shared budget's tokens first (its queue is the key's), then a slot
@@ -228,8 +229,8 @@ class Lane:
                     raise Halted(HALTED)
                 if local and not self._reports_send:
                     b.late_by(time.monotonic() - due)
-            if est_tokens and local:  # in the order calls came, as the account allows
-                await b.take(est_tokens, charge, first)
+            if est_tokens and local:  # in the order calls came (follow-ups first), as the account allows
+                await b.take(est_tokens, charge, first, follow)
                 own, est_tokens = (own[0], b.near[1]), 0
                 if self.halted:
                     raise Halted(HALTED)
@@ -251,7 +252,7 @@ class Lane:
         try:
             if self.halted:
                 raise Halted(HALTED)
-            sent, own = await self._admit(est_tokens, first, charge)
+            sent, own = await self._admit(est_tokens, first, charge, bool(work and any(work[2:])))
             mark = SENT.set(sent) if sent is not None else None
             try:
                 if self.stopped:  # out of quota while this call waited: the pool sends it elsewhere

@@ -109,6 +109,61 @@ async def test_a_kind_not_yet_seen_goes_right_after_the_longest_seen_not_after_e
     assert order == ["long", "long", "critique", "short"]
 
 
+async def test_a_follow_up_goes_before_every_first_call_on_a_lane_paced_by_tokens():
+    """#40: a critique released by its answer is a chain already begun; ranked among the first calls by its
+    length it waited for every longer kind, and the chains' ends made a TPM lane's tail. A lane bound by
+    concurrency alone keeps ranking it by length (the order packs its slots)."""
+    import asyncio
+
+    from runner.budgets.local import LocalBudget
+
+    sp = Spend()
+    sp.observe("answer", 1, 100, 5.0)
+    sp.observe("critique", 1, 100, 0.5)  # a chain's next step, expected shorter than the answers
+    for tpm, want in ((600_000, ["critique", "critique", "answer", "answer", "answer"]),
+                      (None, ["answer", "answer", "answer", "critique", "critique"])):
+        b = LocalBudget(None, tpm, 1)
+        await b.acquire()
+        order: list[str] = []
+
+        async def one(pass_: str, b: LocalBudget = b, order: list[str] = order) -> None:
+            await b.acquire(sp.work(pass_, 1))
+            order.append(pass_)
+            b.release()
+
+        tasks = [asyncio.create_task(one(p)) for p in ("answer", "answer", "critique", "answer", "critique")]
+        await asyncio.sleep(0)
+        b.release()
+        await asyncio.gather(*tasks)
+        assert order == want, tpm
+    assert [sp.work(p, n)[2:] for p, n in (("answer", 1), ("answer", 8), ("critique", 1), ("judge", 1))] == [
+        (False,), (False,), (True,), (True,)]  # fmt: skip  (every pass after the first is a follow-up)
+
+
+async def test_a_follow_up_waiting_for_tokens_goes_before_the_first_calls_queued_ahead_of_it():
+    """#40: on a TPM-bound lane most leases are held by calls waiting for tokens, in the order they came; a
+    critique given a lease first still waited behind all of them (bench tpm-a: ~6 s of tokens)."""
+    import asyncio
+
+    lane = _lane(tpm=600_000, max_concurrency=8)  # 10,000 tokens a second
+    sent: list[str] = []
+
+    async def one(name: str, follow: bool) -> None:
+        async def fn() -> None:
+            sent.append(name)
+
+        await lane.call(fn, 400, (name, lambda: 1.0, follow) if follow else (name, lambda: 1.0))
+
+    first = asyncio.create_task(one("full", False))
+    await asyncio.sleep(0)
+    lane.budget.reconcile(400, 10_000)  # its answer spent a second of tokens: the next ones wait
+    await first
+    tasks = [asyncio.create_task(one(n, f)) for n, f in
+             (("a1", False), ("a2", False), ("c1", True), ("a3", False), ("c2", True))]
+    await asyncio.gather(*tasks)
+    assert sent == ["full", "c1", "c2", "a1", "a2", "a3"]
+
+
 async def test_a_call_arriving_as_a_lease_frees_queues_behind_those_waiting():
     """A freed lease is handed to a waiting call, not taken by one that arrives meanwhile."""
     import asyncio

@@ -40,8 +40,9 @@ MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loa
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
 
-Work = tuple[Hashable, Callable[[], float]]
-"""A kind of call (e.g. a model's pass and n) and its expected duration in seconds, as known now."""
+Work = tuple[Hashable, Callable[[], float]] | tuple[Hashable, Callable[[], float], bool]
+"""A kind of call (e.g. a model's pass and n), its expected duration in seconds as known now, and
+optionally whether it is a follow-up (a chain's next step, released by an answer: it goes first)."""
 _NO_WORK: Work = (None, lambda: 0.0)
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
@@ -123,7 +124,7 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]]]] = {}
+        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]], bool]] = {}
         self._seq = 0
         self._due = False  # a hand-over of free leases is scheduled (`_wake_soon`)
         self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
@@ -134,7 +135,7 @@ class LocalBudget:
         """Seconds of token slots held for the calls in flight beyond what the key charged at their
         admission (`charge`): the usage their answers are expected to settle (reasoning). Outside the
         account's clamp (its bucket's depth): prepaid by us, not yet by the key, never forgotten as idle."""
-        self._tok_q: deque[list[asyncio.Future[None] | None]] = deque()  # calls waiting in `take`, in order
+        self._tok_q: deque[list[Any]] = deque()  # calls waiting in `take`, in order: [future, follow-up]
         self.depth = 0.0
         """Tokens the key's bucket was seen holding (its answers' remaining-tokens; 0: unknown, a second
         of them is assumed): the account forgets credit only beyond that, not beyond a second."""
@@ -217,7 +218,7 @@ class LocalBudget:
         now, span = self.clock(), self._span()
         return max(self._tok_tat, now - span) + min(need + self._owed, span) - now
 
-    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False, follow: bool = False) -> None:
         """Wait, in arrival order, until the key's bucket holds this call's tokens, then charge them.
         `tokens`: what the call is expected to use; `charge`: what the key counts when it admits it
         (prompt + max_tokens; default `tokens`). The account runs as the key's does, charged `charge`
@@ -228,7 +229,11 @@ class LocalBudget:
 
         `first`: a call the key refused for tokens and whose reset has passed: the key holds its
         tokens now, so it goes at once and the calls queued move back by its tokens (at the end of the
-        queue it would be refused again, by then spent)."""
+        queue it would be refused again, by then spent).
+
+        `follow`: a follow-up (a chain's next step, `acquire`'s rank): it queues ahead of the first calls
+        waiting, behind the follow-ups already there. At the tail it waited the seconds of tokens the
+        calls holding a lease ahead of it charge (bench tpm-a: 64 leases, ~50 of them waiting here)."""
         if not self._Tt or not tokens:
             return
         c = tokens if charge is None else charge
@@ -236,8 +241,14 @@ class LocalBudget:
         q = self._tok_q
         if not first and (q or self._tok_wait(c * self._Tt + held) > 0):
             loop = asyncio.get_running_loop()
-            me: list[asyncio.Future[None] | None] = [None]
-            q.append(me)
+            me: list[Any] = [None, follow]  # [the future it waits on, a follow-up]
+            if follow:
+                i = 0
+                while i < len(q) and q[i][1]:
+                    i += 1
+                q.insert(i, me)  # (a head moved back wakes to no timer: the next departure wakes the head)
+            else:
+                q.append(me)
             try:
                 while not self.draining:
                     wait = self._tok_wait(c * self._Tt + held) if q[0] is me else None
@@ -391,8 +402,15 @@ class LocalBudget:
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
         longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
         equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
-        long calls sent last. A freed lease is handed to the waiter it is given to (counted as used
-        from then): a call arriving meanwhile queues behind the others, it does not take it.
+        long calls sent last. On a lane paced by tokens a follow-up (a chain's next step: a critique
+        released by its answer) goes before every first call: ranked among them, it waited for every
+        longer kind, then for the tokens of the calls holding leases ahead of it (`take`), and a chain's
+        end became the lane's tail (bench/reasoning_sweep.py, seed 0 night 2: tpm-a's critiques waited a
+        median 30 s after their answer, the last sent at 56 s of a 58 s limit, one of 18 s: 1.29x). On a
+        lane bound by concurrency alone it keeps its rank by length: there the order is what packs the
+        slots, and first it moved long answers later (bench no-n, seed 3 night 1: 1.17 -> 1.45x, one
+        model's backlog behind the critiques). A freed lease is handed to the waiter it is given to
+        (counted as used from then): a call arriving meanwhile queues behind the others, it does not take it.
 
         `alone`: its model's only call on the wire (runner.calls.gate's probe: the model sends nothing
         else until it answers). A probing lane's one call at a time does not hold it back: one call per
@@ -404,10 +422,10 @@ class LocalBudget:
         if self._used < self._cap and not self._waiters:
             self._used += 1
             return
-        key, expect = work or _NO_WORK
+        key, expect, *follow = work or _NO_WORK
         queue = self._waiters.get(key)
         if queue is None:
-            queue = self._waiters[key] = (expect, deque())
+            queue = self._waiters[key] = (expect, deque(), bool(follow and follow[0]))
         fut = asyncio.get_running_loop().create_future()
         self._seq += 1
         queue[1].append((self._seq, fut))
@@ -470,7 +488,9 @@ class LocalBudget:
         # The longest seen so far, not only among those waiting: else an unseen kind (a critique pass
         # before its first answer) would wait for every seen kind to drain, one top after another.
         top = self._top = max(self._top, max((v for v in expect.values() if v != math.inf), default=0.0))
-        return max(waiters, key=lambda k: (min(expect[k], top), expect[k] <= top, -waiters[k][1][0][0]))
+        tokens = bool(self._Tt)  # (a follow-up first only on a lane paced by tokens: `acquire`)
+        return max(waiters, key=lambda k: (tokens and waiters[k][2], min(expect[k], top), expect[k] <= top,
+                                           -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:
         if self.probing and not on and len(self._log) == 1:

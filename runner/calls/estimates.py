@@ -22,6 +22,10 @@ from functools import partial
 
 from core.types import Request, text_of
 
+FIRST_PASS = "answer"
+"""The pass a suite's requests start with (runner.scheduler counts progress by it); every other pass is
+a follow-up, made from an answer (a critique, a judge, a tool round)."""
+
 UNSEEN_S = math.inf
 """The expected duration of a pass with no answer yet: a lane ranks it with the longest it has seen
 (runner.budgets.local), so every model starts early and none waits for all others to be known."""
@@ -86,7 +90,7 @@ class Spend:
 
     out: dict[str, _Mean] = field(default_factory=dict)
     latency: dict[tuple[str, int], _Median] = field(default_factory=dict)
-    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float]]] = field(
+    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float], bool]] = field(
         default_factory=dict, repr=False
     )
     _budget: dict[str, int] = field(default_factory=dict, repr=False)  # a pass's max_tokens, as sent
@@ -121,13 +125,15 @@ class Spend:
         m = self.latency.get((pass_, n))
         return max(base * (1.0 + math.log(n)), 0.0 if m is None else m.get(0.0))
 
-    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float]]:
-        """The kind of a call (this model's pass and n) and its expected duration, read when a lease
-        frees (runner.budgets.local orders a lane's waiting calls by it)."""
+    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float], bool]:
+        """The kind of a call (this model's pass and n), its expected duration, read when a lease frees
+        (runner.budgets.local orders a lane's waiting calls by it), and whether it is a follow-up: a
+        pass after the first (`answer`: the scheduler's first pass) is made from an answer, its chain
+        already begun, and goes before the first calls of a lane paced by tokens."""
         key = (id(self), pass_, n)
         got = self._work.get(key)
         if got is None:
-            got = self._work[key] = (key, partial(self.seconds, pass_, n))
+            got = self._work[key] = (key, partial(self.seconds, pass_, n), pass_ != FIRST_PASS)
         return got
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
