@@ -351,8 +351,12 @@ class RowIndex:
         return off if k == 0 else (self.paths[k], off)
 
     def _identity_at(self, packed: int) -> str:
-        r = _row_at(self._fd(packed >> _FILE_SHIFT), packed & ((1 << _FILE_SHIFT) - 1))
-        return row_identity(r["model"], r["item"], r["sample"], r["pass"])
+        fd, off = self._fd(packed >> _FILE_SHIFT), packed & ((1 << _FILE_SHIFT) - 1)
+        ident = _head_identity(os.pread(fd, _HEAD, off))
+        if ident is None:
+            r = _row_at(fd, off)
+            ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
+        return ident
 
     def _fd(self, k: int) -> int:
         """A descriptor per file, kept (a look-up per planned call: no open each time); `pread`, so that
@@ -451,6 +455,32 @@ def by_pass(done: Any) -> dict[str, dict[str, int]]:
     return out
 
 
+_HEAD = 1024
+"""Bytes read first to confirm a hash hit: the runner's rows name model, suite, item, sample, pass first."""
+
+
+def _head_identity(head: bytes) -> str | None:
+    """The identity of the row whose line starts `head`, read from the head alone: cut before the first
+    `,"` after `"pass":`, closed with `}`. A bare `,"` is never inside a string and the cut object parses
+    only if cut at its top level, so what parses holds the row's own fields (a line of one object without
+    repeated keys, as orjson writes); None when the head does not say (the caller reads the whole line,
+    a cost that grows with the answer's length: a hit per planned call, on resume)."""
+    nl = head.find(b"\n")
+    if nl >= 0:
+        head = head[:nl]
+    at = head.find(b'"pass":')
+    cut = head.find(b',"', at + 7) if at >= 0 else -1
+    if cut < 0:
+        return None
+    try:
+        r = orjson.loads(head[:cut] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    if _identity_problem(r):
+        return None
+    return row_identity(r["model"], r["item"], r["sample"], r["pass"])
+
+
 def _row_at(fd: int, off: int) -> Any:
     """The row whose line starts at byte `off` of an open file."""
     size = 4096
@@ -485,7 +515,7 @@ def index(path: Path, partial: set[str] | None = None) -> tuple[RowIndex, Final]
     paths = [path, *(q for q in results_files(path.parent) if q != path)]
     if len(paths) >= 1 << (63 - _FILE_SHIFT):
         raise ConfigError(f"{path.parent}: {len(paths):,} results files; at most {(1 << (63 - _FILE_SHIFT)) - 1:,}")
-    hashes, locs, kinds = array("q"), array("q"), array("I")  # kinds: (model, pass) code << 2 | kind
+    hashes, locs, kinds = array("q"), array("q"), array("H")  # kinds: (model, pass) code << 2 | kind
     code_of: dict[tuple[str, str], int] = {}
     cut: set[str] = set()
     for k, p in enumerate(paths):
@@ -508,6 +538,8 @@ def index(path: Path, partial: set[str] | None = None) -> tuple[RowIndex, Final]
             code = code_of.get(g)
             if code is None:
                 code = code_of[g] = len(code_of)
+                if code == 1 << 14 and kinds.typecode == "H":  # (two bytes a row until then)
+                    kinds = array("I", kinds)
             hashes.append(_ident_hash(ident))
             locs.append(base | off)
             kinds.append(code << 2 | kind)
@@ -526,14 +558,14 @@ def index(path: Path, partial: set[str] | None = None) -> tuple[RowIndex, Final]
 def _best(paths: list[Path], hashes: array, locs: array, kinds: array,
           groups: list[tuple[str, str]]) -> tuple[RowIndex, RowIndex]:
     """(done, failed) of `index` from its columns, emptied as it goes: this sort is a resume's peak
-    (~36 bytes a row for a moment, the columns included)."""
+    (~33 bytes a row for a moment, the columns included; 18 once built)."""
     n = len(hashes)
     h = np.frombuffer(hashes, dtype=np.int64)
-    order = np.argsort(h, kind="stable")  # rows of one hash stay in the order read
+    order = np.argsort(h)  # (not stable, no buffer: rows sharing a hash are put in the order read below)
     if n < 1 << 31:
         order = order.astype(np.int32)
     h.sort()  # (in place: the same as h[order], without a copy)
-    kind = np.frombuffer(kinds, dtype=np.uint32)[order]
+    kind = np.frombuffer(kinds, dtype=np.uint16 if kinds.typecode == "H" else np.uint32)[order]
     del kinds[:]
     first = np.ones(n, dtype=bool)
     first[1:] = h[1:] != h[:-1]
@@ -553,9 +585,9 @@ def _best(paths: list[Path], hashes: array, locs: array, kinds: array,
             while j < len(shared) and not starts[j]:
                 j += 1
             by: dict[str, list[int]] = {}
-            for q in range(i, j):
+            for q in sorted(range(i, j), key=at.__getitem__):  # in the order read
                 by.setdefault(probe._identity_at(locs[at[q]]), []).append(shared[q])
-            for rows in by.values():  # (in the order read)
+            for rows in by.values():
                 ks = [int(kind[r]) & 3 for r in rows]
                 if _SUCCESS in ks:
                     win_done[rows[len(ks) - 1 - ks[::-1].index(_SUCCESS)]] = True
