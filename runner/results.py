@@ -272,6 +272,41 @@ def _ident_hash(ident: str) -> int:
     return h if HASH_BITS >= 64 else h & ((1 << HASH_BITS) - 1)
 
 
+class _Files:
+    """The results files an index names, each opened once for reading (a look-up per planned call: no
+    open each time) when the index is made, so that a run directory deleted mid-run (see `put_back`)
+    still reads; shared by `index`'s done and final. `pread`, so that the resume's thread and the event
+    loop may both read."""
+
+    __slots__ = ("fds", "paths")
+
+    def __init__(self, paths: list[Path], eager: bool = True) -> None:
+        self.paths = paths
+        self.fds: dict[int, int] = {}
+        for k in range(len(paths) if eager else 0):
+            try:
+                self.fd(k)
+            except OSError:
+                pass  # (opened when first read, or the read says why)
+
+    def fd(self, k: int) -> int:
+        fd = self.fds.get(k)
+        if fd is None:
+            fd = self.fds[k] = os.open(self.paths[k], os.O_RDONLY)
+        return fd
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except (OSError, TypeError):  # (TypeError: at interpreter exit, `os` may be gone)
+                pass
+
+    def __del__(self) -> None:
+        self.close()
+
+
 class RowIndex:
     """Identity -> location of one row per identity (a read-only mapping), held as the identities' 64-bit
     hashes, sorted, beside packed locations and a (model, pass) code: 18-20 bytes a row, where a dict of
@@ -279,14 +314,13 @@ class RowIndex:
     may share a hash: a hash names a row only once the identity read back from its results file matches
     (one `pread` of a line a look-up, the files' own bytes: nothing else to keep in step)."""
 
-    __slots__ = ("_codes", "_fds", "_groups", "_keys", "_kv", "_locs", "_lv", "paths")
+    __slots__ = ("_codes", "_files", "_groups", "_keys", "_kv", "_locs", "_lv")
 
-    def __init__(self, paths: list[Path] | None = None, keys: np.ndarray | None = None,
+    def __init__(self, files: _Files | None = None, keys: np.ndarray | None = None,
                  locs: np.ndarray | None = None, codes: np.ndarray | None = None,
                  groups: list[tuple[str, str]] | None = None) -> None:
-        self.paths = paths or []
+        self._files = files or _Files([])
         self._groups = groups or []
-        self._fds: dict[int, int] = {}
         self._set(np.empty(0, np.int64) if keys is None else keys, np.empty(0, np.int64) if locs is None else locs,
                   np.empty(0, np.uint32) if codes is None else codes)
 
@@ -295,8 +329,18 @@ class RowIndex:
         self._kv, self._lv = memoryview(keys).cast("B").cast("q"), memoryview(locs).cast("B").cast("q")
         """(memoryviews: `bisect` and indexing on them give plain ints, ~10x faster than numpy scalars)"""
 
+    @property
+    def paths(self) -> list[Path]:
+        return self._files.paths
+
     def __len__(self) -> int:
         return len(self._keys)
+
+    def __getitem__(self, ident: str) -> Loc:
+        loc = self.get(ident)
+        if loc is None:
+            raise KeyError(ident)
+        return loc
 
     def __contains__(self, ident: object) -> bool:
         return isinstance(ident, str) and self._find(ident) >= 0
@@ -359,20 +403,7 @@ class RowIndex:
         return ident
 
     def _fd(self, k: int) -> int:
-        """A descriptor per file, kept (a look-up per planned call: no open each time); `pread`, so that
-        the resume's thread and the event loop may both look up."""
-        fd = self._fds.get(k)
-        if fd is None:
-            fd = self._fds[k] = os.open(self.paths[k], os.O_RDONLY)
-        return fd
-
-    def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-
-    def __del__(self) -> None:
-        self.close()
+        return self._files.fd(k)
 
     def update(self, other: RowIndex) -> None:
         """As dict.update: `other`'s locations win, an identity only here stays. (A --join worker's
@@ -404,13 +435,12 @@ class RowIndex:
         keys = np.concatenate([other._keys, self._keys[keep]])
         order = np.argsort(keys, kind="stable")
         codes = np.concatenate([other._codes.astype(np.int64), recode[self._codes[keep]]])[order]
-        self.close()
-        self.paths, self._groups = paths, groups
+        self._files = other._files if len(paths) == len(other.paths) else _Files(paths)
+        self._groups = groups
         self._set(keys[order], np.concatenate([other._locs, locs[keep]])[order], _narrow(codes, len(groups)))
 
     def _take(self, other: RowIndex) -> None:
-        self.close()
-        self.paths, self._groups = list(other.paths), list(other._groups)
+        self._files, self._groups = other._files, list(other._groups)
         self._set(other._keys, other._locs, other._codes)
 
 
@@ -575,8 +605,9 @@ def _best(paths: list[Path], hashes: array, locs: array, kinds: array,
     win_failed = alone & ((kind & 3) == _ERROR)
     shared = np.flatnonzero(~alone).tolist()
     del alone
+    files = _Files(paths)
     if shared:  # rows sharing a hash: grouped by their identity read back (retries, collisions)
-        probe = RowIndex(paths)
+        probe = RowIndex(files)
         at = order[shared].tolist()
         starts = first[shared].tolist()
         i = 0
@@ -596,7 +627,6 @@ def _best(paths: list[Path], hashes: array, locs: array, kinds: array,
                 else:
                     win_failed[rows[-1]] = True
             i = j
-        probe.close()
     del first
     codes = _narrow(kind[win_done] >> 2, len(groups))
     del kind
@@ -609,8 +639,8 @@ def _best(paths: list[Path], hashes: array, locs: array, kinds: array,
     done_locs, failed_locs = lv[at_done], lv[at_failed]
     del lv, at_done, at_failed
     del locs[:]
-    done = RowIndex(paths, keys[0], done_locs, codes, groups)
-    failed = RowIndex(paths, keys[1], failed_locs, np.zeros(len(keys[1]), np.uint16), groups)
+    done = RowIndex(files, keys[0], done_locs, codes, groups)
+    failed = RowIndex(files, keys[1], failed_locs, np.zeros(len(keys[1]), np.uint16), groups)
     return done, failed
 
 
