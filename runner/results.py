@@ -526,6 +526,9 @@ def _narrow(codes: np.ndarray, groups: int) -> np.ndarray:
     return codes.astype(np.uint16 if groups <= 1 << 16 else np.uint32)
 
 
+_SLICE = 65536
+"""Rows sharing a hash that `index` reads back at a time."""
+
 _SUCCESS, _CUT, _ERROR = 2, 1, 0
 """A row's kind in `index`: a success, a stream cut mid-answer (counted as done), another error."""
 
@@ -538,7 +541,7 @@ def index(path: Path, partial: set[str] | None = None) -> tuple[RowIndex, Final]
 
     Per identity, in the order read: done is its last success, else its first cut stream; final is the
     same, else its last error. The rows are read once into columns of hashes, packed locations and
-    kinds (20 bytes a row), sorted by hash; rows sharing a hash are told apart by reading their
+    kinds (18 bytes a row), sorted by hash; rows sharing a hash are told apart by reading their
     identities back (retries, and the rare collision).
 
     A row without a well-typed identity is bad input, named by file and line (ConfigError: exit 2)."""
@@ -603,30 +606,36 @@ def _best(paths: list[Path], hashes: array, locs: array, kinds: array,
     alone[:-1] &= first[1:]
     win_done = alone & ((kind & 3) != _ERROR)
     win_failed = alone & ((kind & 3) == _ERROR)
-    shared = np.flatnonzero(~alone).tolist()
+    shared = np.flatnonzero(~alone)  # rows sharing a hash: retries, and the rare collision
     del alone
     files = _Files(paths)
-    if shared:  # rows sharing a hash: grouped by their identity read back (retries, collisions)
-        probe = RowIndex(files)
-        at = order[shared].tolist()
-        starts = first[shared].tolist()
+    probe = RowIndex(files)
+    a = 0
+    while a < len(shared):  # (in slices of whole groups: no list of every retried row at once)
+        b = min(a + _SLICE, len(shared))
+        while b < len(shared) and not first[shared[b]]:
+            b += 1
+        rows = shared[a:b].tolist()
+        at = order[rows].tolist()
+        starts = first[rows].tolist()
         i = 0
-        while i < len(shared):
+        while i < len(rows):
             j = i + 1
-            while j < len(shared) and not starts[j]:
+            while j < len(rows) and not starts[j]:
                 j += 1
-            by: dict[str, list[int]] = {}
-            for q in sorted(range(i, j), key=at.__getitem__):  # in the order read
-                by.setdefault(probe._identity_at(locs[at[q]]), []).append(shared[q])
-            for rows in by.values():
-                ks = [int(kind[r]) & 3 for r in rows]
+            by: dict[str, list[int]] = {}  # identity read back -> its rows, in the order read
+            for q in sorted(range(i, j), key=at.__getitem__):
+                by.setdefault(probe._identity_at(locs[at[q]]), []).append(rows[q])
+            for mine in by.values():
+                ks = [int(kind[r]) & 3 for r in mine]
                 if _SUCCESS in ks:
-                    win_done[rows[len(ks) - 1 - ks[::-1].index(_SUCCESS)]] = True
+                    win_done[mine[len(ks) - 1 - ks[::-1].index(_SUCCESS)]] = True
                 elif _CUT in ks:
-                    win_done[rows[ks.index(_CUT)]] = True
+                    win_done[mine[ks.index(_CUT)]] = True
                 else:
-                    win_failed[rows[-1]] = True
+                    win_failed[mine[-1]] = True
             i = j
+        a = b
     del first
     codes = _narrow(kind[win_done] >> 2, len(groups))
     del kind
