@@ -265,6 +265,7 @@ HASH_BITS = 64
 """Width of the identity hashes a `RowIndex` keeps (a test narrows it so that identities collide)."""
 _FILE_SHIFT = 44
 """A packed location: the file's number above this bit, the byte offset (< 16 TiB) below."""
+_OFFSET = (1 << _FILE_SHIFT) - 1
 
 
 def _ident_hash(ident: str) -> int:
@@ -355,7 +356,7 @@ class RowIndex:
         if i < 0:
             return None
         packed = self._lv[i]
-        return _row_at(self._fd(packed >> _FILE_SHIFT), packed & ((1 << _FILE_SHIFT) - 1))
+        return _row_at(self._fd(packed >> _FILE_SHIFT), packed & _OFFSET)
 
     def __iter__(self) -> Iterator[str]:
         """Every identity, read back from its row: a whole read of the rows (tests, rare uses)."""
@@ -379,23 +380,31 @@ class RowIndex:
         return out
 
     def _find(self, ident: str) -> int:
-        """The position of `ident`'s entry, else -1: the hash's first entry whose row says `ident`."""
-        keys = self._kv
-        h = _ident_hash(ident)
+        """The position of `ident`'s entry, else -1: the hash's first entry whose row says `ident`.
+        (The hot path, a call per planned call on resume: `_identity_at` inlined.)"""
+        keys, lv, fds = self._kv, self._lv, self._files.fds
+        h = hash(ident) if HASH_BITS >= 64 else _ident_hash(ident)
         i = bisect_left(keys, h)
         n = len(keys)
         while i < n and keys[i] == h:
-            if self._identity_at(self._lv[i]) == ident:
+            packed = lv[i]
+            fd = fds.get(packed >> _FILE_SHIFT)
+            if fd is None:
+                fd = self._fd(packed >> _FILE_SHIFT)
+            got = _head_identity(os.pread(fd, _HEAD, packed & _OFFSET))
+            if got is None:
+                got = self._identity_at(packed)
+            if got == ident:
                 return i
             i += 1
         return -1
 
     def _loc(self, packed: int) -> Loc:
-        k, off = packed >> _FILE_SHIFT, packed & ((1 << _FILE_SHIFT) - 1)
+        k, off = packed >> _FILE_SHIFT, packed & _OFFSET
         return off if k == 0 else (self.paths[k], off)
 
     def _identity_at(self, packed: int) -> str:
-        fd, off = self._fd(packed >> _FILE_SHIFT), packed & ((1 << _FILE_SHIFT) - 1)
+        fd, off = self._fd(packed >> _FILE_SHIFT), packed & _OFFSET
         ident = _head_identity(os.pread(fd, _HEAD, off))
         if ident is None:
             r = _row_at(fd, off)
@@ -485,7 +494,7 @@ def by_pass(done: Any) -> dict[str, dict[str, int]]:
     return out
 
 
-_HEAD = 1024
+_HEAD = 512
 """Bytes read first to confirm a hash hit: the runner's rows name model, suite, item, sample, pass first."""
 
 
@@ -495,20 +504,20 @@ def _head_identity(head: bytes) -> str | None:
     only if cut at its top level, so what parses holds the row's own fields (a line of one object without
     repeated keys, as orjson writes); None when the head does not say (the caller reads the whole line,
     a cost that grows with the answer's length: a hit per planned call, on resume)."""
-    nl = head.find(b"\n")
-    if nl >= 0:
-        head = head[:nl]
     at = head.find(b'"pass":')
     cut = head.find(b',"', at + 7) if at >= 0 else -1
-    if cut < 0:
+    if cut < 0 or head.find(b"\n", 0, cut) >= 0:  # (a line has no raw newline: past it, another row)
         return None
     try:
         r = orjson.loads(head[:cut] + b"}")
     except orjson.JSONDecodeError:
         return None
-    if _identity_problem(r):
+    if type(r) is not dict:
         return None
-    return row_identity(r["model"], r["item"], r["sample"], r["pass"])
+    m, item, s, p = r.get("model"), r.get("item"), r.get("sample"), r.get("pass")
+    if type(m) is str and type(item) is str and type(s) is int and type(p) is str:  # (what index checked)
+        return row_identity(m, item, s, p)
+    return None
 
 
 def _row_at(fd: int, off: int) -> Any:
