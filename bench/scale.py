@@ -220,6 +220,7 @@ def resume_cost(root: Path, n_rows: int, repeat: int) -> None:
     same items (every row to call), alternated `repeat` times; prints the medians, the bytes a finished
     row and the time of `index` (the resume's scan) over those rows in this process."""
     import statistics
+    import tracemalloc
 
     from runner.results import index
 
@@ -237,6 +238,12 @@ def resume_cost(root: Path, n_rows: int, repeat: int) -> None:
         scans.append(time.perf_counter() - t0)
         assert len(done) == n_rows, len(done)
         del done
+    tracemalloc.start()  # (numpy's arrays are traced too)
+    before = tracemalloc.get_traced_memory()[0]
+    done = index(out / "results.jsonl", set())[0]
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del done
     rss = statistics.median(r for r, _ in full)
     base = statistics.median(r for r, _ in empty)
     print(f"resume of {n_rows:,} finished rows ({RESUME_LEFT} to call): peak RSS {rss:,.1f} MB (runs: "
@@ -244,7 +251,9 @@ def resume_cost(root: Path, n_rows: int, repeat: int) -> None:
     print(f"resume of an empty run ({n_rows + RESUME_LEFT:,} to call): peak RSS {base:,.1f} MB (runs: "
           f"{', '.join(f'{r:.1f}' for r, _ in empty)})")
     print(f"held per finished row: {(rss - base) * 2**20 / n_rows:,.1f} bytes; the resume's scan (index): "
-          f"{statistics.median(scans):.3f} s ({statistics.median(scans) / n_rows * 1e6:.2f} us a row)", flush=True)
+          f"{statistics.median(scans):.3f} s ({statistics.median(scans) / n_rows * 1e6:.2f} us a row)")
+    print(f"the index alone (tracemalloc): {(held - before) / n_rows:,.1f} bytes a finished row held, "
+          f"{(peak - before) / n_rows:,.1f} at the peak of its read", flush=True)
 
 
 def _timed(what: str, make: Callable[[], Path]) -> Path:
