@@ -315,13 +315,17 @@ class RowIndex:
     may share a hash: a hash names a row only once the identity read back from its results file matches
     (one `pread` of a line a look-up, the files' own bytes: nothing else to keep in step)."""
 
-    __slots__ = ("_codes", "_files", "_groups", "_keys", "_kv", "_locs", "_lv")
+    __slots__ = ("_codes", "_files", "_groups", "_keys", "_kv", "_locs", "_lv", "walked")
 
     def __init__(self, files: _Files | None = None, keys: np.ndarray | None = None,
                  locs: np.ndarray | None = None, codes: np.ndarray | None = None,
                  groups: list[tuple[str, str]] | None = None) -> None:
         self._files = files or _Files([])
         self._groups = groups or []
+        self.walked: dict[str, bytes] = {}
+        """Per model, the resume's one walk of its plan (runner.resume.load): bit k (`walked_bit`) set when
+        request k of the suite's build has every sample here. The scheduler's skip reads it instead of
+        confirming each finished row a second time (a `pread` and a parse a row); emptied by `update`."""
         self._set(np.empty(0, np.int64) if keys is None else keys, np.empty(0, np.int64) if locs is None else locs,
                   np.empty(0, np.uint32) if codes is None else codes)
 
@@ -437,6 +441,7 @@ class RowIndex:
         keep = ~hit
         for i in np.flatnonzero(hit & ~same).tolist():
             keep[i] = self._identity_at(self._lv[i]) not in other
+        self.walked = {}  # (the rows held change: the walk no longer says)
         groups = list(other._groups)
         code_of = {g: c for c, g in enumerate(groups)}
         recode = np.array([code_of.setdefault(g, len(code_of)) for g in self._groups] or [0], dtype=np.int64)
@@ -449,8 +454,20 @@ class RowIndex:
         self._set(keys[order], np.concatenate([other._locs, locs[keep]])[order], _narrow(codes, len(groups)))
 
     def _take(self, other: RowIndex) -> None:
+        self.walked = {}
         self._files, self._groups = other._files, list(other._groups)
         self._set(other._keys, other._locs, other._codes)
+
+
+def walked_bits(flags: bytearray) -> bytes:
+    """A byte a request (1: all its samples finished) packed to a bit a request, for `RowIndex.walked`."""
+    return np.packbits(np.frombuffer(flags, np.uint8)).tobytes()
+
+
+def walked_bit(bits: bytes, k: int) -> bool | None:
+    """Request k's bit in a `RowIndex.walked` entry; None past its end (the walk did not see it)."""
+    byte = k >> 3
+    return None if byte >= len(bits) else bool(bits[byte] >> (7 - (k & 7)) & 1)
 
 
 class Final:

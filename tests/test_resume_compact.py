@@ -124,3 +124,31 @@ def test_a_resume_with_colliding_hashes_sends_and_skips_the_same_rows(
     assert sorted((r["model"], r["item"]) for r in got) == sorted(
         (m, f"q{i}") for m in ("ok-a", "ok-b") for i in range(8))
     assert all(r["error"] is None for r in got)
+
+
+def test_a_resume_confirms_each_finished_row_once(
+    tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+):
+    """The resume line's count and the scheduler's skip share one walk of the plan: a finished row's
+    identity is read back from its results file once a resume, not once for each."""
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b"])
+    data = write_dataset(tmp_path / "d.jsonl", 8)
+    out = tmp_path / "run"
+    assert main([*run_args(data, "ok-a", cfg, out), "--no-cache", "--limit", "5"]) == 0
+    capfd.readouterr()
+    read_back: list[str | None] = []
+    real = results._head_identity
+
+    def spy(head: bytes) -> str | None:  # (counts the real reads back; answers as they do)
+        got = real(head)
+        read_back.append(got)
+        return got
+
+    monkeypatch.setattr(results, "_head_identity", spy)
+    assert main([*run_args(data, "ok-a,ok-b", cfg, out), "--no-cache"]) == 0
+    assert "resuming: 5 of 16 rows already done, cache not read, 11 to call" in capfd.readouterr().err
+    assert sorted(read_back) == sorted(row_identity("ok-a", f"q{i}", 0, "answer") for i in range(5))
+    assert mock.total == 5 + 11 and set(mock.prompts.values()) == {2}
+    got = rows(out)
+    assert sorted((r["model"], r["item"]) for r in got) == sorted(
+        (m, f"q{i}") for m in ("ok-a", "ok-b") for i in range(8))
