@@ -4,9 +4,13 @@ First a sim run's memory as calls grow (`--run-only`: that alone). Then generate
 700 items in VRB's published format (a synthetic dataset) — then runs `evalsweep score` on each in a
 subprocess and prints its peak RSS (sampled every 20 ms) and wall time; then the same for `evalsweep
 report` and the viewer's page weight. Target: the 1M-row run scored in < 500 MB RSS.
+`--resume-rows N` (issue 40): what a resume holds per finished row: a sim run of N finished rows resumed
+with a few left, beside a resume of an empty run of the same items (bytes a finished row = the
+difference of their peak RSS / N), and the time of the resume's scan of its results (runner.results.index).
 
     python bench/scale.py [--dir /tmp/evalsweep-scale] [--items 500000] [--models 2]
                           [--vrb-models 45] [--vrb-items 700] [--keep]
+    python bench/scale.py --resume-rows 200000 [--repeat 3]
 """
 
 from __future__ import annotations
@@ -183,6 +187,75 @@ def run_growth(root: Path, n_models: int, n_items: int) -> tuple[float, float, f
     return peaks[0], peaks[1], (peaks[1] - peaks[0]) * 2**20 / (9 * n_items * n_models)
 
 
+RESUME_LEFT = 5
+"""Rows a resumed run still calls in `resume_cost`."""
+
+
+def _sim_run(root: Path, data: Path, out: Path, *more: str) -> tuple[float, float]:
+    cfg = root / "sim.toml"
+    cfg.write_text('[[endpoints]]\nname = "sim"\nkind = "sim"\nlatency_ms = 0\nmax_concurrency = 256\n')
+    return peak_rss(["run", f"jsonl:{data}", "--models", SIM_MODELS[0], "--config", str(cfg), "--out", str(out),
+                     "--no-cache", "--no-live", "--no-score", *more])
+
+
+def make_resumable(root: Path, n_rows: int) -> tuple[Path, Path]:
+    """(dataset of n_rows + RESUME_LEFT items, run directory with the first n_rows finished): one real sim
+    call makes the manifest and a row, copied for the other items (the runner's own row shape)."""
+    data, out = root / f"resume-{n_rows}.jsonl", root / f"resume-run-{n_rows}"
+    shutil.rmtree(out, ignore_errors=True)
+    n = n_rows + RESUME_LEFT
+    _write(data, (orjson.dumps({"id": f"q{i}", "prompt": f"Question {i}: which letter?", "choices":
+                                ["w", "x", "y", "z"], "answer": LETTERS[i % 4]}) + b"\n" for i in range(n)))
+    _sim_run(root, data, out, "--limit", "1")
+    first = orjson.loads((out / "results.jsonl").read_bytes().splitlines()[0])
+    with (out / "results.jsonl").open("ab", buffering=1 << 22) as f:
+        for i in range(1, n_rows):
+            f.write(orjson.dumps({**first, "item": f"q{i}", "key": hashlib.sha256(f"q{i}".encode()).hexdigest(),
+                                  "t": first["t"] + i}, option=orjson.OPT_APPEND_NEWLINE))
+    return data, out
+
+
+def resume_cost(root: Path, n_rows: int, repeat: int) -> None:
+    """Peak RSS of resuming n_rows finished rows (RESUME_LEFT to call) and of resuming an empty run of the
+    same items (every row to call), alternated `repeat` times; prints the medians, the bytes a finished
+    row and the time of `index` (the resume's scan) over those rows in this process."""
+    import statistics
+    import tracemalloc
+
+    from runner.results import index
+
+    data, out = make_resumable(root, n_rows)
+    saved = (out / "results.jsonl").read_bytes()
+    full, empty, scans = [], [], []
+    for _ in range(repeat):
+        (out / "results.jsonl").write_bytes(saved)  # (a resume appends its new rows)
+        full.append(_sim_run(root, data, out))
+        shutil.rmtree(root / "resume-empty", ignore_errors=True)
+        empty.append(_sim_run(root, data, root / "resume-empty"))
+        (out / "results.jsonl").write_bytes(saved)
+        t0 = time.perf_counter()
+        done = index(out / "results.jsonl", set())[0]
+        scans.append(time.perf_counter() - t0)
+        assert len(done) == n_rows, len(done)
+        del done
+    tracemalloc.start()  # (numpy's arrays are traced too)
+    before = tracemalloc.get_traced_memory()[0]
+    done = index(out / "results.jsonl", set())[0]
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del done
+    rss = statistics.median(r for r, _ in full)
+    base = statistics.median(r for r, _ in empty)
+    print(f"resume of {n_rows:,} finished rows ({RESUME_LEFT} to call): peak RSS {rss:,.1f} MB (runs: "
+          f"{', '.join(f'{r:.1f}' for r, _ in full)}), wall {statistics.median(w for _, w in full):.2f} s")
+    print(f"resume of an empty run ({n_rows + RESUME_LEFT:,} to call): peak RSS {base:,.1f} MB (runs: "
+          f"{', '.join(f'{r:.1f}' for r, _ in empty)})")
+    print(f"held per finished row: {(rss - base) * 2**20 / n_rows:,.1f} bytes; the resume's scan (index): "
+          f"{statistics.median(scans):.3f} s ({statistics.median(scans) / n_rows * 1e6:.2f} us a row)")
+    print(f"the index alone (tracemalloc): {(held - before) / n_rows:,.1f} bytes a finished row held, "
+          f"{(peak - before) / n_rows:,.1f} at the peak of its read", flush=True)
+
+
 def _timed(what: str, make: Callable[[], Path]) -> Path:
     t0 = time.perf_counter()
     run = make()
@@ -212,10 +285,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--run-models", type=int, default=len(SIM_MODELS), help="sim models of the run's memory")
     p.add_argument("--run-items", type=int, default=20_000, help="items of the smaller sim run (the other: x10)")
     p.add_argument("--run-only", action="store_true", help="only the sim run's memory growth")
+    p.add_argument("--resume-rows", type=int, default=0, help="only a resume's memory over this many finished rows")
+    p.add_argument("--repeat", type=int, default=3, help="resumes measured of each kind (--resume-rows)")
     a = p.parse_args(argv)
     root = a.dir or Path(tempfile.mkdtemp(prefix="evalsweep-scale-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
+        if a.resume_rows:
+            resume_cost(root, a.resume_rows, a.repeat)
+            return
         small, big, per_call = run_growth(root, min(a.run_models, len(SIM_MODELS)), a.run_items)
         print(f"run: {a.run_models} sim models x {a.run_items:,} items: peak RSS {small:,.0f} MB; x {10 * a.run_items:,}"
               f": {big:,.0f} MB; growth {per_call:,.0f} bytes a call (target: ~0)", flush=True)

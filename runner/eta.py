@@ -114,6 +114,7 @@ class Live:
         read: what is done comes from the counters) and, once loaded, its resumed rows by pass."""
         from runner import history
         from runner.remaining import remaining
+        from runner.results import by_pass
 
         for i, r in enumerate(self.runs):
             if i not in self.base and getattr(r, "join", False):  # other workers' rows are not counted here
@@ -126,13 +127,7 @@ class Live:
                     t.run = str(i)
                 self.base[i] = [t for t in got if not getattr(self.models[t.model], "batch", False)]
             if i not in self.resumed and (r.loaded is None or r.loaded.is_set()):
-                by: dict[str, dict[str, int]] = {}
-                for ident in list(r.done):
-                    model, _, rest = ident.partition("\x1f")
-                    p = rest.rsplit("\x1f", 1)[-1]
-                    d = by.setdefault(model, {})
-                    d[p] = d.get(p, 0) + 1
-                self.resumed[i] = by
+                self.resumed[i] = by_pass(r.done)  # (from the index's codes: no identity re-read)
 
     def refresh(self, now: float | None = None) -> Forecast | None:
         """The forecast of what is left `now` (time.monotonic(); inputs kept in `todo`)."""

@@ -156,12 +156,16 @@ def remaining(
     known: Container[str] | None = None,
     follow: bool = True,
     prior: Callable[[str, Path | None], dict[str, list[Any]]] | None = None,
+    walk: dict[str, bytearray] | None = None,
 ) -> list[Plan]:
     """Per (run, model): the first-pass calls still to make, skipping finished rows and cache hits.
     `known`: the one plan's finished identities, already read (runner.resume): its files are not read
     again (and its output tokens so far are not counted). `prior(model, run_dir)`: what the model spent
-    per pass in earlier runs (runner.history), for each pass this run has no rows of yet."""
+    per pass in earlier runs (runner.history), for each pass this run has no rows of yet. `walk` (the one
+    plan's): filled per model with a byte a request of the suite's build, 1 when its every sample is
+    finished, so that the scheduler skips those without looking each row up again (runner.resume)."""
     assert known is None or len(plans) == 1
+    assert walk is None or len(plans) == 1
     out: list[Plan] = []
     names = [get_suite(p.spec.suite).run_name(p.spec) for p in plans]
     for p, name in zip(plans, names, strict=True):
@@ -198,6 +202,8 @@ def remaining(
                 m = models[model]
                 left = [s for s in samples if row_identity(model, r.item, s, r.pass_) not in done]
                 plan.finished += len(samples) - len(left)
+                if walk is not None:
+                    walk.setdefault(model, bytearray()).append(not left)
                 if left and m.provider_cacheable:
                     keys = cache_keys(r, m.cache_id, m.key_params, left)
                     hits = sum(map(in_cache, keys))

@@ -55,7 +55,7 @@ def load(plan: Any, run: RunCtx, models: dict[str, ModelEntry], cache: Path | No
     lines to say. A run with finished rows says `[run] resuming: N of M rows already done, K cached, L
     to call` (first-pass rows, the unit of the progress counts) before its first call; `cache` None:
     the cache is not read."""
-    from runner.results import index
+    from runner.results import RowIndex, index, walked_bits
 
     if not run.join:  # (a --join worker's rows were read by prepare: its leases need them first)
         if run.partial is not None:
@@ -70,8 +70,12 @@ def load(plan: Any, run: RunCtx, models: dict[str, ModelEntry], cache: Path | No
     from cache.disk import probe
     from runner.remaining import remaining
 
+    walk: dict[str, bytearray] | None = {} if isinstance(run.done, RowIndex) else None
     with probe(cache) as in_cache:
-        left = remaining([plan], models, in_cache, known=run.done)
+        left = remaining([plan], models, in_cache, known=run.done, walk=walk)
+    if walk and isinstance(run.done, RowIndex):  # (the scheduler's skip reads this walk: no row confirmed twice)
+        run.done.walked = {m: walked_bits(flags) for m, flags in walk.items()}
+        del walk
     done = sum(x.finished for x in left)
     total = sum(run.stats[m].total for m in run.models)
     how = f"{sum(x.cached for x in left):,} cached" if cache is not None else "cache not read"

@@ -25,7 +25,7 @@ from runner.calls.gate import REFUSED, Gate, label
 from runner.calls.halt import HALTED
 from runner.lanes import WIRE
 from runner.pool import ModelEntry
-from runner.results import read_at
+from runner.results import read_at, walked_bit
 from runner.rows import contiguous, error_row, hit_row
 from runner.state import RunCtx, Stats
 
@@ -187,10 +187,12 @@ class Scheduler:
             return
         prefetch = self.cache is not None and not self.refresh
         skip = bool(run.done) and not run.has_follow_up
+        walked = getattr(run.done, "walked", {}).get(model) if skip else None
         stats = run.stats.setdefault(model, Stats())
         chunk: list[Request] = []
         for k, req in enumerate(run.suite.build(run.spec), 1):
-            if not (skip and self._resumed(run, model, req, stats)):
+            known = None if walked is None else walked_bit(walked, k - 1)
+            if not (skip and self._resumed(run, model, req, stats, known)):
                 chunk.append(replaced(req, model=model))
             if k % PREFETCH == 0:  # (a chunk of finished requests: empty, the loop still breathes)
                 yield self._paired(run, chunk, prefetch) if chunk else []
@@ -198,12 +200,17 @@ class Scheduler:
         if chunk:
             yield self._paired(run, chunk, prefetch)
 
-    def _resumed(self, run: RunCtx, model: str, req: Request, stats: Stats) -> bool:
+    def _resumed(self, run: RunCtx, model: str, req: Request, stats: Stats, walked: bool | None = None) -> bool:
         """A request whose every sample has its row in the run directory (no follow-up to make): counted
-        as `_process` would, without a copy, a cache look-up or a task (~4x less work a finished row)."""
-        done = run.done
+        as `_process` would, without a copy, a cache look-up or a task (~4x less work a finished row).
+        `walked`: what the resume's walk of the plan found for it (runner.resume), not looked up again;
+        None: looked up here."""
         n = req.decoding.n
-        if any(row_identity(model, req.item, s, req.pass_) not in done for s in range(req.sample, req.sample + n)):
+        if walked is None:
+            done = run.done
+            samples = range(req.sample, req.sample + n)
+            walked = all(row_identity(model, req.item, s, req.pass_) in done for s in samples)
+        if not walked:
             return False
         self._answered(req.via or model)
         if req.pass_ == "answer":

@@ -1,0 +1,154 @@
+"""What a resume holds per finished row (#40): `runner.results.index` keeps 64-bit hashes of the identities
+and packed locations, not identity strings, and stays exact when identities share a hash (a narrowed
+hash makes them collide): the same rows found, sent and skipped as a dict of identities gave."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cli.main import main
+from core.types import row_identity
+from runner import results
+from tests.helpers import rows, run_args, write_config, write_dataset
+from tests.mock_openai import MockServer
+
+
+@pytest.fixture
+def mock():
+    srv = MockServer().start()
+    yield srv
+    srv.stop()
+
+
+def _dict_index(path: Path, partial: set[str] | None) -> tuple[dict, dict]:
+    """The reading `index` replaced (identity strings in dicts): the oracle."""
+    done: dict = {}
+    final: dict = {}
+    for p in [path, *(q for q in results.results_files(path.parent) if q != path)]:
+        for off, r in results.scan(p):
+            ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
+            loc = off if p == path else (p, off)
+            if r.get("error") is None:
+                done[ident] = final[ident] = loc
+                if partial:
+                    partial.discard(ident)
+            elif ident not in done:
+                final[ident] = loc
+                if partial is not None and r.get("finish_reason") == "partial":
+                    done[ident] = loc
+                    partial.add(ident)
+    return done, final
+
+
+def _random_run(run: Path, seed: int) -> Path:
+    """Three results files (a --join run) of retried, failed and cut rows over few identities."""
+    rng = random.Random(seed)
+    run.mkdir()
+    for name, n in (("results.jsonl", 300), ("results.h-1.jsonl", 80), ("results.h-2.jsonl", 20)):
+        lines = []
+        for k in range(n):
+            e = rng.random()
+            lines.append(orjson.dumps({
+                "model": rng.choice(["a", "b/x"]), "item": f"q{rng.randrange(30)}", "sample": rng.randrange(2),
+                "pass": rng.choice(["answer", "judge"]), "k": k, "error": None if e < 0.5 else "HTTP 500",
+                "finish_reason": "partial" if 0.5 <= e < 0.7 else None}) + b"\n")  # fmt: skip
+        (run / name).write_bytes(b"".join(lines))
+    return run / "results.jsonl"
+
+
+@pytest.mark.parametrize("bits", [1, 3, 64])
+def test_index_is_exact_when_identities_share_a_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bits: int):
+    monkeypatch.setattr(results, "HASH_BITS", bits)
+    monkeypatch.setattr(results, "_SLICE", 2)  # (rows sharing a hash read back a few at a time)
+    for seed in range(6):
+        path = _random_run(tmp_path / f"r{seed}", seed)
+        for partial in (None, set(), {"a\x1fq1\x1f0\x1fanswer", "gone\x1fq0\x1f0\x1fanswer"}):
+            want_cut, got_cut = (None, None) if partial is None else (set(partial), set(partial))
+            want, want_final = _dict_index(path, want_cut)
+            done, final = results.index(path, got_cut)
+            assert got_cut == want_cut
+            assert dict(done.items()) == want and dict(final.items()) == want_final
+            assert (len(done), len(final)) == (len(want), len(want_final))
+            for ident in [*want_final, "a\x1fq99\x1f0\x1fanswer", "b/x\x1fq1\x1f7\x1fanswer"]:
+                assert (done.get(ident), ident in done, ident in final) == (
+                    want.get(ident), ident in want, ident in want_final)
+            by: dict[str, dict[str, int]] = {}
+            for ident in want:
+                model, *_, p = ident.split("\x1f")
+                by.setdefault(model, {})[p] = by.get(model, {}).get(p, 0) + 1
+            assert results.by_pass(done) == by
+            earlier = results.index(path, None if partial is None else set(partial))[0]
+            earlier.update(done)  # (a --join worker's re-read after a takeover)
+            assert dict(earlier.items()) == want
+
+
+def test_an_index_holds_few_bytes_a_finished_row(tmp_path: Path):
+    n = 20_000
+    path = tmp_path / "results.jsonl"
+    row = {"model": "sim/medium", "suite": "jsonl:d.jsonl", "sample": 0, "pass": "answer", "key": "k" * 64,
+           "text": "The answer is B.", "usage": {"input_tokens": 12, "output_tokens": 5}, "error": None}
+    path.write_bytes(b"".join(orjson.dumps({**row, "item": f"q{i}"}) + b"\n" for i in range(n)))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        done, final = results.index(path, set())
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(done) == len(final) == n
+    assert (held - before) / n <= 24, f"{(held - before) / n:.1f} bytes held a finished row"
+    assert (peak - before) / n <= 48, f"{(peak - before) / n:.1f} bytes at the peak of the read"
+
+
+def test_a_resume_with_colliding_hashes_sends_and_skips_the_same_rows(
+    tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+):
+    monkeypatch.setattr(results, "HASH_BITS", 1)  # every identity shares its hash with half the others
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b"])
+    data = write_dataset(tmp_path / "d.jsonl", 8)
+    out = tmp_path / "run"
+    assert main([*run_args(data, "ok-a", cfg, out), "--no-cache", "--limit", "4"]) == 0
+    assert mock.total == 4
+    capfd.readouterr()
+    assert main([*run_args(data, "ok-a,ok-b", cfg, out), "--no-cache"]) == 0
+    err = capfd.readouterr().err
+    assert "resuming: 4 of 16 rows already done, cache not read, 12 to call" in err, err
+    assert mock.total == 16 and set(mock.prompts.values()) == {2}  # each item once a model
+    got = rows(out)
+    assert sorted((r["model"], r["item"]) for r in got) == sorted(
+        (m, f"q{i}") for m in ("ok-a", "ok-b") for i in range(8))
+    assert all(r["error"] is None for r in got)
+
+
+def test_a_resume_confirms_each_finished_row_once(
+    tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+):
+    """The resume line's count and the scheduler's skip share one walk of the plan: a finished row's
+    identity is read back from its results file once a resume, not once for each."""
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b"])
+    data = write_dataset(tmp_path / "d.jsonl", 8)
+    out = tmp_path / "run"
+    assert main([*run_args(data, "ok-a", cfg, out), "--no-cache", "--limit", "5"]) == 0
+    capfd.readouterr()
+    read_back: list[str | None] = []
+    real = results._head_identity
+
+    def spy(head: bytes) -> str | None:  # (counts the real reads back; answers as they do)
+        got = real(head)
+        read_back.append(got)
+        return got
+
+    monkeypatch.setattr(results, "_head_identity", spy)
+    assert main([*run_args(data, "ok-a,ok-b", cfg, out), "--no-cache"]) == 0
+    assert "resuming: 5 of 16 rows already done, cache not read, 11 to call" in capfd.readouterr().err
+    assert sorted(read_back) == sorted(row_identity("ok-a", f"q{i}", 0, "answer") for i in range(5))
+    assert mock.total == 5 + 11 and set(mock.prompts.values()) == {2}
+    got = rows(out)
+    assert sorted((r["model"], r["item"]) for r in got) == sorted(
+        (m, f"q{i}") for m in ("ok-a", "ok-b") for i in range(8))
