@@ -222,7 +222,7 @@ def resume_cost(root: Path, n_rows: int, repeat: int) -> None:
     import statistics
     import tracemalloc
 
-    from runner.results import index
+    from runner.rowindex import index
 
     data, out = make_resumable(root, n_rows)
     saved = (out / "results.jsonl").read_bytes()

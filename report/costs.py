@@ -28,7 +28,7 @@ class Cost:
 
 def all_rows(results: Path) -> Iterator[dict[str, Any]]:
     """Every parseable row of a run: results.jsonl, then the `--join` workers' results.<host>-<pid>.jsonl
-    (a torn last line is skipped), in the order `runner.results.index` reads them."""
+    (a torn last line is skipped), in the order `runner.rowindex.index` reads them."""
     from runner.results import results_files, scan
 
     for p in [results, *(q for q in results_files(results.parent) if q != results)]:
@@ -37,7 +37,7 @@ def all_rows(results: Path) -> Iterator[dict[str, Any]]:
 
 
 def run_costs(path: Path) -> dict[str, Cost]:
-    """Per model, over the rows the scorer reads (`runner.results.index`: the last success of each
+    """Per model, over the rows the scorer reads (`runner.rowindex.index`: the last success of each
     identity, else its last error; a torn last line is skipped). Answers served from the cache count at
     the price recorded when they were bought, so a model's cost does not depend on the cache's state.
     A row that was never sent (`attempts == 0`: skipped by the circuit breaker) costs nothing; any

@@ -24,7 +24,7 @@ from runner.budgets.leases import worker_name
 from runner.deviations import write as write_devs
 from runner.pool import ModelEntry
 from runner.protocol import record_learned
-from runner.results import index
+from runner.rowindex import index
 from runner.rows import error_row
 from runner.scheduler import Scheduler
 from runner.state import RunCtx

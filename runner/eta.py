@@ -114,7 +114,7 @@ class Live:
         read: what is done comes from the counters) and, once loaded, its resumed rows by pass."""
         from runner import history
         from runner.remaining import remaining
-        from runner.results import by_pass
+        from runner.rowindex import by_pass
 
         for i, r in enumerate(self.runs):
             if i not in self.base and getattr(r, "join", False):  # other workers' rows are not counted here

@@ -38,7 +38,7 @@ def merged_counts(run_dir: Path, totals: dict[str, int]) -> dict[str, dict[str, 
                 r = orjson.loads(line)
                 ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
             except (orjson.JSONDecodeError, KeyError, TypeError):
-                continue  # a torn last line of a killed worker; results.index names real damage
+                continue  # a torn last line of a killed worker; rowindex.index names real damage
             if ident not in best or best[ident].get("error") is not None:
                 best[ident] = r
     out = {m: {"total": t, "done": 0, "errors": 0, "skipped": 0, "input_tokens": 0, "output_tokens": 0,

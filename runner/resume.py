@@ -55,7 +55,7 @@ def load(plan: Any, run: RunCtx, models: dict[str, ModelEntry], cache: Path | No
     lines to say. A run with finished rows says `[run] resuming: N of M rows already done, K cached, L
     to call` (first-pass rows, the unit of the progress counts) before its first call; `cache` None:
     the cache is not read."""
-    from runner.results import RowIndex, index, walked_bits
+    from runner.rowindex import RowIndex, index, walked_bits
 
     if not run.join:  # (a --join worker's rows were read by prepare: its leases need them first)
         if run.partial is not None:

@@ -22,8 +22,9 @@ from runner.identity import identities, spec_fingerprint
 from runner.lock import lock_run_dir, unlock
 from runner.pool import ModelEntry
 from runner.protocol import judges_of, protocol_deviations, request_shaping
-from runner.results import RESULTS, ResultsWriter, index, read_manifest
+from runner.results import RESULTS, ResultsWriter, read_manifest
 from runner.resume import check_settings
+from runner.rowindex import index
 from runner.settings import check_models, keep_earlier, model_settings, recorded
 from runner.state import RunCtx
 from suites.base import RunSpec, get_suite

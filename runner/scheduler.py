@@ -25,7 +25,8 @@ from runner.calls.gate import REFUSED, Gate, label
 from runner.calls.halt import HALTED
 from runner.lanes import WIRE
 from runner.pool import ModelEntry
-from runner.results import read_at, walked_bit
+from runner.results import read_at
+from runner.rowindex import walked_bit
 from runner.rows import contiguous, error_row, hit_row
 from runner.state import RunCtx, Stats
 

@@ -69,7 +69,7 @@ class RunCtx:
     join: bool = False
     partial: set[str] | None = None
     """Identities whose final row is a stream cut mid-answer (billed, no answer), kept as final on resume
-    (runner.results.index); None: `--resend-partial`, they are sent again."""
+    (runner.rowindex.index); None: `--resend-partial`, they are sent again."""
     leases: Any = None
     """runner.budgets.leases.Leases for a --join worker: which (model, item shard) units this process runs."""
     loaded: asyncio.Event | None = None

@@ -11,7 +11,8 @@ import pytest
 from cache.key import cache_key
 from core.types import ImagePart, Request, user
 from runner.config import ConfigError, load_config
-from runner.results import ResultsWriter, final_rows, index, repair_tail
+from runner.results import ResultsWriter, final_rows, repair_tail
+from runner.rowindex import index
 from runner.rows import contiguous, split_tokens
 from tests.helpers import fake_key
 

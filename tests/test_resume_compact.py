@@ -1,4 +1,4 @@
-"""What a resume holds per finished row (#40): `runner.results.index` keeps 64-bit hashes of the identities
+"""What a resume holds per finished row (#40): `runner.rowindex.index` keeps 64-bit hashes of the identities
 and packed locations, not identity strings, and stays exact when identities share a hash (a narrowed
 hash makes them collide): the same rows found, sent and skipped as a dict of identities gave."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from cli.main import main
 from core.types import row_identity
-from runner import results
+from runner import results, rowindex
 from tests.helpers import rows, run_args, write_config, write_dataset
 from tests.mock_openai import MockServer
 
@@ -63,14 +63,14 @@ def _random_run(run: Path, seed: int) -> Path:
 
 @pytest.mark.parametrize("bits", [1, 3, 64])
 def test_index_is_exact_when_identities_share_a_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bits: int):
-    monkeypatch.setattr(results, "HASH_BITS", bits)
-    monkeypatch.setattr(results, "_SLICE", 2)  # (rows sharing a hash read back a few at a time)
+    monkeypatch.setattr(rowindex, "HASH_BITS", bits)
+    monkeypatch.setattr(rowindex, "_SLICE", 2)  # (rows sharing a hash read back a few at a time)
     for seed in range(6):
         path = _random_run(tmp_path / f"r{seed}", seed)
         for partial in (None, set(), {"a\x1fq1\x1f0\x1fanswer", "gone\x1fq0\x1f0\x1fanswer"}):
             want_cut, got_cut = (None, None) if partial is None else (set(partial), set(partial))
             want, want_final = _dict_index(path, want_cut)
-            done, final = results.index(path, got_cut)
+            done, final = rowindex.index(path, got_cut)
             assert got_cut == want_cut
             assert dict(done.items()) == want and dict(final.items()) == want_final
             assert (len(done), len(final)) == (len(want), len(want_final))
@@ -81,8 +81,8 @@ def test_index_is_exact_when_identities_share_a_hash(tmp_path: Path, monkeypatch
             for ident in want:
                 model, *_, p = ident.split("\x1f")
                 by.setdefault(model, {})[p] = by.get(model, {}).get(p, 0) + 1
-            assert results.by_pass(done) == by
-            earlier = results.index(path, None if partial is None else set(partial))[0]
+            assert rowindex.by_pass(done) == by
+            earlier = rowindex.index(path, None if partial is None else set(partial))[0]
             earlier.update(done)  # (a --join worker's re-read after a takeover)
             assert dict(earlier.items()) == want
 
@@ -97,7 +97,7 @@ def test_an_index_holds_few_bytes_a_finished_row(tmp_path: Path):
     try:
         before = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
-        done, final = results.index(path, set())
+        done, final = rowindex.index(path, set())
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -109,7 +109,7 @@ def test_an_index_holds_few_bytes_a_finished_row(tmp_path: Path):
 def test_a_resume_with_colliding_hashes_sends_and_skips_the_same_rows(
     tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ):
-    monkeypatch.setattr(results, "HASH_BITS", 1)  # every identity shares its hash with half the others
+    monkeypatch.setattr(rowindex, "HASH_BITS", 1)  # every identity shares its hash with half the others
     cfg = write_config(tmp_path / "c.toml", mock.base_url, ["ok-a", "ok-b"])
     data = write_dataset(tmp_path / "d.jsonl", 8)
     out = tmp_path / "run"
@@ -137,14 +137,14 @@ def test_a_resume_confirms_each_finished_row_once(
     assert main([*run_args(data, "ok-a", cfg, out), "--no-cache", "--limit", "5"]) == 0
     capfd.readouterr()
     read_back: list[str | None] = []
-    real = results._head_identity
+    real = rowindex._head_identity
 
     def spy(head: bytes) -> str | None:  # (counts the real reads back; answers as they do)
         got = real(head)
         read_back.append(got)
         return got
 
-    monkeypatch.setattr(results, "_head_identity", spy)
+    monkeypatch.setattr(rowindex, "_head_identity", spy)
     assert main([*run_args(data, "ok-a,ok-b", cfg, out), "--no-cache"]) == 0
     assert "resuming: 5 of 16 rows already done, cache not read, 11 to call" in capfd.readouterr().err
     assert sorted(read_back) == sorted(row_identity("ok-a", f"q{i}", 0, "answer") for i in range(5))

@@ -213,7 +213,8 @@ def test_final_rows_match_the_identity_dict_method(tmp_path: Path) -> None:
     """The compact final_offsets keeps what the dict of identities kept: per identity the last success,
     else the last error, over every results file of the run, in (model, item, sample, pass) order."""
     from core.types import row_identity
-    from runner.results import final_offsets, final_rows, index
+    from runner.results import final_offsets, final_rows
+    from runner.rowindex import index
 
     rng = np.random.default_rng(5)
     path = tmp_path / "results.jsonl"

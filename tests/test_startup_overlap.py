@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 import runner.results as results
+import runner.rowindex as rowindex
 import runner.rundir as rundir
 import runner.scheduler as scheduler
 from cli.main import main
@@ -76,14 +77,14 @@ def test_a_later_runs_finished_rows_are_read_while_the_first_run_calls(
     assert mock.total == 4
     first = _sent(monkeypatch)
     seen: list[bool] = []
-    real = results.index
+    real = rowindex.index
 
     def index(path: Path, *a: Any) -> Any:
         if path.parent == tmp_path / "r1":  # the second run's scan waits for the sweep's first call
             seen.append(first.wait(GUARD_S))
         return real(path, *a)
 
-    monkeypatch.setattr(results, "index", index)
+    monkeypatch.setattr(rowindex, "index", index)
     monkeypatch.setattr(rundir, "index", index)
     capfd.readouterr()
     assert main(["sweep", str(sweep(6)), "--no-live", "--no-score"]) == 0
@@ -151,6 +152,7 @@ def test_a_resumed_runs_results_are_read_once(
         return real(path, strict)
 
     monkeypatch.setattr(results, "_lines", lines)
+    monkeypatch.setattr(rowindex, "_lines", lines)  # (the index reads through its own binding)
     capfd.readouterr()
     assert main(run_args(data, "ok-a", cfg, out)) == 0
     assert "resuming: 4 of 10 rows already done, 0 cached, 6 to call" in capfd.readouterr().err

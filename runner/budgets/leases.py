@@ -380,7 +380,7 @@ class Leases:
 async def open_leases(run: Any, shared: Any) -> Leases:
     """A --join worker's leases on its run's units; taking over a dead worker's unit re-reads what
     every worker has finished, so none of it is sent again."""
-    from runner.results import index
+    from runner.rowindex import index
 
     limit = run.spec.limit
     leases = await Leases(shared.cache_url, f"{join_id(run.run_dir)}:limit={limit}", shared.lease_s).open(
