@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import subprocess
 import sys
@@ -151,3 +152,11 @@ def complete_once(prov: Any, req: Any, model: str) -> Any:
             await prov.close()
 
     return asyncio.run(send())
+
+
+async def slot(b: Any) -> None:
+    """Wait for a call's request slot on a lane budget (local or Redis), as a Lane does once it holds a lease."""
+    wait = b.reserve(0)
+    while wait > 0:
+        await asyncio.sleep(wait)
+        wait = b.confirm()

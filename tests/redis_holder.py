@@ -12,15 +12,13 @@ import sys
 from runner.budgets.redis import RedisBudget, lane_id
 from runner.budgets.redis_call import connect
 from runner.lanes import LocalBudget
+from tests.helpers import slot
 
 
 async def _hold(b: RedisBudget, held: list[int]) -> None:
     """One call, as a Lane makes it (lease, then slot), that stays on the wire."""
     await b.acquire()
-    wait = b.reserve(0)
-    while wait > 0:
-        await asyncio.sleep(wait)
-        wait = b.confirm()
+    await slot(b)
     held.append(1)
     await asyncio.Event().wait()
 

@@ -13,6 +13,7 @@ from runner.budgets.redis import RedisBudget, lane_id
 from runner.calls.halt import Halted
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget
+from tests.helpers import slot
 from tests.servers import RedisServer
 
 
@@ -96,10 +97,7 @@ async def test_identity_never_holds_the_key(redis_server: RedisServer):
 async def _hold(b: RedisBudget, admitted: list[int], until: asyncio.Event) -> None:
     """One call that stays in flight until `until` is set."""
     await b.acquire()
-    wait = b.reserve(0)
-    while wait > 0:
-        await asyncio.sleep(wait)
-        wait = b.confirm()
+    await slot(b)
     admitted.append(1)
     try:
         await until.wait()

@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 from runner.budgets.redis import RedisBudget, lane_id
 from runner.budgets.redis_call import TIMEOUT_S, connect
 from runner.lanes import LocalBudget
+from tests.helpers import slot
 from tests.servers import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,10 +43,7 @@ async def _call(b: RedisBudget, on: list[int], end: asyncio.Event | None = None,
     has one entry per call, 1 while it is on the wire. Returns how many were on the wire as it began."""
     await b.acquire()
     try:
-        wait = b.reserve(0)
-        while wait > 0:
-            await asyncio.sleep(wait)
-            wait = b.confirm()
+        await slot(b)
         i = len(on)
         on.append(1)
         now_on = sum(on)

@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 from runner.budgets.redis import RedisBudget, lane_id
 from runner.budgets.redis_call import ScriptCall, connect
 from runner.lanes import LocalBudget
+from tests.helpers import slot
 from tests.servers import RedisServer
 
 _TRIPS = ("evalsha", "eval", "blpop")  # what a budget sends (a script call is one round trip)
@@ -26,19 +27,11 @@ def _budgets(url: str, n: int, cap: int) -> list[RedisBudget]:
                         local_factory=LocalBudget) for i in range(n)]
 
 
-async def _slot(b: RedisBudget) -> None:
-    """Wait for the call's slot, as a Lane does once it holds a lease."""
-    wait = b.reserve(0)
-    while wait > 0:
-        await asyncio.sleep(wait)
-        wait = b.confirm()
-
-
 async def _call(b: RedisBudget, done: list[int], latency: float = 0.05) -> None:
     """One call through the budget's seam, as a Lane makes it: lease, slot, the call, release."""
     await b.acquire()
     try:
-        await _slot(b)
+        await slot(b)
         await asyncio.sleep(latency)
         done.append(1)
     finally:
@@ -123,7 +116,7 @@ async def test_a_spare_lease_goes_to_the_next_call_without_a_round_trip_when_nob
         await b.acquire()
         asked.append(b.calls - before)
         try:
-            await _slot(b)
+            await slot(b)
             done.append(1)
         finally:
             b.release()
@@ -184,7 +177,7 @@ async def test_housekeeping_sleeps_while_calls_on_the_wire_hold_the_leases(redis
     async def call() -> None:
         await b.acquire()
         try:
-            await _slot(b)
+            await slot(b)
             on_wire.append(1)
             await end
         finally:
