@@ -68,7 +68,9 @@ if born ~= ARGV[13] then want = math.min(want, bound) end
 -- to wait): a lease that comes free goes to the first, whom it wakes (its wake list), never to a caller
 -- behind it nor to one not waiting; while any wait, a caller keeps no spare lease beyond its share.
 local giving = ttl > 0 and ARGV[17] == '2'  -- its turn is over: its spare leases go to those queued first
-local waits = giving or ttl > 0 and ARGV[17] == '1' and want > mine
+-- A process whose calls wait keeps its place while it says so, whatever this call asks: its heartbeat
+-- (want = held) and its slots' calls ask for no lease, and must not send it to the back behind later ones.
+local waits = giving or ttl > 0 and ARGV[17] == '1' and (want > mine or redis.call('ZSCORE', KEYS[5], proc))
 local left = 0
 if giving then
   redis.call('ZADD', KEYS[5], now, proc)  -- (at the back)

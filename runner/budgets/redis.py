@@ -326,7 +326,7 @@ class RedisBudget:
         """Seconds between heartbeats: lease_s / 3, at most BEAT_S while leases of the key are held, its own
         or another's (so that a holder SIGKILLed does not leave the key silent: BEAT_S). A process whose
         calls wait for a lease calls after each wake-up wait already (redis_turns.serve, WAKE_S apart): a
-        heartbeat between them would only cost a call, and its place in the key's queue (want = held)."""
+        heartbeat between them would only cost a call (it keeps its place in the key's queue: redis.lua)."""
         busy = self._held or self._others and not self._waits()
         return min(self.lease_ms / 3000, BEAT_S) if busy else self.lease_ms / 3000
 

@@ -141,7 +141,8 @@ class ScriptCall:
         outage at its start (processes that met its restart may pace locally until they return);
         `charge`: requests this process sent locally in the last second, back from a fallback; `waits`:
         calls wait for a lease and this process is under its share: 1, it queues for the next free one if it
-        wants more than it holds; 2, it queues whatever it asks (it gives leases back, its turn over)."""
+        wants more than it holds, and keeps its place while it says so (a heartbeat, want = held, does not
+        send it to the back); 2, it queues whatever it asks (it gives leases back, its turn over)."""
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, T_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
                 recent_us, charge, "1" if demand else "0", str(waits)]
         data = pack(self._head, 9, args)
