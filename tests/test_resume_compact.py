@@ -161,8 +161,9 @@ def test_a_resume_confirms_each_finished_row_once(
         (m, f"q{i}") for m in ("ok-a", "ok-b") for i in range(8))
 
 
-_ODD = ["q", 'q"1', "q\\", "é", "q\x1fx", "q\n", "\u2028", 'a","item":"q', "0"]
-"""Strings that JSON escapes or that mimic the row's own bytes."""
+_ODD = ["q", 'q"1', "q\\", "é", "q\x1fx", "q\n", "q\\n", "\\u00e9", "\u2028", 'a","item":"q', "0"]
+"""Strings that JSON escapes, or whose own bytes are another's escaped ("q\\\\n": "q\\n" written), or that
+mimic the row's own bytes."""
 
 
 @pytest.mark.parametrize("bits", [1, 3, 64])
