@@ -124,6 +124,20 @@ class RowIndex:
         packed = self._lv[i]
         return _row_at(self._fd(packed >> _FILE_SHIFT), packed & _OFFSET)
 
+    def found(self, ident: str) -> Row | None:
+        """`ident`'s row, read whole once and its identity checked on the row itself: for a caller that
+        needs the row anyway (a resumed answer's follow-ups), no head read to confirm it first."""
+        keys, lv = self._kv, self._lv
+        h = hash(ident) if HASH_BITS >= 64 else _ident_hash(ident)
+        i, n = bisect_left(keys, h), len(keys)
+        while i < n and keys[i] == h:
+            packed = lv[i]
+            r = _row_at(self._fd(packed >> _FILE_SHIFT), packed & _OFFSET)
+            if row_identity(r["model"], r["item"], r["sample"], r["pass"]) == ident:
+                return r
+            i += 1
+        return None
+
     def __iter__(self) -> Iterator[str]:
         """Every identity, read back from its row: a whole read of the rows (tests, rare uses)."""
         for packed in self._lv:

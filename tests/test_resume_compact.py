@@ -223,3 +223,43 @@ def test_the_runners_rows_are_confirmed_without_a_parse(tmp_path: Path, monkeypa
     monkeypatch.setattr(rowindex, "_head_identity", spy)
     assert all(row_identity("sim/a", r["item"], 0, "answer") in done for r in ours + theirs)
     assert len(parsed) == len(theirs)
+
+
+def test_a_resumed_follow_up_run_reads_each_finished_row_back_once_more(
+    tmp_path: Path, mock: MockServer, monkeypatch: pytest.MonkeyPatch
+):
+    """A run with follow-ups (cot-critique) needs a resumed answer's row to make its critique: that row is
+    read whole once after the resume's walk confirmed it, not looked up then read again; a finished
+    critique is read once."""
+    from collections import Counter
+
+    from runner import scheduler
+
+    cfg = write_config(tmp_path / "c.toml", mock.base_url, ["m"])
+    out = tmp_path / "r"
+    args = ["run", "jeebench", "--variant", "cot-critique", "--models", "m", "--config", str(cfg), "--out", str(out),
+            "--no-cache", "--no-live", "--no-score"]
+    assert main([*args, "--limit", "2"]) == 0
+    first = rows(out)
+    assert sorted(r["pass"] for r in first) == ["answer", "answer", "critique", "critique"]
+    reads: Counter[str | None] = Counter()
+    real_pread, real_read_at, parse = rowindex._pread, scheduler.read_at, rowindex._head_identity
+
+    def pread(fd: int, n: int, off: int) -> bytes:  # (every read back of a row by the index; answers as it does)
+        got = real_pread(fd, n, off)
+        reads[parse(got)] += 1
+        return got
+
+    def read_at(path: Path, off: results.Loc) -> dict:
+        row = real_read_at(path, off)
+        reads[row_identity(row["model"], row["item"], row["sample"], row["pass"])] += 1
+        return row
+
+    monkeypatch.setattr(rowindex, "_pread", pread)
+    monkeypatch.setattr(scheduler, "read_at", read_at)
+    calls = mock.total
+    assert main([*args, "--limit", "3"]) == 0
+    assert mock.total == calls + 2  # (the third item's answer and critique)
+    assert reads == Counter({row_identity(r["model"], r["item"], r["sample"], r["pass"]): 2 if r["pass"] == "answer"
+                             else 1 for r in first})
+    assert len(rows(out)) == 6
