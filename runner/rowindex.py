@@ -20,6 +20,8 @@ from core.types import Row, row_identity
 from runner.config import ConfigError
 from runner.results import Loc, _identity_problem, _lines, results_files
 
+_pread = os.pread
+
 HASH_BITS = 64
 """Width of the identity hashes a `RowIndex` keeps (a test narrows it so that identities collide)."""
 _FILE_SHIFT = 44
@@ -121,6 +123,20 @@ class RowIndex:
         packed = self._lv[i]
         return _row_at(self._fd(packed >> _FILE_SHIFT), packed & _OFFSET)
 
+    def found(self, ident: str) -> Row | None:
+        """`ident`'s row, read whole once and its identity checked on the row itself: for a caller that
+        needs the row anyway (a resumed answer's follow-ups), no head read to confirm it first."""
+        keys, lv = self._kv, self._lv
+        h = hash(ident) if HASH_BITS >= 64 else _ident_hash(ident)
+        i, n = bisect_left(keys, h), len(keys)
+        while i < n and keys[i] == h:
+            packed = lv[i]
+            r = _row_at(self._fd(packed >> _FILE_SHIFT), packed & _OFFSET)
+            if row_identity(r["model"], r["item"], r["sample"], r["pass"]) == ident:
+                return r
+            i += 1
+        return None
+
     def __iter__(self) -> Iterator[str]:
         """Every identity, read back from its row: a whole read of the rows (tests, rare uses)."""
         for packed in self._lv:
@@ -144,17 +160,24 @@ class RowIndex:
 
     def _find(self, ident: str) -> int:
         """The position of `ident`'s entry, else -1: the hash's first entry whose row says `ident`.
-        (The hot path, a call per planned call on resume: `_identity_at` inlined.)"""
+        (The hot path, a call per planned call on resume: `_identity_at` inlined; a row in the runner's
+        own order is confirmed by comparing bytes, ~0.6 us less than parsing its head.)"""
         keys, lv, fds = self._kv, self._lv, self._files.fds
         h = hash(ident) if HASH_BITS >= 64 else _ident_hash(ident)
         i = bisect_left(keys, h)
         n = len(keys)
+        want: tuple[bytes, bytes] | None = None
         while i < n and keys[i] == h:
             packed = lv[i]
             fd = fds.get(packed >> _FILE_SHIFT)
             if fd is None:
                 fd = self._fd(packed >> _FILE_SHIFT)
-            got = _head_identity(os.pread(fd, _HEAD, packed & _OFFSET))
+            head = _pread(fd, _HEAD, packed & _OFFSET)
+            if want is None:
+                want = _expected_head(ident)
+            if want is not None and _head_is(head, want):
+                return i
+            got = _head_identity(head)
             if got is None:
                 got = self._identity_at(packed)
             if got == ident:
@@ -168,7 +191,7 @@ class RowIndex:
 
     def _identity_at(self, packed: int) -> str:
         fd, off = self._fd(packed >> _FILE_SHIFT), packed & _OFFSET
-        ident = _head_identity(os.pread(fd, _HEAD, off))
+        ident = _head_identity(_pread(fd, _HEAD, off))
         if ident is None:
             r = _row_at(fd, off)
             ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
@@ -296,11 +319,40 @@ def _head_identity(head: bytes) -> str | None:
     return None
 
 
+def _expected_head(ident: str) -> tuple[bytes, bytes] | None:
+    """The bytes a row of `ident` starts with as the runner writes it (runner.rows: model, suite, item,
+    sample, pass first): what precedes the suite's string and what follows it. None when a field holds
+    a quote or a backslash (its bytes could read as other fields, or as an escape) or the separator:
+    the caller parses. (A control character needs no check: a row never holds one raw, no match.)"""
+    if '"' in ident or "\\" in ident:
+        return None
+    parts = ident.encode().split(b"\x1f")
+    if len(parts) != 4 or not parts[2].isdigit():
+        return None
+    m, item, s, p = parts
+    return b'{"model":"%s","suite":"' % m, b'","item":"%s","sample":%s,"pass":"%s"' % (item, s, p)
+
+
+def _head_is(head: bytes, want: tuple[bytes, bytes]) -> bool:
+    """Does `head` start a row of the identity `want` was made of (`_expected_head`)? True only when it
+    does: the model's string is the first value, the suite's ends at its first quote (no backslash
+    before it: no escape), then item, sample and pass, the pass's string closed by its own quote; equal
+    bytes of a JSON string are the equal string (a line holds one object without repeated keys, as
+    `_head_identity` says). False says nothing (another order, an escaped suite or field, a cut head,
+    another identity): the caller parses the head."""
+    pre, post = want
+    if not head.startswith(pre):
+        return False
+    a = len(pre)
+    end = head.find(b'"', a)
+    return end >= 0 and head.find(b"\\", a, end) < 0 and head.startswith(post, end)
+
+
 def _row_at(fd: int, off: int) -> Any:
     """The row whose line starts at byte `off` of an open file."""
     size = 4096
     while True:
-        buf = os.pread(fd, size, off)
+        buf = _pread(fd, size, off)
         end = buf.find(b"\n")
         if end >= 0 or len(buf) < size:
             return orjson.loads(buf if end < 0 else buf[:end])

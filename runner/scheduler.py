@@ -25,7 +25,7 @@ from runner.calls.gate import REFUSED, Gate, label
 from runner.calls.halt import HALTED
 from runner.lanes import WIRE
 from runner.pool import ModelEntry
-from runner.results import read_at
+from runner.results import Loc, read_at
 from runner.rowindex import walked_bit
 from runner.rows import contiguous, error_row, hit_row
 from runner.state import RunCtx, Stats
@@ -284,16 +284,23 @@ class Scheduler:
         rows: list[Row | None] = [None] * n
         todo: list[int] = []
         done = run.done  # (empty in a new run: no identity to make)
+        # (a row its follow-ups need: read whole once, not looked up then read again)
+        whole = getattr(done, "found", None) if done and run.has_follow_up else None
         for i, s in enumerate(samples):
-            off = done.get(row_identity(req.model, req.item, s, req.pass_)) if done else None
-            if off is None:
+            ident = row_identity(req.model, req.item, s, req.pass_) if done else ""
+            off: Loc | None = None
+            if whole is not None:
+                rows[i] = whole(ident)
+            elif ident:
+                off = done.get(ident)
+            if rows[i] is None and off is None:
                 todo.append(s)
             else:
                 self._answered(req.target)
                 if req.pass_ == "answer":  # progress counts first-pass answers, as `total` does
                     stats.resumed += 1
                     run.answered[req.model] = run.answered.get(req.model, 0) + 1
-                if run.has_follow_up:
+                if run.has_follow_up and off is not None:
                     rows[i] = read_at(run.writer.path, off)
         if todo:
             try:
