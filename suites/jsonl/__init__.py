@@ -121,53 +121,58 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
                 d = orjson.loads(line)
             except orjson.JSONDecodeError as e:
                 raise SuiteError(f"{path}:{lineno}: not valid JSON ({e})") from None
-            if not isinstance(d, dict) or "id" not in d or "prompt" not in d:
-                raise SuiteError(f'{path}:{lineno}: each line needs at least "id" and "prompt"')
-            item = d["id"]
-            key = item if type(item) is str else str(item)
-            if type(item) not in (str, int) or key == "":
-                raise SuiteError(
-                    f'{path}:{lineno}: "id" must be a non-empty string or an integer, got {item!r}'
-                )
-            if seen is not None and not seen.add(key) and (first := _first_line(path, key, lineno)):
-                raise SuiteError(
-                    f"{path}:{lineno}: duplicate id {item!r} (also on line {first}); ids must be unique"
-                )
-            prompt = d["prompt"]
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise SuiteError(f'{path}:{lineno}: "prompt" must be a non-empty string')
-            choices = d.get("choices") or []
-            if not isinstance(choices, list) or len(choices) > len(LETTERS) or not _SCALARS.issuperset(
-                map(type, choices)
-            ):
-                raise SuiteError(f'{path}:{lineno}: "choices" must be a list of at most 26 strings')
-            imgs = d.get("images") or []
-            if not isinstance(imgs, list) or not all(isinstance(i, str) for i in imgs):
-                raise SuiteError(f'{path}:{lineno}: "images" must be a list of file paths')
-            d["_images"] = [(path.parent / i) if not Path(i).is_absolute() else Path(i) for i in imgs]
-            for img in d["_images"]:
-                if not img.is_file():
-                    raise SuiteError(f"{path}:{lineno}: image file not found: {img}")
-            gold = _gold(d)  # once a line: the checks, the simulated hints and the scorer read d["_gold"]
-            if gold is None and not allow_missing_gold:
-                kind = "multiple-choice" if choices else "exact-match"
-                raise SuiteError(
-                    f'{path}:{lineno}: no gold "answer" for {kind} item {item!r}; add it, or run with '
-                    "--allow-missing-gold to score such items None"
-                )
-            if choices and gold is not None and gold not in LETTERS[: len(choices)]:
-                raise SuiteError(
-                    f'{path}:{lineno}: item {item!r}: gold "answer" {d["answer"]!r} is none of its '
-                    f"{len(choices)} choices; give a letter {LETTERS[0]}-{LETTERS[len(choices) - 1]} or "
-                    "one of the choices' texts exactly"
-                )
-            d["_line"], d["_gold"] = lineno, gold
+            _check_line(path, lineno, d, allow_missing_gold, seen)
             n += 1
             yield d
         if seen is not None and n and _version(f) == version:  # read whole, unchanged while read: no duplicate
             _UNIQUE.add(version)
     if not n:
         raise SuiteError(f"{path}: no items (the file is empty)")
+
+
+def _check_line(path: Path, lineno: int, d: Any, allow_missing_gold: bool, seen: _Ids | None) -> None:
+    """One parsed line's checks (its id against `seen`, when given); sets d's `_images`, `_line`, `_gold`."""
+    if not isinstance(d, dict) or "id" not in d or "prompt" not in d:
+        raise SuiteError(f'{path}:{lineno}: each line needs at least "id" and "prompt"')
+    item = d["id"]
+    key = item if type(item) is str else str(item)
+    if type(item) not in (str, int) or key == "":
+        raise SuiteError(
+            f'{path}:{lineno}: "id" must be a non-empty string or an integer, got {item!r}'
+        )
+    if seen is not None and not seen.add(key) and (first := _first_line(path, key, lineno)):
+        raise SuiteError(
+            f"{path}:{lineno}: duplicate id {item!r} (also on line {first}); ids must be unique"
+        )
+    prompt = d["prompt"]
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SuiteError(f'{path}:{lineno}: "prompt" must be a non-empty string')
+    choices = d.get("choices") or []
+    if not isinstance(choices, list) or len(choices) > len(LETTERS) or not _SCALARS.issuperset(
+        map(type, choices)
+    ):
+        raise SuiteError(f'{path}:{lineno}: "choices" must be a list of at most 26 strings')
+    imgs = d.get("images") or []
+    if not isinstance(imgs, list) or not all(isinstance(i, str) for i in imgs):
+        raise SuiteError(f'{path}:{lineno}: "images" must be a list of file paths')
+    d["_images"] = [(path.parent / i) if not Path(i).is_absolute() else Path(i) for i in imgs]
+    for img in d["_images"]:
+        if not img.is_file():
+            raise SuiteError(f"{path}:{lineno}: image file not found: {img}")
+    gold = _gold(d)  # once a line: the checks, the simulated hints and the scorer read d["_gold"]
+    if gold is None and not allow_missing_gold:
+        kind = "multiple-choice" if choices else "exact-match"
+        raise SuiteError(
+            f'{path}:{lineno}: no gold "answer" for {kind} item {item!r}; add it, or run with '
+            "--allow-missing-gold to score such items None"
+        )
+    if choices and gold is not None and gold not in LETTERS[: len(choices)]:
+        raise SuiteError(
+            f'{path}:{lineno}: item {item!r}: gold "answer" {d["answer"]!r} is none of its '
+            f"{len(choices)} choices; give a letter {LETTERS[0]}-{LETTERS[len(choices) - 1]} or "
+            "one of the choices' texts exactly"
+        )
+    d["_line"], d["_gold"] = lineno, gold
 
 
 def _gold(d: dict[str, Any]) -> str | None:
