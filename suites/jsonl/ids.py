@@ -32,6 +32,10 @@ def _first_line(path: Path, key: str, before: int | None = None) -> int:
 _UNIQUE: set[tuple[int, ...]] = set()
 """Versions of jsonl files (`_version`) read whole and found free of duplicate ids in this process."""
 
+_VALID: set[tuple[tuple[int, ...], bool]] = set()
+"""(version, allow_missing_gold) of jsonl files read whole and found valid in this process: later passes
+over the same version (each model's requests, the scorer's golds) parse its lines without checking them."""
+
 
 def _version(f: BinaryIO) -> tuple[int, ...]:
     """An open file's identity and version: device, inode, size, modification and change times (ns)."""
