@@ -54,7 +54,9 @@ class RunCtx:
     models: list[str]
     run_dir: Path
     writer: ResultsWriter
-    done: dict[str, int]
+    done: Any
+    """Identity -> location of each finished row: a runner.rowindex.RowIndex on resume (an empty dict in a new
+    run, or before the resume's read)."""
     stats: dict[str, Stats] = field(default_factory=dict)
     batcher: Any = None
     """runner.batch.batcher.Batcher when some model of this run sends its calls as batches."""
