@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from bench.shared_limits_common import budget_lane, close_budget, ready_then_start, spawn_workers
+from tests.helpers import key_refusals
 
 
 def _usage(i: int, charge: int) -> int:
@@ -44,23 +45,6 @@ async def worker(spec: dict) -> dict:
     return {"events": events, "start": start, "trips": trips}
 
 
-def _key_refusals(events: list[list[float]], tpm: float) -> int:
-    """Calls the key would refuse: its bucket (a second of its TPM deep, full at the start) charges a call
-    at admission and settles it at the answer; a call finding less than its charge is refused."""
-    per_s = tpm / 60
-    moves = sorted([(a, 0, c, u) for a, _, c, u in events] + [(z, 1, c, u) for _, z, c, u in events])
-    level, t, refused = per_s, moves[0][0], 0
-    for at, kind, c, u in moves:
-        level, t = min(per_s, level + (at - t) * per_s), at
-        if kind == 0:
-            if level < c * 0.999:
-                refused += 1
-            level -= c
-        else:
-            level += c - u
-    return refused
-
-
 def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
     """The same heavy-tailed workload on a LocalBudget alone, then on 1 and 2 processes sharing a key."""
     key = f"t{time.time_ns()}"
@@ -78,5 +62,5 @@ def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: f
         used = sum(e[3] for e in events if e[0] - t0 <= busy)
         trips = sum(o["trips"] for o in outs) / len(events)
         print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x tokens/TPM, TPM used while calls wait "
-              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {_key_refusals(events, tpm)}"
+              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)}"
               + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)

@@ -160,3 +160,21 @@ async def slot(b: Any) -> None:
     while wait > 0:
         await asyncio.sleep(wait)
         wait = b.confirm()
+
+
+def key_refusals(calls: Any, tpm: float, slack: float = 1.0) -> int:
+    """Calls a key would refuse, replayed on its TPM bucket (a second of its TPM deep, full at the start):
+    each call (admitted at, answered at, charge, usage) is charged at admission and settled to its usage at
+    its answer; a call finding less than `slack` x its charge in it is refused. tests/test_redis_tpm.py and
+    bench/shared_limits_tpm.py judge the shared TPM account by it."""
+    per_s = tpm / 60
+    moves = sorted([(t0, 0, c, u) for t0, _, c, u in calls] + [(t1, 1, c, u) for _, t1, c, u in calls])
+    level, at, refused = per_s, moves[0][0], 0
+    for t, kind, c, u in moves:
+        level, at = min(per_s, level + (t - at) * per_s), t
+        if kind == 0:
+            refused += level < c * slack
+            level -= c
+        else:
+            level += c - u
+    return refused

@@ -17,6 +17,7 @@ from runner.budgets.redis_call import connect
 from runner.calls.halt import Halted
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget
+from tests.helpers import key_refusals
 from tests.servers import RedisServer
 
 GUARD_S = 30.0  # a hang guard only: what is waited for comes at once, or after ~10,000 s of refill
@@ -34,23 +35,6 @@ async def _close(*lanes: Lane) -> None:
         await lane.budget.aclose()
     for lane in lanes:
         await lane.budget.client.aclose()
-
-
-def _refused(calls: list[tuple[float, float, int, int]], tpm: float) -> int:
-    """Calls the key would refuse: its bucket (a second of its TPM deep, full at the start) is charged a
-    call's charge at its admission and settled to its usage at its answer; a call finding less than its
-    charge in it is refused."""
-    per_s = tpm / 60
-    moves = sorted([(t0, 0, c, u) for t0, _, c, u in calls] + [(t1, 1, c, u) for _, t1, c, u in calls])
-    level, at, refused = per_s, moves[0][0], 0
-    for t, kind, c, u in moves:
-        level, at = min(per_s, level + (t - at) * per_s), t
-        if kind == 0:
-            refused += level < c
-            level -= c
-        else:
-            level += c - u
-    return refused
 
 
 async def test_two_processes_never_pass_the_keys_tpm(redis_server: RedisServer):
@@ -89,7 +73,7 @@ async def test_two_processes_never_pass_the_keys_tpm(redis_server: RedisServer):
             bound = TPM_SHARE * per_s * (t1 - t0 + 1.0 + latency) + 20  # (+ 20: the clocks' jitter)
             worst = max(worst, total / bound)
     assert worst <= 1.0, worst
-    assert _refused(calls, tpm) == 0
+    assert key_refusals(calls, tpm) == 0
     await _close(a, b)
 
 
