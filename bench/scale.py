@@ -7,10 +7,12 @@ report` and the viewer's page weight. Target: the 1M-row run scored in < 500 MB 
 `--resume-rows N` (issue 40): what a resume holds per finished row: a sim run of N finished rows resumed
 with a few left, beside a resume of an empty run of the same items (bytes a finished row = the
 difference of their peak RSS / N), and the time of the resume's scan of its results (runner.results.index).
+`--resume-rows N --dry-run` (issue 47): the same for `--dry-run` over that run directory (what the dry run
+holds per finished row, runner.remaining.finished_rows), beside a dry run over an empty run directory.
 
     python bench/scale.py [--dir /tmp/evalsweep-scale] [--items 500000] [--models 2]
                           [--vrb-models 45] [--vrb-items 700] [--keep]
-    python bench/scale.py --resume-rows 200000 [--repeat 3]
+    python bench/scale.py --resume-rows 200000 [--repeat 3] [--dry-run]
 """
 
 from __future__ import annotations
@@ -256,6 +258,25 @@ def resume_cost(root: Path, n_rows: int, repeat: int) -> None:
           f"{(peak - before) / n_rows:,.1f} at the peak of its read", flush=True)
 
 
+def dry_run_cost(root: Path, n_rows: int, repeat: int) -> None:
+    """Peak RSS of `--dry-run` over a run directory of n_rows finished rows (RESUME_LEFT to call) and over an
+    empty one of the same items, alternated `repeat` times; prints the medians and the bytes a finished row."""
+    import statistics
+
+    data, out = make_resumable(root, n_rows)
+    full, empty = [], []
+    for _ in range(repeat):
+        full.append(_sim_run(root, data, out, "--dry-run"))
+        shutil.rmtree(root / "dry-empty", ignore_errors=True)
+        empty.append(_sim_run(root, data, root / "dry-empty", "--dry-run"))
+    rss, base = statistics.median(r for r, _ in full), statistics.median(r for r, _ in empty)
+    print(f"dry run over {n_rows:,} finished rows ({RESUME_LEFT} to call): peak RSS {rss:,.1f} MB (runs: "
+          f"{', '.join(f'{r:.1f}' for r, _ in full)}), wall {statistics.median(w for _, w in full):.2f} s")
+    print(f"dry run over an empty run ({n_rows + RESUME_LEFT:,} to call): peak RSS {base:,.1f} MB (runs: "
+          f"{', '.join(f'{r:.1f}' for r, _ in empty)}), wall {statistics.median(w for _, w in empty):.2f} s")
+    print(f"held per finished row: {(rss - base) * 2**20 / n_rows:,.1f} bytes", flush=True)
+
+
 def _timed(what: str, make: Callable[[], Path]) -> Path:
     t0 = time.perf_counter()
     run = make()
@@ -287,12 +308,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--run-only", action="store_true", help="only the sim run's memory growth")
     p.add_argument("--resume-rows", type=int, default=0, help="only a resume's memory over this many finished rows")
     p.add_argument("--repeat", type=int, default=3, help="resumes measured of each kind (--resume-rows)")
+    p.add_argument("--dry-run", action="store_true", help="with --resume-rows: the dry run's memory, not the resume's")
     a = p.parse_args(argv)
     root = a.dir or Path(tempfile.mkdtemp(prefix="evalsweep-scale-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
         if a.resume_rows:
-            resume_cost(root, a.resume_rows, a.repeat)
+            (dry_run_cost if a.dry_run else resume_cost)(root, a.resume_rows, a.repeat)
             return
         small, big, per_call = run_growth(root, min(a.run_models, len(SIM_MODELS)), a.run_items)
         print(f"run: {a.run_models} sim models x {a.run_items:,} items: peak RSS {small:,.0f} MB; x {10 * a.run_items:,}"

@@ -15,7 +15,7 @@ from cache.key import cache_keys
 from core.types import Request, Row, row_identity
 from runner import history
 from runner.pool import ModelEntry, estimate_tokens
-from runner.results import read_at, results_files, scan
+from runner.rowindex import RowIndex, index
 from suites.base import _no_follow_up, get_suite
 
 DEFAULT_MAX_TOKENS = 256
@@ -73,22 +73,23 @@ class Plan:
 
 def finished_rows(
     run_dir: Path | None, partial: bool = False
-) -> tuple[dict[str, tuple[Path, int]], dict[str, dict[str, list[int]]]]:
+) -> tuple[RowIndex, dict[str, dict[str, list[int]]]]:
     """Identities with a successful row (where it is), and per model and pass [output tokens, rows]
     (and under `latency:<pass>`, [seconds, rows] of the calls not served from the cache). `partial`:
-    a stream cut mid-answer (billed, kept unless `--resend-partial`) counts as finished too."""
-    done: dict[str, tuple[Path, int]] = {}
+    a stream cut mid-answer (billed, kept unless `--resend-partial`) counts as finished too.
+
+    The identities are the resume's compact index (runner.rowindex: ~20 bytes a finished row, where a
+    dict of identity strings and locations held ~220: a dry run over a 45-model night of 200k rows each
+    took ~2 GB), read in the same pass as the totals."""
     seen: dict[str, dict[str, list[Any]]] = {}
     if run_dir is None:
-        return done, seen
-    for path in results_files(run_dir):  # `--join` workers' files too
-        for off, r in scan(path):
-            if r.get("error") is not None:
-                if partial and r.get("finish_reason") == "partial":
-                    done.setdefault(row_identity(r["model"], r["item"], r["sample"], r["pass"]), (path, off))
-                continue
-            done[row_identity(r["model"], r["item"], r["sample"], r["pass"])] = (path, off)
+        return RowIndex(), seen
+
+    def tally(r: Row) -> None:
+        if r.get("error") is None:
             history.tally(seen.setdefault(r["model"], {}), r)
+
+    done = index(run_dir / "results.jsonl", set() if partial else None, tally)[0]
     return done, seen
 
 
@@ -223,7 +224,7 @@ def remaining(
 
 
 def _count_follow_ups(suite: Any, spec: Any, r: Request, samples: range, todo: dict[str, Plan],
-                      models: dict[str, ModelEntry], done: Any) -> None:
+                      models: dict[str, ModelEntry], done: RowIndex) -> None:
     """Every follow-up pass still to make for `r`'s samples, per model: the dry run's plan counts every
     pass, not the first alone (a critique run is twice the calls). A sample whose answer is in is
     followed up as the run will, from its real row; one still to answer, from the typical and the
@@ -234,12 +235,12 @@ def _count_follow_ups(suite: Any, spec: Any, r: Request, samples: range, todo: d
     unknown = _tally(typical, longest)
     for model, plan in todo.items():
         for s in samples:
-            loc = done.get(row_identity(model, r.item, s, r.pass_))
-            if loc is None:
+            row = done.found(row_identity(model, r.item, s, r.pass_))
+            if row is None:
                 _add(plan, model, models, unknown, s, done)
             else:
                 real = _real_follow_ups(suite, spec, r.model_copy(update={"model": model, "sample": s}),
-                                        read_at(*loc), model, done)
+                                        row, model, done)
                 _add(plan, model, models, real, s, done)
 
 
@@ -254,15 +255,15 @@ def _tally(typical: list[Request], longest: list[Request]) -> dict[str, tuple[Re
     return out
 
 
-def _real_follow_ups(suite: Any, spec: Any, req: Request, row: Row, model: str, done: Any,
+def _real_follow_ups(suite: Any, spec: Any, req: Request, row: Row, model: str, done: RowIndex,
                      depth: int = 0) -> dict[str, tuple[Request, int, int]]:
     """The follow-ups still to make after a real row: each one certain, then its own chains."""
     out: dict[str, tuple[Request, int, int]] = {}
     if depth >= FOLLOW_DEPTH + (TOOL_DEPTH if req.tools else 0):  # (a tool chain: up to the suite's round limit)
         return out
     for f in suite.follow_up(req, row, spec):
-        loc = done.get(row_identity(model, f.item, f.sample, f.pass_))
-        more = (_real_follow_ups(suite, spec, f, read_at(*loc), model, done, depth + 1) if loc is not None
+        got = done.found(row_identity(model, f.item, f.sample, f.pass_))
+        more = (_real_follow_ups(suite, spec, f, got, model, done, depth + 1) if got is not None
                 else {f.pass_: (f, 1, 1), **_tally(*follow_ups(suite, spec, f))})
         for p, (g, e, m) in more.items():
             old = out.get(p)
@@ -271,9 +272,9 @@ def _real_follow_ups(suite: Any, spec: Any, req: Request, row: Row, model: str, 
 
 
 def _add(plan: Plan, model: str, models: dict[str, ModelEntry], passes: dict[str, tuple[Request, int, int]],
-         sample: int, done: Any) -> None:
+         sample: int, done: RowIndex) -> None:
     for pass_, (f, exp, most) in passes.items():
-        if done.get(row_identity(model, f.item, sample, pass_)) is not None:
+        if row_identity(model, f.item, sample, pass_) in done:
             continue
         via = f.via if f.via in models else None
         if via:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -370,11 +370,13 @@ _SUCCESS, _CUT, _ERROR = 2, 1, 0
 """A row's kind in `index`: a success, a stream cut mid-answer (counted as done), another error."""
 
 
-def index(path: Path, partial: set[str] | None = None) -> tuple[RowIndex, Final]:
+def index(path: Path, partial: set[str] | None = None,
+          each: Callable[[Row], None] | None = None) -> tuple[RowIndex, Final]:
     """Per identity, the location of its best row over every results file of the run directory:
     (done = successes, final = best of any kind). Rows of `path` itself are plain offsets.
     With `partial`, a stream cut mid-answer (`finish_reason` "partial": billed, no answer) counts as
     done too, its identity added to `partial`, so a resume does not pay for it again (#39).
+    `each`: called with every row as it is read (the dry run's totals per model: one read, not two).
 
     Per identity, in the order read: done is its last success, else its first cut stream; final is the
     same, else its last error. The rows are read once into columns of hashes, packed locations and
@@ -396,6 +398,8 @@ def index(path: Path, partial: set[str] | None = None) -> tuple[RowIndex, Final]
                 raise ConfigError(
                     f"{p}:{lineno}: not a results row ({bad}); fix or remove that line, then rerun"
                 )
+            if each is not None:
+                each(r)
             ident = row_identity(r["model"], r["item"], r["sample"], r["pass"])
             if r.get("error") is None:
                 kind = _SUCCESS

@@ -34,7 +34,7 @@ import orjson
 
 from core.types import Decoding, Request, Row, replaced, user
 from suites.base import RunSpec, ScoreReport, Sink, Suite, SuiteError, Table, ranked, scored_row
-from suites.jsonl.ids import _UNIQUE, _VALID, _first_line, _Ids, _version
+from suites.jsonl.ids import _ITEMS, _UNIQUE, _VALID, _first_line, _Ids, _version
 from suites.stats import ci_list, ci_method, mean
 
 log = logging.getLogger("evalsweep")
@@ -134,6 +134,7 @@ def load(path: Path, allow_missing_gold: bool = False) -> Iterator[dict[str, Any
             yield d
         if n and not trusted and _version(f) == version:  # read whole, unchanged while read: valid
             _VALID.add((version, allow_missing_gold))
+            _ITEMS[version] = n
             if seen is not None:  # (and no duplicate id)
                 _UNIQUE.add(version)
     if not n:
@@ -410,12 +411,18 @@ def check(spec: RunSpec) -> None:
 
 
 def count(spec: RunSpec) -> int:
-    """Calls per model without building requests: non-blank lines (validated later, by build)."""
+    """Calls per model without building requests: non-blank lines (validated later, by build). A version
+    of the file read whole already (the pre-flight check's pass) is not read again: its count was kept."""
     path = _path(spec)
     if not path.is_file():
         raise SuiteError(f"{path}: no such file (jsonl suite data)")
-    with path.open("rb") as f:
-        n = sum(1 for line in f if line.strip())
+    n = _ITEMS.get(_version(path))
+    if n is None:
+        with path.open("rb") as f:
+            version = _version(f)
+            n = sum(1 for line in f if line.strip())
+            if _version(f) == version:  # (unchanged while read)
+                _ITEMS[version] = n
     if spec.limit is not None:
         n = min(n, spec.limit)
     return n * (spec.samples or 1)

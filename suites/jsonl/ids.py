@@ -36,10 +36,15 @@ _VALID: set[tuple[tuple[int, ...], bool]] = set()
 """(version, allow_missing_gold) of jsonl files read whole and found valid in this process: later passes
 over the same version (each model's requests, the scorer's golds) parse its lines without checking them."""
 
+_ITEMS: dict[tuple[int, ...], int] = {}
+"""Non-blank lines of jsonl file versions read whole in this process (by `load` or `count`): the suite's
+`count` (calls per model) then costs a `stat`, not another read of the file."""
 
-def _version(f: BinaryIO) -> tuple[int, ...]:
-    """An open file's identity and version: device, inode, size, modification and change times (ns)."""
-    st = os.fstat(f.fileno())
+
+def _version(f: BinaryIO | Path) -> tuple[int, ...]:
+    """An open file's (or a path's) identity and version: device, inode, size, modification and change
+    times (ns)."""
+    st = os.stat(f) if isinstance(f, Path) else os.fstat(f.fileno())
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
