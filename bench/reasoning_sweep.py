@@ -394,21 +394,36 @@ def forecast(sweep: Path) -> dict[str, float]:
     cfg, plans = load_sweep(sweep)
     rows, _, _ = estimate(plans, cfg, cache_dir=sweep.parent / "cache")
     f = FORECAST[0]
+    key = {m: v["key"] for m, v in lineup().items()}
+    lanes: dict[str, list[float]] = {}  # per lane: [wall fc (its models' latest expected end), bill fc]
+    for (_run, model), (e, _most, _least) in f.models.items():
+        acc = lanes.setdefault(key[model], [0.0, 0.0])
+        acc[0] = max(acc[0], e)
+    for d in rows:
+        lanes.setdefault(key[d["model"]], [0.0, 0.0])[1] += d["est_cost_usd"] or 0.0
     return {"cost": sum(d["est_cost_usd"] or 0.0 for d in rows), "cost_max": sum(d["est_cost_usd_max"] or 0.0 for d in rows),
-            "wall": f.expected_s, "wall_max": f.most_s, "lane": f"{f.lane} ({f.bound})"}
+            "wall": f.expected_s, "wall_max": f.most_s, "lane": f"{f.lane} ({f.bound})", "lanes": lanes}
 
 
 def bill(sweep: Path) -> float:
     """What the sweep's rows cost, every pass (the provider's bill at the configured prices)."""
-    total = 0.0
+    return sum(bill_by_lane(sweep).values())
+
+
+def bill_by_lane(sweep: Path) -> dict[str, float]:
+    """The sweep's bill per lane (its models' key)."""
+    key = {m: v["key"] for m, v in lineup().items()}
+    out: dict[str, float] = {}
     for path in sweep.parent.glob("runs/**/results*.jsonl"):
         for line in path.read_bytes().splitlines():
-            total += json.loads(line).get("cost_usd") or 0.0
-    return total
+            r = json.loads(line)
+            out[key[r["model"]]] = out.get(key[r["model"]], 0.0) + (r.get("cost_usd") or 0.0)
+    return out
 
 
 def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int, int, int], scale: float,
-           seed: int) -> None:
+           seed: int) -> list[dict[str, Any]]:
+    """Print the lane table and the sweep's line; returns the lane rows."""
     items, sc_items, chain_items = counts
     rows, sweep_lim = lane_table(out["logs"], out["t_launch"], ms, scale)
     n_calls = sum(r["calls"] for r in rows)
@@ -442,6 +457,7 @@ def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int
             f"runner: CPU {ru.ru_utime + ru.ru_stime:.1f} s ({(ru.ru_utime + ru.ru_stime) / max(1, n_calls) * 1000:.2f}"
             f" ms per call), peak RSS {ru.ru_maxrss / 1024:.0f} MB"
         )
+    return rows
 
 
 def main() -> None:
@@ -495,16 +511,21 @@ def main() -> None:
         out = sweep_once(d, ms, seed, scale, counts, tag, before=forecast,
                          ports_from=nights[0][3] if nights else None)
         print(f"--- night {night + 1}{' (priors from night 1)' if night else ' (no history: priors)'}")
-        report(out, ms, counts, scale, seed)
+        lanes = report(out, ms, counts, scale, seed)
         if a.eta:
             eta_printout(d, out["wall"])
-        nights.append((out["before"], bill(out["sweep"]), out["wall"], out["ports"]))
+        nights.append((out["before"], bill(out["sweep"]), out["wall"], out["ports"], lanes, bill_by_lane(out["sweep"])))
     print(f"{'forecast vs actual':<28} {'bill fc':>9} {'(max)':>9} {'bill':>9} {'ratio':>6} {'wall fc':>8} {'(max)':>8} "
           f"{'wall':>7} {'ratio':>6}")
-    for i, (fc, paid, wall, _) in enumerate(nights):
+    for i, (fc, paid, wall, *_) in enumerate(nights):
         label = "night 1 (priors)" if i == 0 else "night 2 (night 1's history)"
         print(f"{label:<28} {fc['cost']:>9.2f} {fc['cost_max']:>9.2f} {paid:>9.2f} {fc['cost'] / max(paid, 1e-9):>6.2f} "
               f"{fc['wall']:>8.1f} {fc['wall_max']:>8.1f} {wall:>7.1f} {fc['wall'] / wall:>6.2f}  last: {fc['lane']}")
+    for i, (fc, _paid, _wall, _ports, rows, paid_by) in enumerate(nights):  # (a lane's wall: launch to its last answer)
+        print(f"night {i + 1} per lane: " + "  ".join(
+            f"{r['lane']} bill {fc['lanes'].get(r['lane'], [0, 0])[1] / max(paid_by.get(r['lane'], 0.0), 1e-9):.2f}"
+            f" wall {fc['lanes'].get(r['lane'], [0, 0])[0]:.1f}/{r['wall_s']:.1f}"
+            f"={fc['lanes'].get(r['lane'], [0, 0])[0] / max(r['wall_s'], 1e-9):.2f}" for r in rows))
 
 
 def eta_printout(tmp: Path, wall: float) -> None:

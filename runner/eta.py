@@ -29,6 +29,7 @@ from runner.forecast import (
     three,
     wall,
 )
+from runner.history import at_n
 
 log = logging.getLogger(__name__)
 
@@ -161,11 +162,12 @@ class Live:
                 mine = wire.get((i, t.model), {})
                 sent = {p: sum(n for _, _, n in v) for p, v in mine.items()}  # rows on the wire, not final yet
                 follow = _follow_done(t, st, seen, was)
+                pool = at_n(pools.get(t.model) or {}, t.per_request("answer"))  # (the sweep's runs: as many samples a call)
                 t2 = left(t, st.done + was.get("answer", 0) + sent.get("answer", 0),
-                          {p: v + sent.get(p, 0) for p, v in follow.items()}, seen, pools.get(t.model), peers)
+                          {p: v + sent.get(p, 0) for p, v in follow.items()}, seen, pool, peers)
                 order = ["answer", *t.follow]
                 for p in order:
-                    law = laws[(t2.run, t2.model, p)] = _law(t2, p, (seen, pools.get(t.model) or {}, peers),
+                    law = laws[(t2.run, t2.model, p)] = _law(t2, p, (seen, pool, peers),
                                                              mine.get(p, []))
                     if law.n:  # (the unsent calls' mean too)
                         was_s, was_n = t2.latency_seen.get(p, [0.0, 0])

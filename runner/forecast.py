@@ -5,7 +5,8 @@ flight (they end with the slowest of them); the sweep ends with its slowest lane
 
 Each model's calls, every pass (runner.remaining), go to its lanes evenly (the pool spreads them), a
 judge's to the judge's; a call lasts what the model's calls of that pass lasted in the run so far
-(`latency_s`), else in its earlier runs (runner.history), else a prior (a second plus its output at 50 tokens/s). The range: output at each
+(`latency_s`), else in its earlier runs' calls of as many samples a request (runner.history.at_n: an `n`
+call lasts the longest of its samples), else a prior (a second plus its output at 50 tokens/s). The range: output at each
 model's expected length, and every call writing its whole limit.
 
 The live ETA is this forecast on the work left (runner.eta.Live).

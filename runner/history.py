@@ -31,7 +31,13 @@ Seen = dict[str, list[Any]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
 (runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
 ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
-tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual)."""
+tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual).
+The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`), as an `n` call lasts the longest of its
+samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run was
+forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied."""
+
+OPEN = "open:"
+"""The key prefix of a tally's call in progress (never written to a history file)."""
 
 
 def path_for(cache_dir: Path, cache_id: str) -> Path:
@@ -57,7 +63,7 @@ def record(cache_dir: Path, run_dir: Path, seen: dict[str, Seen], cache_ids: dic
         path = path_for(cache_dir, cid)
         try:
             doc = _load(path) or {"model": cid, "runs": {}}
-            doc["runs"][key] = {"at": time.time(), "seen": passes}
+            doc["runs"][key] = {"at": time.time(), "seen": {k: v for k, v in passes.items() if not k.startswith(OPEN)}}
             keep = sorted(doc["runs"].items(), key=lambda kv: kv[1].get("at", 0))[-KEEP_RUNS:]
             doc["runs"] = dict(keep)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,8 +93,8 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
 
 def tally(by_pass: Seen, row: dict[str, Any]) -> None:
     """Add a success row to its model's per-pass totals: its output tokens, and its latency when it was a
-    call (not an answer from a cache). Once a row written: the pass's keys are made once (`_keys`), and a
-    total's list only when it is new (~0.6 us a row instead of ~1.3)."""
+    call (not an answer from a cache), pooled and by the call's samples (`_by_n`). Once a row written: the
+    pass's keys are made once (`_keys`), and a total's list only when it is new (~0.6 us a row instead of ~1.3)."""
     p = row["pass"]
     out = (row.get("usage") or _NONE).get("output_tokens")
     if out is not None:
@@ -104,6 +110,52 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         _add(by_pass, k_lat, lat)
         _add(by_pass, k_ln, ln)
         _add(by_pass, k_ln2, ln * ln)
+        _by_n(by_pass, p, row, lat, ln)
+
+
+def _by_n(by_pass: Seen, p: str, row: dict[str, Any], lat: float, ln: float) -> None:
+    """Tally the row under its call's samples a request: an `n` call's rows come together, one after the
+    other with the call's latency and consecutive samples (runner.calls.call.rows_from), so a row that
+    continues the call before it moves the call's rows from the k-sample totals to the k+1 ones. The
+    totals stay whole after every row (nothing to close when a session ends or a file is read)."""
+    k_open = _open(p)
+    o = by_pass.get(k_open)
+    s = row.get("sample")
+    if o is not None and o[0] == lat and isinstance(s, int) and o[2] == s - 1 and o[3] == row.get("item"):
+        k = o[1]
+        for key, v in zip(_keys_n(p, k), (lat, ln, ln * ln), strict=True):
+            t = by_pass[key]
+            t[1] -= k
+            if t[1] <= 0:
+                del by_pass[key]
+            else:
+                t[0] -= k * v
+        o[1], o[2] = k + 1, s
+    else:
+        o = by_pass[k_open] = [lat, 1, s if isinstance(s, int) else -2, row.get("item")]
+    k = o[1]
+    for key, v in zip(_keys_n(p, k), (lat, ln, ln * ln), strict=True):
+        t = by_pass.get(key)
+        if t is None:
+            t = by_pass[key] = [0.0, 0]
+        t[0] += k * v
+        t[1] += k
+
+
+def at_n(tally: Seen, n: int) -> Seen:
+    """`tally` with each pass's latency totals those of its calls of `n` samples a request, where any were
+    seen (else the pass's pooled ones: an `n` never seen; a history written before these totals)."""
+    out = dict(tally)
+    for key in tally:
+        if key.startswith("latency:"):
+            p = key.split(":", 1)[1]
+            mine = _keys_n(p, n)
+            got = tally.get(mine[0])
+            if got and got[1]:
+                for pooled, own in zip(_keys(p), mine, strict=True):
+                    if own in tally:
+                        out[pooled] = tally[own]
+    return out
 
 
 def _add(by_pass: Seen, key: str, v: float) -> None:
@@ -122,3 +174,14 @@ _NONE: dict[str, Any] = {}
 def _keys(pass_: str) -> tuple[str, str, str]:
     """A pass's latency totals' keys (a handful of passes, a row each call)."""
     return f"latency:{pass_}", f"lnlat:{pass_}", f"lnlat2:{pass_}"
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_n(pass_: str, n: int) -> tuple[str, str, str]:
+    """A pass's latency totals' keys for its calls of `n` samples a request."""
+    return f"n{n}/latency:{pass_}", f"n{n}/lnlat:{pass_}", f"n{n}/lnlat2:{pass_}"
+
+
+@functools.lru_cache(maxsize=256)
+def _open(pass_: str) -> str:
+    return f"{OPEN}{pass_}"

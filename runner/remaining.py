@@ -52,6 +52,11 @@ class Plan:
     latency_seen: dict[str, list[float]] = field(default_factory=dict)
     """Per pass: [seconds, successful rows] of this model's calls in the run directory (the wall forecast)."""
 
+    def per_request(self, pass_: str) -> int:
+        """Samples a request of this pass carries (an answer's where the model takes `n`; a follow-up: one):
+        the latency history this pass's calls are forecast from (runner.history.at_n)."""
+        return max(1, round(self.calls / self.requests)) if pass_ == "answer" and self.requests else 1
+
     def follow_expected_output_tokens(self, pass_: str) -> float:
         """A follow-up pass's expected output: its own mean so far, else half of its limit."""
         calls, most, _tin, mx = self.follow[pass_]
@@ -177,10 +182,11 @@ def remaining(
         seen: dict[str, dict[str, list[int]]]
         kept = not getattr(p, "resend_partial", False)  # (cut streams: billed, not sent again)
         done, seen = (known, {}) if known is not None else finished_rows(p.out, kept)
+        priors: dict[str, dict[str, list[Any]]] = {}
         if prior is not None:
             for m in dict.fromkeys(p.models):
                 own = seen.setdefault(m, {})
-                for k, v in prior(m, p.out).items():
+                for k, v in (priors.setdefault(m, prior(m, p.out))).items():
                     if not own.get(k, [0, 0])[1]:
                         own[k] = v
         if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
@@ -219,6 +225,11 @@ def remaining(
                 plan.max_output_tokens += (shape.limit(mx) if shape is not None else mx) * n
             if count_follow:
                 _count_follow_ups(suite, p.spec, r, samples, todo, models, done)
+        for model, plan in todo.items():  # (a pass with no rows of its own: its history at its samples a request)
+            had = priors.get(model, {})
+            for q, v in list(plan.latency_seen.items()):
+                if v is had.get(f"latency:{q}"):
+                    plan.latency_seen[q] = history.at_n(had, plan.per_request(q))[f"latency:{q}"]
         out.extend(todo.values())
     return out
 
