@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from core.types import Request, text_of
+from runner.budgets.local import Rank
 
 FIRST_PASS = "answer"
 """The pass a suite's requests start with (runner.scheduler counts progress by it); every other pass is
@@ -76,6 +77,9 @@ class _Median:
         self.recent.append(x)
         bisect.insort(self.ordered, x)
 
+    def __len__(self) -> int:
+        return len(self.recent)
+
     def get(self, default: float) -> float:
         o, n = self.ordered, len(self.ordered)
         if not n:
@@ -90,7 +94,7 @@ class Spend:
 
     out: dict[str, _Mean] = field(default_factory=dict)
     latency: dict[tuple[str, int], _Median] = field(default_factory=dict)
-    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float], bool]] = field(
+    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], Rank], bool]] = field(
         default_factory=dict, repr=False
     )
     _budget: dict[str, int] = field(default_factory=dict, repr=False)  # a pass's max_tokens, as sent
@@ -125,15 +129,23 @@ class Spend:
         m = self.latency.get((pass_, n))
         return max(base * (1.0 + math.log(n)), 0.0 if m is None else m.get(0.0))
 
-    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float], bool]:
-        """The kind of a call (this model's pass and n), its expected duration, read when a lease frees
-        (runner.budgets.local orders a lane's waiting calls by it), and whether it is a follow-up: a
-        pass after the first (`answer`: the scheduler's first pass) is made from an answer, its chain
-        already begun, and goes before the first calls of a lane paced by tokens."""
+    def rank(self, pass_: str, n: int) -> tuple[float, int, tuple[str, int]]:
+        """What a lane ranks a call of `n` samples of `pass_` by (runner.budgets.local): its expected
+        latency (`seconds`), the answers that figure rests on (its own n's or one-sample calls', the more)
+        and its group, the pass and n: a lane shrinks a figure of few answers toward its group's over
+        the lane's models, so one quick first draw does not rank a model last for good."""
+        one, m = self.latency.get((pass_, 1)), self.latency.get((pass_, n))
+        return self.seconds(pass_, n), max(len(one or ()), len(m or ())), (pass_, n)
+
+    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], Rank], bool]:
+        """The kind of a call (this model's pass and n), its expected duration (`rank`), read when a
+        lease frees (runner.budgets.local orders a lane's waiting calls by it), and whether it is a
+        follow-up: a pass after the first (`answer`: the scheduler's first pass) is made from an answer,
+        its chain already begun, and goes before the first calls of a lane paced by tokens."""
         key = (id(self), pass_, n)
         got = self._work.get(key)
         if got is None:
-            got = self._work[key] = (key, partial(self.seconds, pass_, n), pass_ != FIRST_PASS)
+            got = self._work[key] = (key, partial(self.rank, pass_, n), pass_ != FIRST_PASS)
         return got
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
