@@ -66,7 +66,8 @@ class _Median:
     (chains first): no-n 1.154 -> 1.146x its limit, conc 1.090 -> 1.091, shared 1.200 -> 1.189; ranked by the
     laws' own means 1.135, 1.086, 1.186. Neither sees the calls still in flight: a slow model's first answers
     are its quick ones, and a kind ranked last gets no answer more to correct it (bench no-n, seed 0: nn02
-    ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail)."""
+    ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail): a lane
+    ranks a figure of few answers toward its group's over the lane's models (runner.budgets.local.SHRINK_N)."""
 
     recent: deque[float] = field(default_factory=deque)
     ordered: list[float] = field(default_factory=list)
