@@ -127,7 +127,7 @@ def learned(
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
     goes, that expectation being the median of the kind's calls ended by then, shrunk toward its group's
-    (n, answer or critique: the answer-weighted mean of the kinds' medians) as SHRINK_N answers; a kind
+    (n, answer or critique: the answer-weighted geometric mean of the kinds' medians) as SHRINK_N answers; a kind
     with fewer than `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
     `order`; on a lane paced by tokens a critique (a follow-up) before any answer. Without a night before: a run's history
     (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
@@ -149,7 +149,7 @@ def learned(
         if len(v) < min_n or not v:
             return math.inf
         s, c = groups[k[1:]]
-        return (len(v) * v[len(v) // 2] + SHRINK_N * s / c) / (len(v) + SHRINK_N)
+        return math.exp((len(v) * math.log(max(v[len(v) // 2], 1e-3)) + SHRINK_N * s / c) / (len(v) + SHRINK_N))
 
     for _ in range(len(jobs)):
         t = heapq.heappop(slots)
@@ -165,7 +165,7 @@ def learned(
         groups: dict[Any, tuple[float, int]] = {}
         for k, v in seen.items():
             s, c = groups.get(k[1:], (0.0, 0))
-            groups[k[1:]] = (s + v[len(v) // 2] * len(v), c + len(v))
+            groups[k[1:]] = (s + math.log(max(v[len(v) // 2], 1e-3)) * len(v), c + len(v))
 
         ex = {k: expect(k, groups) for k, q in waiting.items() if q}
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))

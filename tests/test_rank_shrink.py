@@ -45,10 +45,10 @@ def _granted(works: list[tuple[str, Work]]) -> str:
 def test_a_model_ranked_on_one_quick_answer_goes_before_the_models_known_quicker():
     slow = _spend(0.5)  # a long thinker whose first answer was quick
     quick = _spend(*[0.5] * 101)  # the same figure on a whole window of answers: its own
-    long_, short = _spend(*[2.0] * 101), _spend(*[1.0] * 60)
+    long_, short = _spend(*[2.0] * 101), _spend(*[0.8] * 60)
     got = _granted([(name, sp.work("answer", 1)) for name, sp in
                     (("s", slow), ("x", quick), ("L", long_), ("q", short))])
-    # By its own median (0.5 s) `s` went last with `x`, behind 60 answers' evidence that `q` takes 1 s.
+    # By its own median (0.5 s) `s` went last with `x`, behind 60 answers' evidence that `q` takes 0.8 s.
     assert got == "Lsqx", got
 
 
@@ -62,6 +62,6 @@ def test_a_kind_is_pooled_only_with_its_own_pass_and_n():
         ("q", short.work("answer", 1)), ("u", Spend().work("answer", 1)), ("f", ("fixed", lambda: 3.0)),
     ]
     # The critiques first (9 s), the unseen kind right after the longest seen, a plain figure as it is (3 s);
-    # `a` among the answers only (pooled with the critiques it would have gone before `f`), not after `q`.
+    # `a` among the answers only (pooled with the critiques it would have gone before `L`), not after `q`.
     got = _granted(works)
     assert got == "cufLaq", got

@@ -47,15 +47,18 @@ Work = tuple[Hashable, Callable[[], Rank]] | tuple[Hashable, Callable[[], Rank],
 """A kind of call (e.g. a model's pass and n), its expected duration as known now, and
 optionally whether it is a follow-up (a chain's next step, released by an answer: it goes first)."""
 _NO_WORK: Work = (None, lambda: 0.0)
+_TINY_S = 1e-3  # (a latency's floor for its log: an instant answer)
 
 SHRINK_N = 10
-"""A kind's expected duration resting on k answers is ranked as k / (k + SHRINK_N) of it and the rest of its
-group's figure on the lane (the answer-weighted mean over the lane's kinds of that pass and n). Ranked on
-its own few answers, a slow model whose first draws were quick went last with its whole backlog: ranked
-last, it got no answer more to correct it (bench no-n, seed 0: nn02, the 3rd quickest law, sent its
-backlog at 51-54 s of 68, its long thinkers the lane's tail). Replays of our ranking on seed 0 / 1's draws
-(bench/lane_replay.learned, 20 orders), no shrink -> SHRINK_N 10: no-n 1.168 / 1.128 -> 1.129 / 1.127,
-conc 1.077 / 1.067 -> 1.073 / 1.058."""
+"""A kind's expected duration resting on k answers is ranked as its group's figure on the lane (the
+answer-weighted geometric mean over the lane's kinds of that pass and n) weighted SHRINK_N against its
+own weighted k, in log space (latencies are multiplicative: a chat model's 0.3 s and a thinker's 3 s are as
+far from 1 s). Ranked on its own few answers, a slow model whose first draws were quick went last with its
+whole backlog: ranked last, it got no answer more to correct it (bench no-n, seed 0: nn02, the 3rd
+quickest law, sent its backlog at 51-54 s of 68, its long thinkers the lane's tail). Replays of our ranking
+on seed 0 / 1's draws (main's sweeps; lane_replay.learned's rule, 20 orders), no shrink -> arithmetic ->
+geometric: no-n 1.163/1.121 -> 1.128/1.123 -> 1.116/1.127, conc 1.085/1.073 -> 1.082/1.073 -> 1.068/1.064,
+tpm-b 1.041/1.018 -> 1.054/1.041 -> 1.037/1.012, shared 1.111/1.055 -> 1.123/1.040 -> 1.139/1.049."""
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
@@ -498,8 +501,8 @@ class LocalBudget:
 
     def _expected(self) -> dict[Hashable, float]:
         """The waiting kinds' expected durations, a figure of few answers shrunk toward its group's
-        (`SHRINK_N`): the answer-weighted mean of the latest figures of the lane's kinds in that group,
-        waiting or not (a model ranked last is compared with those that went)."""
+        (`SHRINK_N`): the answer-weighted geometric mean of the latest figures of the lane's kinds in that
+        group, waiting or not (a model ranked last is compared with those that went)."""
         figures, got = self._figures, {}
         for k, q in self._waiters.items():
             r = q[0]()
@@ -511,12 +514,13 @@ class LocalBudget:
         for v, c, g in figures.values():
             if c and v != math.inf:
                 s, n = groups.get(g, (0.0, 0))
-                groups[g] = (s + v * c, n + c)
+                groups[g] = (s + math.log(max(v, _TINY_S)) * c, n + c)
         for k in self._waiters:
             if k not in got:
                 v, c, g = figures[k]
                 pool = groups.get(g)
-                got[k] = v if v == math.inf or pool is None else (c * v + SHRINK_N * pool[0] / pool[1]) / (c + SHRINK_N)
+                got[k] = v if v == math.inf or pool is None else math.exp(
+                    (c * math.log(max(v, _TINY_S)) + SHRINK_N * pool[0] / pool[1]) / (c + SHRINK_N))
         return got
 
     def _longest(self) -> Hashable:
