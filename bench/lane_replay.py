@@ -126,7 +126,7 @@ def learned(
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
-    goes, that expectation being the median of the kind's calls ended by then, shrunk toward its group's
+    goes, that expectation being the median of the kind's calls ended by then, raised toward its group's
     (n, answer or critique: the answer-weighted geometric mean of the kinds' medians) as SHRINK_N answers; a kind
     with fewer than `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
     `order`; on a lane paced by tokens a critique (a follow-up) before any answer. Without a night before: a run's history
@@ -149,7 +149,8 @@ def learned(
         if len(v) < min_n or not v:
             return math.inf
         s, c = groups[k[1:]]
-        return math.exp((len(v) * math.log(max(v[len(v) // 2], 1e-3)) + SHRINK_N * s / c) / (len(v) + SHRINK_N))
+        own = v[len(v) // 2]
+        return max(own, math.exp((len(v) * math.log(max(own, 1e-3)) + SHRINK_N * s / c) / (len(v) + SHRINK_N)))
 
     for _ in range(len(jobs)):
         t = heapq.heappop(slots)

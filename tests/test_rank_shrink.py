@@ -1,7 +1,7 @@
 """#40: the order a concurrency-bound lane hands its leases to, for given histories of its models' latencies
 (runner.calls.estimates.Spend.rank -> runner.budgets.local.LocalBudget). A kind known from few answers is
-ranked between its own figure and its group's over the lane's models (SHRINK_N), so a slow model whose first
-answer happened to be quick is not sent after every model known to be quicker. In process, no timing: the
+ranked no lower than a blend of its own figure and its group's over the lane's models (SHRINK_N), so a slow model whose
+first answer happened to be quick is not sent after every model known to be quicker. In process, no timing: the
 order the waiting calls are granted their lease in."""
 
 from __future__ import annotations
@@ -45,11 +45,12 @@ def _granted(works: list[tuple[str, Work]]) -> str:
 def test_a_model_ranked_on_one_quick_answer_goes_before_the_models_known_quicker():
     slow = _spend(0.5)  # a long thinker whose first answer was quick
     quick = _spend(*[0.5] * 101)  # the same figure on a whole window of answers: its own
+    high = _spend(3.0)  # one long answer: ranked on it (too high, its next answers correct it)
     long_, short = _spend(*[2.0] * 101), _spend(*[0.8] * 60)
     got = _granted([(name, sp.work("answer", 1)) for name, sp in
-                    (("s", slow), ("x", quick), ("L", long_), ("q", short))])
+                    (("s", slow), ("x", quick), ("h", high), ("L", long_), ("q", short))])
     # By its own median (0.5 s) `s` went last with `x`, behind 60 answers' evidence that `q` takes 0.8 s.
-    assert got == "Lsqx", got
+    assert got == "hLsqx", got
 
 
 def test_a_kind_is_pooled_only_with_its_own_pass_and_n():

@@ -50,15 +50,19 @@ _NO_WORK: Work = (None, lambda: 0.0)
 _TINY_S = 1e-3  # (a latency's floor for its log: an instant answer)
 
 SHRINK_N = 10
-"""A kind's expected duration resting on k answers is ranked as its group's figure on the lane (the
-answer-weighted geometric mean over the lane's kinds of that pass and n) weighted SHRINK_N against its
-own weighted k, in log space (latencies are multiplicative: a chat model's 0.3 s and a thinker's 3 s are as
-far from 1 s). Ranked on its own few answers, a slow model whose first draws were quick went last with its
-whole backlog: ranked last, it got no answer more to correct it (bench no-n, seed 0: nn02, the 3rd
-quickest law, sent its backlog at 51-54 s of 68, its long thinkers the lane's tail). Replays of our ranking
-on seed 0 / 1's draws (main's sweeps; lane_replay.learned's rule, 20 orders), no shrink -> arithmetic ->
-geometric: no-n 1.163/1.121 -> 1.128/1.123 -> 1.116/1.127, conc 1.085/1.073 -> 1.082/1.073 -> 1.068/1.064,
-tpm-b 1.041/1.018 -> 1.054/1.041 -> 1.037/1.012, shared 1.111/1.055 -> 1.123/1.040 -> 1.139/1.049."""
+"""A kind's expected duration resting on k answers is ranked at least at its group's figure on the lane (the
+answer-weighted geometric mean over the lane's kinds of that pass and n) weighted SHRINK_N against its own
+weighted k, in log space (latencies are multiplicative: a chat model's 0.3 s and a thinker's 3 s are as far
+from 1 s). Ranked on its own few answers, a slow model whose first draws were quick went last with its whole
+backlog: ranked last, it got no answer more to correct it (bench no-n, seed 0: nn02, the 3rd quickest law,
+sent its backlog at 51-54 s of 68, its long thinkers the lane's tail). Only upward: a kind ranked too high
+goes, and its answers correct it; pulled down from one long answer, a slow model waited behind quicker ones
+(bench tpm-b, seed 4: rb01's one-sample calls, after one answer of 4.7 s, sent at 55-58 s instead of 35-43,
+a draw of 33 s the lane's end: 1.09 -> 1.31x). Replays of our ranking on seed 0 / 1's draws (main's sweeps;
+lane_replay.learned's rule, 20 orders), no shrink -> this: no-n 1.163/1.121 -> 1.130/1.126, conc
+1.085/1.073 -> 1.077/1.072, shared 1.111/1.055 -> 1.116/1.055, tpm-a 0.868/0.907 -> 0.873/0.905, tpm-b
+1.041/1.018 -> 1.046/1.013; 60 synthetic draws: no-n 1.150 -> 1.143, conc 1.105 -> 1.102, tpm-b 1.108 ->
+1.104, shared 1.120 -> 1.122, tpm-a 0.934 -> 0.935."""
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
@@ -416,7 +420,7 @@ class LocalBudget:
     async def acquire(self, work: Work | None = None, alone: bool = False) -> None:
         """A concurrency lease. Calls waiting for one queue by kind of work (`work`: a key and its
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
-        longest expected kind goes first (a kind of few answers ranked toward its group's figure, `SHRINK_N`; a kind
+        longest expected kind goes first (a kind of few answers ranked up toward its group's figure, `SHRINK_N`; a kind
         not yet seen, `inf`, right after the longest seen),
         equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
         long calls sent last. On a lane paced by tokens a follow-up (a chain's next step: a critique
@@ -500,7 +504,7 @@ class LocalBudget:
                 self._used += 1
 
     def _expected(self) -> dict[Hashable, float]:
-        """The waiting kinds' expected durations, a figure of few answers shrunk toward its group's
+        """The waiting kinds' expected durations, a figure of few answers raised toward its group's
         (`SHRINK_N`): the answer-weighted geometric mean of the latest figures of the lane's kinds in that
         group, waiting or not (a model ranked last is compared with those that went)."""
         figures, got = self._figures, {}
@@ -519,8 +523,8 @@ class LocalBudget:
             if k not in got:
                 v, c, g = figures[k]
                 pool = groups.get(g)
-                got[k] = v if v == math.inf or pool is None else math.exp(
-                    (c * math.log(max(v, _TINY_S)) + SHRINK_N * pool[0] / pool[1]) / (c + SHRINK_N))
+                got[k] = v if v == math.inf or pool is None else max(v, math.exp(
+                    (c * math.log(max(v, _TINY_S)) + SHRINK_N * pool[0] / pool[1]) / (c + SHRINK_N)))
         return got
 
     def _longest(self) -> Hashable:
