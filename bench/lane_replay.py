@@ -8,8 +8,13 @@ import bisect
 import heapq
 import math
 import random
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (the runner's own rule: `learned`)
+from runner.budgets.local import SHRINK_N  # noqa: E402
 
 Job = tuple[float, int, str, int, int]
 """A logged call for the replays: (latency s, tokens, model, n, index of its chain's critique or -1)."""
@@ -121,8 +126,9 @@ def learned(
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
-    goes, that expectation being the median of the kind's calls ended by then; a kind with fewer than
-    `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
+    goes, that expectation being the median of the kind's calls ended by then, raised toward its group's
+    (n, answer or critique: the answer-weighted geometric mean of the kinds' medians) as SHRINK_N answers; a kind
+    with fewer than `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
     `order`; on a lane paced by tokens a critique (a follow-up) before any answer. Without a night before: a run's history
     (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
     kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]
@@ -137,6 +143,15 @@ def learned(
     slots = [0.0] * conc
     spent, last, end, top = 0.0, 0.0, 0.0, 0.0
     buckets = [_Tokens(rate, cap) if what else None for rate, cap, what in rates]
+
+    def expect(k: Any, groups: dict[Any, tuple[float, int]]) -> float:
+        v = seen.get(k, [])
+        if len(v) < min_n or not v:
+            return math.inf
+        s, c = groups[k[1:]]
+        own = v[len(v) // 2]
+        return max(own, math.exp((len(v) * math.log(max(own, 1e-3)) + SHRINK_N * s / c) / (len(v) + SHRINK_N)))
+
     for _ in range(len(jobs)):
         t = heapq.heappop(slots)
         if not any(waiting.values()):
@@ -148,11 +163,12 @@ def learned(
             _, k, lat = heapq.heappop(ended)
             bisect.insort(seen.setdefault(k, []), lat)
 
-        def expect(k: Any) -> float:
-            v = seen.get(k, [])
-            return v[len(v) // 2] if len(v) >= min_n and v else math.inf
+        groups: dict[Any, tuple[float, int]] = {}
+        for k, v in seen.items():
+            s, c = groups.get(k[1:], (0.0, 0))
+            groups[k[1:]] = (s + math.log(max(v[len(v) // 2], 1e-3)) * len(v), c + len(v))
 
-        ex = {k: expect(k) for k, q in waiting.items() if q}
+        ex = {k: expect(k, groups) for k, q in waiting.items() if q}
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
         k = max(ex, key=lambda k: (paced and k[2], min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
         i = heapq.heappop(waiting[k])[1]

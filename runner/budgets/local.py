@@ -40,10 +40,29 @@ MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loa
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
 
-Work = tuple[Hashable, Callable[[], float]] | tuple[Hashable, Callable[[], float], bool]
-"""A kind of call (e.g. a model's pass and n), its expected duration in seconds as known now, and
+Rank = float | tuple[float, int, Hashable]
+"""A kind of call's expected duration as a lane ranks it: seconds (known), or (seconds, the answers they rest
+on, the group whose figure a kind of few answers is shrunk toward: runner.calls.estimates.Spend.rank)."""
+Work = tuple[Hashable, Callable[[], Rank]] | tuple[Hashable, Callable[[], Rank], bool]
+"""A kind of call (e.g. a model's pass and n), its expected duration as known now, and
 optionally whether it is a follow-up (a chain's next step, released by an answer: it goes first)."""
 _NO_WORK: Work = (None, lambda: 0.0)
+_TINY_S = 1e-3  # (a latency's floor for its log: an instant answer)
+
+SHRINK_N = 10
+"""A kind's expected duration resting on k answers is ranked at least at its group's figure on the lane (the
+answer-weighted geometric mean over the lane's kinds of that pass and n) weighted SHRINK_N against its own
+weighted k, in log space (latencies are multiplicative: a chat model's 0.3 s and a thinker's 3 s are as far
+from 1 s). Ranked on its own few answers, a slow model whose first draws were quick went last with its whole
+backlog: ranked last, it got no answer more to correct it (bench no-n, seed 0: nn02, the 3rd quickest law,
+sent its backlog at 51-54 s of 68, its long thinkers the lane's tail). Only upward: a kind ranked too high
+goes, and its answers correct it; pulled down from one long answer, a slow model waited behind quicker ones
+(bench tpm-b, seed 4: rb01's one-sample calls, after one answer of 4.7 s, sent at 55-58 s instead of 35-43,
+a draw of 33 s the lane's end: 1.09 -> 1.31x). Replays of our ranking on seed 0 / 1's draws (main's sweeps;
+lane_replay.learned's rule, 20 orders), no shrink -> this: no-n 1.163/1.121 -> 1.130/1.126, conc
+1.085/1.073 -> 1.077/1.072, shared 1.111/1.055 -> 1.116/1.055, tpm-a 0.868/0.907 -> 0.873/0.905, tpm-b
+1.041/1.018 -> 1.046/1.013; 60 synthetic draws: no-n 1.150 -> 1.143, conc 1.105 -> 1.102, tpm-b 1.108 ->
+1.104, shared 1.120 -> 1.122, tpm-a 0.934 -> 0.935."""
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
@@ -128,6 +147,7 @@ class LocalBudget:
         self._seq = 0
         self._due = False  # a hand-over of free leases is scheduled (`_wake_soon`)
         self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
+        self._figures: dict[Hashable, tuple[float, int, Hashable]] = {}  # each kind's latest, waiting or not
         self.probing = False
         self.near = (False, False)
         self.parts = 1  # processes pacing the key independently, this one at 1/parts (`split`)
@@ -400,7 +420,8 @@ class LocalBudget:
     async def acquire(self, work: Work | None = None, alone: bool = False) -> None:
         """A concurrency lease. Calls waiting for one queue by kind of work (`work`: a key and its
         expected duration, read when a lease frees, so what the lane learnt meanwhile counts): the
-        longest expected kind goes first (a kind not yet seen, `inf`, right after the longest seen),
+        longest expected kind goes first (a kind of few answers ranked up toward its group's figure, `SHRINK_N`; a kind
+        not yet seen, `inf`, right after the longest seen),
         equal ones and each kind's calls in arrival order; a lane bound by concurrency does not end on
         long calls sent last. On a lane paced by tokens a follow-up (a chain's next step: a critique
         released by its answer) goes before every first call: ranked among them, it waited for every
@@ -482,9 +503,33 @@ class LocalBudget:
                 fut.set_result(None)
                 self._used += 1
 
+    def _expected(self) -> dict[Hashable, float]:
+        """The waiting kinds' expected durations, a figure of few answers raised toward its group's
+        (`SHRINK_N`): the answer-weighted geometric mean of the latest figures of the lane's kinds in that
+        group, waiting or not (a model ranked last is compared with those that went)."""
+        figures, got = self._figures, {}
+        for k, q in self._waiters.items():
+            r = q[0]()
+            if isinstance(r, tuple):
+                figures[k] = r
+            else:
+                got[k] = r
+        groups: dict[Hashable, tuple[float, int]] = {}
+        for v, c, g in figures.values():
+            if c and v != math.inf:
+                s, n = groups.get(g, (0.0, 0))
+                groups[g] = (s + math.log(max(v, _TINY_S)) * c, n + c)
+        for k in self._waiters:
+            if k not in got:
+                v, c, g = figures[k]
+                pool = groups.get(g)
+                got[k] = v if v == math.inf or pool is None else max(v, math.exp(
+                    (c * math.log(max(v, _TINY_S)) + SHRINK_N * pool[0] / pool[1]) / (c + SHRINK_N)))
+        return got
+
     def _longest(self) -> Hashable:
         waiters = self._waiters
-        expect = {k: q[0]() for k, q in waiters.items()}
+        expect = self._expected()
         # The longest seen so far, not only among those waiting: else an unseen kind (a critique pass
         # before its first answer) would wait for every seen kind to drain, one top after another.
         top = self._top = max(self._top, max((v for v in expect.values() if v != math.inf), default=0.0))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from core.types import Request, text_of
+from runner.budgets.local import Rank
 
 FIRST_PASS = "answer"
 """The pass a suite's requests start with (runner.scheduler counts progress by it); every other pass is
@@ -65,7 +66,8 @@ class _Median:
     (chains first): no-n 1.154 -> 1.146x its limit, conc 1.090 -> 1.091, shared 1.200 -> 1.189; ranked by the
     laws' own means 1.135, 1.086, 1.186. Neither sees the calls still in flight: a slow model's first answers
     are its quick ones, and a kind ranked last gets no answer more to correct it (bench no-n, seed 0: nn02
-    ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail)."""
+    ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail): a lane
+    ranks a figure of few answers toward its group's over the lane's models (runner.budgets.local.SHRINK_N)."""
 
     recent: deque[float] = field(default_factory=deque)
     ordered: list[float] = field(default_factory=list)
@@ -75,6 +77,9 @@ class _Median:
             del self.ordered[bisect.bisect_left(self.ordered, self.recent.popleft())]
         self.recent.append(x)
         bisect.insort(self.ordered, x)
+
+    def __len__(self) -> int:
+        return len(self.recent)
 
     def get(self, default: float) -> float:
         o, n = self.ordered, len(self.ordered)
@@ -90,7 +95,7 @@ class Spend:
 
     out: dict[str, _Mean] = field(default_factory=dict)
     latency: dict[tuple[str, int], _Median] = field(default_factory=dict)
-    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], float], bool]] = field(
+    _work: dict[tuple[int, str, int], tuple[tuple[int, str, int], Callable[[], Rank], bool]] = field(
         default_factory=dict, repr=False
     )
     _budget: dict[str, int] = field(default_factory=dict, repr=False)  # a pass's max_tokens, as sent
@@ -125,15 +130,23 @@ class Spend:
         m = self.latency.get((pass_, n))
         return max(base * (1.0 + math.log(n)), 0.0 if m is None else m.get(0.0))
 
-    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], float], bool]:
-        """The kind of a call (this model's pass and n), its expected duration, read when a lease frees
-        (runner.budgets.local orders a lane's waiting calls by it), and whether it is a follow-up: a
-        pass after the first (`answer`: the scheduler's first pass) is made from an answer, its chain
-        already begun, and goes before the first calls of a lane paced by tokens."""
+    def rank(self, pass_: str, n: int) -> tuple[float, int, tuple[str, int]]:
+        """What a lane ranks a call of `n` samples of `pass_` by (runner.budgets.local): its expected
+        latency (`seconds`), the answers that figure rests on (its own n's or one-sample calls', the more)
+        and its group, the pass and n: a lane shrinks a figure of few answers toward its group's over
+        the lane's models, so one quick first draw does not rank a model last for good."""
+        one, m = self.latency.get((pass_, 1)), self.latency.get((pass_, n))
+        return self.seconds(pass_, n), max(len(one or ()), len(m or ())), (pass_, n)
+
+    def work(self, pass_: str, n: int) -> tuple[tuple[int, str, int], Callable[[], Rank], bool]:
+        """The kind of a call (this model's pass and n), its expected duration (`rank`), read when a
+        lease frees (runner.budgets.local orders a lane's waiting calls by it), and whether it is a
+        follow-up: a pass after the first (`answer`: the scheduler's first pass) is made from an answer,
+        its chain already begun, and goes before the first calls of a lane paced by tokens."""
         key = (id(self), pass_, n)
         got = self._work.get(key)
         if got is None:
-            got = self._work[key] = (key, partial(self.seconds, pass_, n), pass_ != FIRST_PASS)
+            got = self._work[key] = (key, partial(self.rank, pass_, n), pass_ != FIRST_PASS)
         return got
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
