@@ -9,9 +9,9 @@ local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Time in which nobody could call (Redis frozen, or every process gone) does not count toward a
 -- heartbeat's expiry: beyond half a lease of silence on the key, every deadline moves by the excess.
 local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
--- Leases held: every process alive on the key calls every BEAT_S (redis.py), its holders and the others
--- (told `others` below), so a silence this long is a Redis that stood still, not a holder gone (SIGKILLed: its
--- leases wait for their expiry, the others call on)
+-- Leases held: the processes alive on the key call in turns (a round-robin of SLOT_S slots on this clock, by
+-- their rank below: redis.py), its holders and the others (told `others` below), so a silence this long is a
+-- Redis that stood still, not a holder gone (SIGKILLed: its leases wait for their expiry, the others call on)
 local busy = redis.call('HLEN', KEYS[3]) > 0
 if ttl > 0 and last and now - last > ttl / 2 then
   local shift = now - last - ttl / 2
@@ -128,8 +128,14 @@ if n > 0 and T > 0 then
   tat = start + n * T
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
+-- its rank among the processes alive on the key, by name (stable while they live; a dead one keeps its place
+-- until its heartbeat expires): its turn in the key's heartbeat round-robin (redis.py)
+local names = redis.call('ZRANGE', KEYS[2], 0, -1)
+table.sort(names)
+local rank = 0
+for i, p in ipairs(names) do if p == proc then rank = i - 1 end end
 for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
         tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, born,
         tostring(now - outage), redis.call('ZCARD', KEYS[4]),
-        redis.call('ZCARD', KEYS[5]) - (redis.call('ZSCORE', KEYS[5], proc) and 1 or 0), others}
+        redis.call('ZCARD', KEYS[5]) - (redis.call('ZSCORE', KEYS[5], proc) and 1 or 0), others, rank}

@@ -93,7 +93,8 @@ class Reply:
     n_active: int  # processes with calls running or waiting: the fair share's divisor
     n_waiting: int  # other processes queued for a lease (under their share, calls waiting)
     others: int  # leases the other processes hold (a live heartbeat behind them): this one heartbeats
-    # every BEAT_S meanwhile, so a holder gone is never taken for a Redis that stood still (redis.py)
+    # in its turn meanwhile, so a holder gone is never taken for a Redis that stood still (redis.py)
+    rank: int  # its place among the n_procs processes alive on the key, by name: its heartbeat's turn
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
     outage_at: float  # when Redis last answered after an outage (server seconds): processes that met
     # it may pace locally until the first RECOVER_S boundary from then (redis_fallback)
@@ -183,6 +184,7 @@ class ScriptCall:
             n_active=int(res[10]),
             n_waiting=int(res[11]),
             others=int(res[12]),
+            rank=int(res[13]),
             born=res[8],
             outage_at=now_s - float(res[9]) / 1e6,
             now_s=now_s,
