@@ -6,6 +6,7 @@ state, not timed."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -14,9 +15,12 @@ import time
 from pathlib import Path
 
 import redis
+import redis.asyncio as aioredis
 
-from runner.budgets.redis import lane_id
-from runner.budgets.redis_call import TIMEOUT_S, ScriptCall
+from runner.budgets.redis import RedisBudget, lane_id
+from runner.budgets.redis_call import TIMEOUT_S, ScriptCall, connect
+from runner.lanes import LocalBudget
+from tests.helpers import slot
 from tests.servers import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,3 +102,46 @@ def test_six_processes_keep_a_busy_key_alive_in_turns_and_a_freeze_is_still_met(
             p.kill()
             p.wait(10)
         admin.close()
+
+
+async def test_a_holder_is_not_left_to_its_turn_by_processes_that_have_not_seen_its_lease(
+        redis_server: RedisServer):
+    """Five processes on a key, idle since before a sixth took a lease on a call of 3 s (2 x TIMEOUT_S): they have
+    not called since (their heartbeat: lease_s / 3, 10 s here), so they do not call in turns, and the holder is
+    the only one the key hears from. It calls every BEAT_S, not in a turn of six (every 1.8 s: the key silent
+    longer than TIMEOUT_S, taken for a Redis that stood still, a new state and an outage every process waits out)."""
+    ident = lane_id("u", "unseen")
+    budgets = [RedisBudget(connect(redis_server.url), ident, f"p{i}", 600_000, None, CAP, 30.0,
+                           local_factory=LocalBudget) for i in range(6)]
+    admin = aioredis.Redis.from_url(redis_server.url)
+    try:
+        for b in budgets:  # each on the key, its state seen; none holds a lease after
+            await b.acquire()
+            await slot(b)
+            b.release()
+        t0 = time.monotonic()
+        while await admin.hlen(budgets[0].keys[2]):  # (their spare leases given back: KEEP_S)
+            _guard(t0, await admin.hgetall(budgets[0].keys[2]))
+            await asyncio.sleep(0.05)
+        for b in budgets:  # a heartbeat each with no lease held on the key: none of them will call in turns
+            async with b._call.lock:
+                await b._eval(b._held)
+        assert [(b._held, b._others) for b in budgets] == [(0, 0)] * 6
+        born = await admin.hget(budgets[0].keys[0], "born")
+        holder = budgets[0]
+        await holder.acquire()
+        try:
+            await slot(holder)
+            await asyncio.sleep(2 * TIMEOUT_S)  # its call on the wire
+        finally:
+            holder.release()
+        await holder.acquire()  # (its next call: a script call that would find the key's silence)
+        await slot(holder)
+        holder.release()
+        assert await admin.hget(holder.keys[0], "born") == born and holder._born == born
+        assert [b.fallbacks for b in budgets] == [0] * 6
+    finally:
+        for b in budgets:
+            await b.aclose()
+            await b.client.aclose()
+        await admin.aclose()
