@@ -133,6 +133,8 @@ async def test_a_holder_is_not_left_to_its_turn_by_processes_that_have_not_seen_
         try:
             await slot(holder)
             await asyncio.sleep(2 * TIMEOUT_S)  # its call on the wire
+            ttls = [await admin.pttl(k) for k in holder.keys]  # (the round-robin's among them)
+            assert -1 not in ttls and ttls[0] > 0, ttls  # each key there kept a day, not for ever
         finally:
             holder.release()
         await holder.acquire()  # (its next call: a script call that would find the key's silence)

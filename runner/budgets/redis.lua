@@ -128,6 +128,7 @@ if n > 0 and T > 0 then
   tat = start + n * T
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
+for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], 86400000) end
 -- The key's heartbeat round-robin (redis.py): the processes that call in turns while its leases are held, those
 -- that knew it busy at their last call and do not wait for a lease (those call after each wake-up wait anyway),
 -- each with its rank among them by name; a dead one keeps its turn until its heartbeat expires. Rebuilt as they
