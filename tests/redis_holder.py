@@ -1,7 +1,9 @@
 """A process holding leases of a Redis-shared key on calls that never end, until it is SIGKILLed: nothing
-released, its heartbeat stops (tests/test_redis_dead_holder.py).
+released, its heartbeat stops (tests/test_redis_dead_holder.py, tests/test_redis_beats.py). N = 0: a process
+alive on the key with no work (one call made, its lease given back), its heartbeat running.
 
-python -m tests.redis_holder REDIS_URL KEY N CAP LEASE_S  (prints "held" once its N calls hold their leases)
+python -m tests.redis_holder REDIS_URL KEY N CAP LEASE_S  (prints "held PROC" once its N calls hold their
+leases, PROC its name on the key)
 """
 
 from __future__ import annotations
@@ -26,11 +28,15 @@ async def _hold(b: RedisBudget, held: list[int]) -> None:
 async def main(url: str, key: str, n: int, cap: int, lease_s: float) -> None:
     b = RedisBudget(connect(url), lane_id("u", key), "holder", 600_000, None, cap, lease_s, local_factory=LocalBudget)
     held: list[int] = []
+    if n == 0:  # on the key, its state seen, then idle
+        await b.acquire()
+        await slot(b)
+        b.release()
     tasks = [asyncio.create_task(_hold(b, held)) for _ in range(n)]
     while len(held) < n:
         await asyncio.sleep(0.01)
-    print("held", flush=True)
-    await asyncio.gather(*tasks)
+    print("held", b.proc, flush=True)
+    await asyncio.gather(*tasks, asyncio.Event().wait())
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ async def test_a_script_call_is_one_command_and_starts_no_task(redis_server: Red
         assert all(r.held == 1 and r.n == 1 and r.T == 0.001 and r.n_procs == 1 for r in replies)  # read right
         args = ["p-\u00e9", 5_000_000, 0.1, 1e-7, 12.5, "", b"1.7e+15", "1"]  # the bytes redis-py would send
         conn = client.connection_pool.make_connection()
-        assert pack(call._head, 9, args) == b"".join(conn.pack_command("EVALSHA", SHA, 6, *call.keys, *args))
+        assert pack(call._head, call._n_head, args) == b"".join(conn.pack_command("EVALSHA", SHA, len(call.keys), *call.keys, *args))
 
         await admin.script_flush()  # Redis lost the script (as in a restart): loaded again, within the call
         before = await _counts(admin)

@@ -9,9 +9,9 @@ local want, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Time in which nobody could call (Redis frozen, or every process gone) does not count toward a
 -- heartbeat's expiry: beyond half a lease of silence on the key, every deadline moves by the excess.
 local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
--- Leases held: every process alive on the key calls every BEAT_S (redis.py), its holders and the others
--- (told `others` below), so a silence this long is a Redis that stood still, not a holder gone (SIGKILLed: its
--- leases wait for their expiry, the others call on)
+-- Leases held: the processes alive on the key call in turns (a round-robin of SLOT_S slots on this clock, by
+-- their rank below: redis.py), its holders and the others (told `others` below), so a silence this long is a
+-- Redis that stood still, not a holder gone (SIGKILLed: its leases wait for their expiry, the others call on)
 local busy = redis.call('HLEN', KEYS[3]) > 0
 if ttl > 0 and last and now - last > ttl / 2 then
   local shift = now - last - ttl / 2
@@ -129,7 +129,25 @@ if n > 0 and T > 0 then
 end
 redis.call('HSET', KEYS[1], 'tat', tat, 'pause', pause, 'factor', factor, 'born', born, 'last', now, 'outage', outage)
 for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], 86400000) end
+-- The key's heartbeat round-robin (redis.py): the processes that call in turns while its leases are held, those
+-- that knew it busy at their last call and do not wait for a lease (those call after each wake-up wait anyway),
+-- each with its rank among them by name; a dead one keeps its turn until its heartbeat expires. Rebuilt as they
+-- call once no lease is held (a process that has not called since the key became busy is not counted on).
+local turns = {}
+if redis.call('HLEN', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[7])
+else
+  if ttl > 0 and (new > 0 or others > 0 and ARGV[17] == '0') then redis.call('SADD', KEYS[7], proc)
+  else redis.call('SREM', KEYS[7], proc) end
+  for _, p in ipairs(redis.call('SMEMBERS', KEYS[7])) do
+    if redis.call('ZSCORE', KEYS[2], p) then table.insert(turns, p) else redis.call('SREM', KEYS[7], p) end
+  end
+  table.sort(turns)
+  redis.call('PEXPIRE', KEYS[7], 86400000)
+end
+local rank = -1
+for i, p in ipairs(turns) do if p == proc then rank = i - 1 end end
 return {new, tostring(start), tostring(T), tostring(math.max(0, pause - now)),
         tostring(factor), redis.call('ZCARD', KEYS[2]), tostring(now), n, born,
         tostring(now - outage), redis.call('ZCARD', KEYS[4]),
-        redis.call('ZCARD', KEYS[5]) - (redis.call('ZSCORE', KEYS[5], proc) and 1 or 0), others}
+        redis.call('ZCARD', KEYS[5]) - (redis.call('ZSCORE', KEYS[5], proc) and 1 or 0), others, rank, #turns}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import time
@@ -50,11 +51,18 @@ SYNC_S = 0.1  # while calls are in flight, pick up pauses and factor changes at 
 # (housekeeping looks this often only while it may have to act: slots granted ahead, leases to give back,
 # news; otherwise at the heartbeat's time, woken early by `_house_soon` when one of those begins)
 KEEP_S = 0.25  # concurrency leases unused this long go back to the shared pool
-BEAT_S = 0.5  # a process calls at least this often while leases of the key are held, its own or another's
-# (else every lease_s / 3): redis.lua takes a busy key silent for TIMEOUT_S (1.5 s) for a Redis that stood
-# still (a new state: an outage every process waits out), so neither calls on the wire for longer nor a
-# holder SIGKILLed (its leases held until they expire, its heartbeat gone) may leave it silent while any
-# process lives: a frozen Redis silences them all, a dead holder only itself
+BEAT_S = 0.5  # a process calls at least this often while leases of the key are held, its own or another's, unless
+# the key's heartbeat round-robin counts on it (else every lease_s / 3): redis.lua takes a busy key silent for
+# TIMEOUT_S (1.5 s) for a Redis that stood still (a new state: an outage every process waits out), so neither calls
+# on the wire for longer nor a holder SIGKILLed (its leases held until they expire, its heartbeat gone) may leave
+# it silent while any process lives: a frozen Redis silences them all, a dead holder only itself
+SLOT_S = 0.3  # the round-robin: the N processes that knew the key busy at their last call (N >= 2) call in turns,
+# slot i (SLOT_S long on the server's clock) the turn of the one of rank i mod N (redis.lua), so the key hears
+# ~1 / SLOT_S heartbeats a second whatever N (each process's every N slots, not N processes' every BEAT_S). A dead
+# one keeps its turn until its heartbeat expires: 2 slots silent, two adjacent dead 3 (0.9 s; with ABSORB_S and
+# housekeeping's SYNC_S late at most 1.1 s). One whose calls wait for a lease has no turn: it calls after each
+# wake-up wait anyway (WAKE_S, 1 s, apart: redis_turns.serve); one not counted on yet calls every BEAT_S
+ABSORB_S = 0.1  # a process that called this little before its turn skips it (its call was the heartbeat)
 
 __all__ = ["RedisBudget", "lane_id"]
 
@@ -90,6 +98,7 @@ class RedisBudget:
         self.rpm: float | None = None
         self.tpm: float | None = None
         self.n_procs = 1
+        self._rank, self._n_turns = -1, 0  # its turn in the key's heartbeat round-robin, among how many (SLOT_S)
         self.n_active = 1
         self._work = asyncio.Event()  # a ticket waits for a slot, or news to send: `_sync` looks
         self._freed = asyncio.Event()  # one of this process's leases came free: a waiting ticket may take it
@@ -267,6 +276,7 @@ class RedisBudget:
         # does not drop while they may still be coming.
         soon = time.monotonic() < self._grace_until + self.lease_ms / 1000
         self.n_procs = max(r.n_procs, self.n_procs) if soon else r.n_procs
+        self._rank, self._n_turns = r.rank, r.n_turns
         self.n_active = max(1, r.n_active)
         self._answered = self._answered or time.monotonic()
         turns.hand_out(self)
@@ -322,19 +332,30 @@ class RedisBudget:
         far = time.monotonic() + SYNC_S
         return any(tk.slot is not None and not tk.sent and tk.slot > far for tk in self._tickets.values())
 
-    def _beat(self) -> float:
-        """Seconds between heartbeats: lease_s / 3, at most BEAT_S while leases of the key are held, its own
-        or another's (so that a holder SIGKILLed does not leave the key silent: BEAT_S). A process whose
-        calls wait for a lease calls after each wake-up wait already (redis_turns.serve, WAKE_S apart): a
-        heartbeat between them would only cost a call (it keeps its place in the key's queue: redis.lua)."""
-        busy = self._held or self._others and not self._waits()
-        return min(self.lease_ms / 3000, BEAT_S) if busy else self.lease_ms / 3000
+    def _beat_at(self) -> float:
+        """When (our monotonic clock) this process's next heartbeat is due: lease_s / 3 after its last call, and
+        while leases of the key are held, its own or another's, at its next turn in the key's round-robin
+        (SLOT_S), or BEAT_S after its last call if that does not count on it (yet), so that a holder SIGKILLed
+        does not leave the key silent while any process lives. A process whose calls wait for a lease calls after
+        each wake-up wait already (redis_turns.serve, WAKE_S apart): a heartbeat between them would only cost a
+        call (it keeps its place in the key's queue: redis.lua)."""
+        last = self._call.last
+        renew = last + self.lease_ms / 3000
+        if not (self._held or self._others and not self._waits()):
+            return renew
+        n = self._n_turns
+        if self._rank < 0 or n <= 1:
+            return min(renew, last + BEAT_S)
+        # the first start of a slot of its turn after its last call (a call ABSORB_S before it was its beat)
+        i = math.floor((last + self._call.offset + ABSORB_S) / SLOT_S) + 1
+        i += (self._rank - i) % n
+        return min(renew, i * SLOT_S - self._call.offset)
 
     def _house_soon(self) -> None:
         """Wake housekeeping sleeping until the heartbeat's time if it now has something to watch."""
         fut = self._house_fut
         if self._house_long and fut is not None and not fut.done() and (
-                self._watch() or self._house_until > self._call.last + self._beat() + SYNC_S):
+                self._watch() or self._house_until > self._beat_at() + SYNC_S):
             fut.set_result(None)  # (or its heartbeat is due sooner now: it holds leases since)
 
     async def _house_sleep(self) -> None:
@@ -342,7 +363,7 @@ class RedisBudget:
         self._house_long = not self._watch()
         now = time.monotonic()
         # (just past the heartbeat's time, so that it finds it due)
-        wait = max(SYNC_S, self._call.last + self._beat() + 0.001 - now) if self._house_long else SYNC_S
+        wait = max(SYNC_S, self._beat_at() + 0.001 - now) if self._house_long else SYNC_S
         self._house_until = now + wait
         fut = self._house_fut = loop.create_future()
         timer = loop.call_later(wait, slots._set, fut)
@@ -369,7 +390,7 @@ class RedisBudget:
                         await self._eval(self._held - (over if over > 0 else spare))
                     # (pauses and factor picked up every SYNC_S only for slots granted and not yet used:
                     # a call on the wire or waiting for a lease needs none; its lease a heartbeat)
-                    elif self._news() or now - self._call.last > self._beat() or any(
+                    elif self._news() or now >= self._beat_at() or any(
                             tk.slot is not None and not tk.sent for tk in self._tickets.values()):
                         await self._eval(self._held)
         except Exception as e:  # noqa: BLE001 - (a CancelledError is not one: it ends the task)

@@ -93,7 +93,9 @@ class Reply:
     n_active: int  # processes with calls running or waiting: the fair share's divisor
     n_waiting: int  # other processes queued for a lease (under their share, calls waiting)
     others: int  # leases the other processes hold (a live heartbeat behind them): this one heartbeats
-    # every BEAT_S meanwhile, so a holder gone is never taken for a Redis that stood still (redis.py)
+    # in its turn meanwhile, so a holder gone is never taken for a Redis that stood still (redis.py)
+    rank: int  # its place (by name) in the key's heartbeat round-robin while leases are held: its turn (-1: none)
+    n_turns: int  # ... among this many processes (those that call in turns, redis.lua)
     born: bytes  # when the key's state began: new after a restart, or a silence of a busy key
     outage_at: float  # when Redis last answered after an outage (server seconds): processes that met
     # it may pace locally until the first RECOVER_S boundary from then (redis_fallback)
@@ -105,10 +107,12 @@ class ScriptCall:
 
     def __init__(self, client: Any, ident: str, proc: str) -> None:
         self.keys = [f"evalsweep:{{{ident}}}:state", f"evalsweep:{{{ident}}}:procs", f"evalsweep:{{{ident}}}:held",
-                     f"evalsweep:{{{ident}}}:active", f"evalsweep:{{{ident}}}:waiting", f"evalsweep:{{{ident}}}:wake:"]
+                     f"evalsweep:{{{ident}}}:active", f"evalsweep:{{{ident}}}:waiting", f"evalsweep:{{{ident}}}:wake:",
+                     f"evalsweep:{{{ident}}}:turns"]
         self.wake_key = self.keys[5] + proc  # a lease came free for this process (redis.lua pushes to it)
         self.proc = proc
-        self._head = b"".join(_bulk(x) for x in (b"EVALSHA", SHA.encode(), b"6", *(k.encode() for k in self.keys)))
+        head = (b"EVALSHA", SHA.encode(), b"%d" % len(self.keys), *(k.encode() for k in self.keys))
+        self._head, self._n_head = b"".join(_bulk(x) for x in head), len(head)
         self.lock = asyncio.Lock()
         self.rtt = 0.001
         self.offset = 0.0  # server clock minus our monotonic clock, seconds
@@ -145,7 +149,7 @@ class ScriptCall:
         send it to the back); 2, it queues whatever it asks (it gives leases back, its turn over)."""
         args = [self.proc, ttl_us, cap, want, bound, n_leased, n_new, T_us, pause_us, factor, int(FRESH_S * 1e6), int(TIMEOUT_S * 1e6), born or b"",
                 recent_us, charge, "1" if demand else "0", str(waits)]
-        data = pack(self._head, 9, args)
+        data = pack(self._head, self._n_head, args)
         pool = self._client.connection_pool
         conn = await _get(pool)
         try:
@@ -183,6 +187,8 @@ class ScriptCall:
             n_active=int(res[10]),
             n_waiting=int(res[11]),
             others=int(res[12]),
+            rank=int(res[13]),
+            n_turns=int(res[14]),
             born=res[8],
             outage_at=now_s - float(res[9]) / 1e6,
             now_s=now_s,
