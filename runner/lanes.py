@@ -274,6 +274,8 @@ class Lane:
                     e.latency_s = time.perf_counter() - t0  # type: ignore[attr-defined]  # its row's latency
                     if e.rate_limited and est_tokens:
                         self.reconcile(est_tokens, 0, charge)  # refused: the key charged it nothing
+                    elif est_tokens:  # no answer will settle it: its charge stays, its hold is given back
+                        self.reconcile(est_tokens, est_tokens if charge is None else charge, charge)
                     self._on_error(e, own)
                     raise
                 finally:
