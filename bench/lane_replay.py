@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (the runner's own rule: `learned`)
-from runner.budgets.local import SHRINK_N  # noqa: E402
+from runner.budgets.rank import blend  # noqa: E402
 
 Job = tuple[float, int, str, int, int]
 """A logged call for the replays: (latency s, tokens, model, n, index of its chain's critique or -1)."""
@@ -127,7 +127,7 @@ def learned(
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
     goes, that expectation being the median of the kind's calls ended by then, raised toward its group's
-    (n, answer or critique: the answer-weighted geometric mean of the kinds' medians) as SHRINK_N answers; a kind
+    (n, answer or critique: the answer-weighted geometric mean of the kinds' medians: runner.budgets.rank.blend); a kind
     with fewer than `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
     `order`; on a lane paced by tokens a critique (a follow-up) before any answer. Without a night before: a run's history
     (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
@@ -149,8 +149,7 @@ def learned(
         if len(v) < min_n or not v:
             return math.inf
         s, c = groups[k[1:]]
-        own = v[len(v) // 2]
-        return max(own, math.exp((len(v) * math.log(max(own, 1e-3)) + SHRINK_N * s / c) / (len(v) + SHRINK_N)))
+        return blend(v[len(v) // 2], len(v), s / c)
 
     for _ in range(len(jobs)):
         t = heapq.heappop(slots)

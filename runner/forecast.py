@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.batch.plan import LATENCY_S, OUT_TOKENS_PER_S
-from runner.budgets.local import TPM_SHARE
+from runner.budgets.tokens import TPM_SHARE
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,8 @@ from tenacity import (
 
 from providers.base import ProviderError, scrub
 from providers.http import SENT
-from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget, Work
+from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
+from runner.budgets.rank import Work
 from runner.calls.halt import HALTED, ON_WIRE, Halted, Sleeps
 from runner.config import Endpoint
 

@@ -40,13 +40,13 @@ def test_an_echo_of_the_lanes_own_pacing_pauses_nothing():
     lane = _lane(rpm=600, tpm=60_000)
     stale = {"limit_requests": 600, "remaining_requests": 0, "reset_requests": 30.0,
              "limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 0.5}
-    tat = lane.budget._tok_tat
+    tat = lane.budget.tokens.tat
     lane._on_answer(stale, False, own=(True, True))  # admitted while the lane used its whole rate
-    assert lane.budget.paused_until == 0.0 and lane.budget._tok_tat == tat and lane.factor == 1.0
+    assert lane.budget.paused_until == 0.0 and lane.budget.tokens.tat == tat and lane.factor == 1.0
     lane._on_answer(stale, False, own=(False, False))  # the lane was not using it: someone else is
     now = time.monotonic()
     assert 0.05 < lane.budget.paused_until - now <= 0.1  # the next request after 60/rpm
-    assert 0.4 < lane.budget._tok_tat - now <= 0.5  # tokens after the reset
+    assert 0.4 < lane.budget.tokens.tat - now <= 0.5  # tokens after the reset
 
 
 def test_a_429_for_tokens_defers_token_slots_by_the_reset_and_keeps_the_rate():
@@ -58,7 +58,7 @@ def test_a_429_for_tokens_defers_token_slots_by_the_reset_and_keeps_the_rate():
     lane._bucket = (time.monotonic() - 2.0, *lane._bucket[1:])
     lane._on_answer(None, False)
     assert lane.factor == 1.0 and lane.budget.paused_until == 0.0  # requests are not paused
-    assert 0.7 < lane.budget._tok_tat - time.monotonic() <= 0.8
+    assert 0.7 < lane.budget.tokens.tat - time.monotonic() <= 0.8
     assert lane.rate_limited == 10
     wait = lane.budget.reserve(100)  # the next call's tokens come after the reset
     assert 0.8 < wait <= 0.95  # (plus its own 100 tokens of refill)
@@ -196,17 +196,17 @@ async def test_debts_move_waiting_calls_back_and_a_refused_call_goes_first():
     from runner.budgets.local import LocalBudget
 
     b = LocalBudget(None, 60_000, 8)  # 1,000 tokens a second (paced at 0.97 of it)
-    per = b._Tt
+    per = b.tokens.per_token
     b.reserve(0)
     await b.take(1000)  # a fresh key: a second's worth at once
     queued = asyncio.create_task(b.take(300))
     await asyncio.sleep(0)
-    before = b._tok_wait(300 * per)
+    before = b.tokens.wait(300 * per)
     b.reconcile(1000, 3000)  # an answer used 2,000 more than charged: the call queued waits them too
-    assert abs(b._tok_wait(300 * per) - before - 2000 * per) < 0.01
-    tat = b._tok_tat
+    assert abs(b.tokens.wait(300 * per) - before - 2000 * per) < 0.01
+    tat = b.tokens.tat
     await b.take(800, first=True)  # refused for tokens, its reset passed: it goes now ...
-    assert abs(b._tok_tat - tat - 800 * per) < 1e-3  # ... and the queue moves back by its tokens
+    assert abs(b.tokens.tat - tat - 800 * per) < 1e-3  # ... and the queue moves back by its tokens
     assert not queued.done()
     queued.cancel()
 
@@ -235,10 +235,10 @@ async def test_what_a_call_in_flight_will_settle_is_not_forgotten_while_the_buck
     b = LocalBudget(None, 60_000, 8, clock=lambda: now[0])  # 1,000 tokens a second (paced at 0.97)
     b.reserve(0)
     await b.take(3000, charge=1000)  # a full bucket: it goes; 2,000 expected beyond its charge
-    assert b._tok_wait(100 * b._Tt) >= 1.0 - 100 * b._Tt  # held: the next call needs a full bucket
+    assert b.tokens.wait(100 * b.tokens.per_token) >= 1.0 - 100 * b.tokens.per_token  # held: the next call needs a full bucket
     now[0] += 10.0  # a long thought: the bucket sits full
     b.reconcile(3000, 3000, 1000)  # it settles as expected: the key now takes the other 2,000
-    assert b._tok_wait(100 * b._Tt) > 2000 * b._Tt - 1.0  # the next call waits for them to refill
+    assert b.tokens.wait(100 * b.tokens.per_token) > 2000 * b.tokens.per_token - 1.0  # the next call waits for them to refill
 
 
 async def test_a_credit_lets_the_calls_waiting_for_tokens_go_at_once():
@@ -269,7 +269,7 @@ async def test_a_key_whose_bucket_holds_more_than_a_second_keeps_the_credit_of_c
     now = [100.0]
     lane = _lane(tpm=60_000)  # 1,000 tokens a second (paced at 0.97 of it)
     b = lane.budget
-    b.clock = lambda: now[0]
+    b.clock = b.tokens.clock = lambda: now[0]
     b.reserve(0)
     lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)  # a deep bucket: 9 s of tokens
     now[0] += 20.0  # idle: the bucket fills
@@ -291,21 +291,21 @@ async def test_each_429_for_tokens_halves_the_depth_believed_down_to_a_second():
     now = [100.0]
     lane = _lane(tpm=60_000)
     b = lane.budget
-    b.clock = lambda: now[0]
+    b.clock = b.tokens.clock = lambda: now[0]
     b.reserve(0)
     lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)
     now[0] += 20.0
     await b.take(800)
-    assert b._tok_wait(800 * b._Tt) <= 0  # 8,200 tokens left in the bucket
+    assert b.tokens.wait(800 * b.tokens.per_token) <= 0  # 8,200 tokens left in the bucket
     refused = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 0.5, "remaining_requests": 90}
     lane._on_answer(refused, True, 0.5)
     lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)  # no longer believed
-    assert b.depth == 4_500
+    assert b.tokens.depth == 4_500
     for _ in range(3):
         lane._on_answer(refused, True, 0.5)
     now[0] += 20.0
     await b.take(800)
-    assert abs(b._tok_wait(800 * b._Tt) - (800 - 170) * b._Tt) < 1e-6  # a full bucket is a second's 970 again
+    assert abs(b.tokens.wait(800 * b.tokens.per_token) - (800 - 170) * b.tokens.per_token) < 1e-6  # a full bucket is a second's 970 again
 
 
 async def test_a_call_that_empties_the_bucket_itself_is_not_deferred_by_its_own_echo():
@@ -316,14 +316,14 @@ async def test_a_call_that_empties_the_bucket_itself_is_not_deferred_by_its_own_
     now = [100.0]
     lane = _lane(tpm=60_000)
     b = lane.budget
-    b.clock = lambda: now[0]
+    b.clock = b.tokens.clock = lambda: now[0]
     b.reserve(0)
     now[0] += 5.0  # the bucket is full
     await b.take(1500)  # over a full bucket: goes now, the account ~0.5 s in debt
-    tat = b._tok_tat
+    tat = b.tokens.tat
     echo = {"limit_tokens": 60_000, "remaining_tokens": 0, "reset_tokens": 3.0, "remaining_requests": 50}
     lane._on_answer(echo, False, own=b.near)
-    assert b._tok_tat == tat
+    assert b.tokens.tat == tat
 
 
 async def test_the_depth_is_read_from_a_real_answers_remaining_tokens():
@@ -338,7 +338,7 @@ async def test_the_depth_is_read_from_a_real_answers_remaining_tokens():
     now = [100.0]
     lane = Lane(Endpoint(name="e", base_url=srv.base_url, rpm=6000, tpm=600_000), None, "k", provider=prov)
     b = lane.budget
-    b.clock = lambda: now[0]
+    b.clock = b.tokens.clock = lambda: now[0]
     try:
         await lane.call(lambda: prov.complete(_req(max_tokens=8), "ok-a", 1, 0, "k", {}), 102, charge=102)
     finally:
@@ -346,4 +346,4 @@ async def test_the_depth_is_read_from_a_real_answers_remaining_tokens():
         srv.stop()
     now[0] += 10.0  # quiet: the key's bucket refills
     await b.take(30_000)
-    assert b._tok_wait(30_000 * b._Tt) <= 0  # the second goes too
+    assert b.tokens.wait(30_000 * b.tokens.per_token) <= 0  # the second goes too

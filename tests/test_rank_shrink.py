@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from runner.budgets.local import LocalBudget, Work
+from runner.budgets.local import LocalBudget
+from runner.budgets.rank import Work
 from runner.calls.estimates import Spend
 
 

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from runner.budgets.local import TPM_SHARE
 from runner.budgets.redis import RedisBudget, lane_id
 from runner.budgets.redis_call import connect
+from runner.budgets.tokens import TPM_SHARE
 from runner.calls.halt import Halted
 from runner.config import Endpoint
 from runner.lanes import Lane, LocalBudget

@@ -29,11 +29,11 @@ async def test_a_call_goes_once_the_keys_bucket_holds_it_and_one_answers_rest_no
     for t in calls:
         t.cancel()
     assert admitted == 5  # on what the account holds, on no timer (the fake clock never moved)
-    assert abs(b._owed - 150 * b._Tt) < 1e-9  # one answer's rest held, not five
+    assert abs(b.tokens.owed - 150 * b.tokens.per_token) < 1e-9  # one answer's rest held, not five
     for _ in range(5):  # every answer settles as expected: the account is the key's bucket again
         b.reconcile(250, 250, 100)
-    assert b._owed == 0
-    assert abs(b._tok_wait(100 * b._Tt) - (5 * 250 + 100 - 970) * b._Tt) < 1e-9
+    assert b.tokens.owed == 0
+    assert abs(b.tokens.wait(100 * b.tokens.per_token) - (5 * 250 + 100 - 970) * b.tokens.per_token) < 1e-9
 
 
 async def test_an_attempt_answered_with_an_error_gives_its_hold_back():
@@ -56,9 +56,9 @@ async def test_an_attempt_answered_with_an_error_gives_its_hold_back():
         await prov.close()
         srv.stop()
     assert attempts == 3 and srv.per_model["flaky-500"] == 3
-    assert lane.budget._owed == 200 * lane.budget._Tt  # the answered attempt's rest, until it settles
+    assert lane.budget.tokens.owed == 200 * lane.budget.tokens.per_token  # the answered attempt's rest, until it settles
     lane.reconcile(300, comp.output_tokens, 100)  # as runner.calls.call settles an answer
-    assert lane.budget._owed == 0
+    assert lane.budget.tokens.owed == 0
 
 
 async def test_the_first_remaining_tokens_credits_what_the_keys_deeper_bucket_held():
@@ -68,12 +68,12 @@ async def test_the_first_remaining_tokens_credits_what_the_keys_deeper_bucket_he
     now = [100.0]
     lane = Lane(Endpoint(name="e", kind="sim", tpm=60_000), None, None, provider=None)  # 1,000 tokens a second
     b = lane.budget
-    b.clock = lambda: now[0]
+    b.clock = b.tokens.clock = lambda: now[0]
     b.reserve(0)
     await b.take(900)  # the account's second (970 tokens paced) nearly spent
-    assert b._tok_wait(5000 * b._Tt) > 0.9  # (a call over a full bucket waits for a full one)
+    assert b.tokens.wait(5000 * b.tokens.per_token) > 0.9  # (a call over a full bucket waits for a full one)
     lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_000}, False)
-    assert b._tok_wait(5000 * b._Tt) <= 0  # the key's bucket holds them: no wait
+    assert b.tokens.wait(5000 * b.tokens.per_token) <= 0  # the key's bucket holds them: no wait
     lane._on_answer({"limit_tokens": 60_000, "remaining_tokens": 9_500}, False)  # a later one credits nothing
     await b.take(5000)
-    assert b._tok_wait(3300 * b._Tt) > 0  # 9,000 - 900 - 5,000 left, not 500 more
+    assert b.tokens.wait(3300 * b.tokens.per_token) > 0  # 9,000 - 900 - 5,000 left, not 500 more

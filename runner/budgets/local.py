@@ -1,4 +1,6 @@
-"""A lane's pacing state in this process (`LocalBudget`, the default behind `runner.lanes`' budget seam).
+"""A lane's pacing state in this process (`LocalBudget`, the default behind `runner.lanes`' budget seam): its request
+slots and window, its concurrency lease queue; its token account is `runner.budgets.tokens`, the lease queue's rank
+`runner.budgets.rank`.
 
 Pacing is GCRA on absolute slots: admission k of a lane gets the slot `t0 + k/rate` (the "theoretical
 arrival time" advances by 1/rate per admission, never from the moment a late timer woke us), so timer
@@ -26,43 +28,16 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
-BURST_S = 0.05  # a lane catches up this much lateness at once; more would arrive as a bunch the server
-# timestamps spread out (under load), and the window's next requests would meet them
-WINDOW_S = 1.0  # no sliding window of this length holds more than rate * WINDOW_S admissions
+from runner.budgets.rank import _NO_WORK, Rank, Work, longest
+from runner.budgets.tokens import BURST_S, WINDOW_S, TokenAccount
+
 MARGIN_S = 0.005  # ... measured at the server, after its jitter: keep the window this much wider
 SLACK_S = 0.003  # slots are spaced for a window this much wider still: a send's lateness (timer, loop)
 # then rarely makes the guard bind, so it does not carry into the next second (the guard's own wait
 # would be late too, and lateness accumulating is what absolute slots are for)
-TPM_SHARE = 0.97  # tokens are paced this far under the limit: a call's real usage differs from its
-# estimate (reasoning varies), and the slack keeps the key's bucket holding a cushion for the calls
-# that spend more than expected (reconciled only when their answer comes)
 MARGIN_MAX = 0.05  # widened while our timers run late or 429s still come (a loaded machine jitters)
 LATE_HOLD_S = 1.2  # a stall widens the window guard this long (its delayed sends meet the next second)
 
-
-Rank = float | tuple[float, int, Hashable]
-"""A kind of call's expected duration as a lane ranks it: seconds (known), or (seconds, the answers they rest
-on, the group whose figure a kind of few answers is shrunk toward: runner.calls.estimates.Spend.rank)."""
-Work = tuple[Hashable, Callable[[], Rank]] | tuple[Hashable, Callable[[], Rank], bool]
-"""A kind of call (e.g. a model's pass and n), its expected duration as known now, and
-optionally whether it is a follow-up (a chain's next step, released by an answer: it goes first)."""
-_NO_WORK: Work = (None, lambda: 0.0)
-_TINY_S = 1e-3  # (a latency's floor for its log: an instant answer)
-
-SHRINK_N = 10
-"""A kind's expected duration resting on k answers is ranked at least at its group's figure on the lane (the
-answer-weighted geometric mean over the lane's kinds of that pass and n) weighted SHRINK_N against its own
-weighted k, in log space (latencies are multiplicative: a chat model's 0.3 s and a thinker's 3 s are as far
-from 1 s). Ranked on its own few answers, a slow model whose first draws were quick went last with its whole
-backlog: ranked last, it got no answer more to correct it (bench no-n, seed 0: nn02, the 3rd quickest law,
-sent its backlog at 51-54 s of 68, its long thinkers the lane's tail). Only upward: a kind ranked too high
-goes, and its answers correct it; pulled down from one long answer, a slow model waited behind quicker ones
-(bench tpm-b, seed 4: rb01's one-sample calls, after one answer of 4.7 s, sent at 55-58 s instead of 35-43,
-a draw of 33 s the lane's end: 1.09 -> 1.31x). Replays of our ranking on seed 0 / 1's draws (main's sweeps;
-lane_replay.learned's rule, 20 orders), no shrink -> this: no-n 1.163/1.121 -> 1.130/1.126, conc
-1.085/1.073 -> 1.077/1.072, shared 1.111/1.055 -> 1.116/1.055, tpm-a 0.868/0.907 -> 0.873/0.905, tpm-b
-1.041/1.018 -> 1.046/1.013; 60 synthetic draws: no-n 1.150 -> 1.143, conc 1.105 -> 1.102, tpm-b 1.108 ->
-1.104, shared 1.120 -> 1.122, tpm-a 0.934 -> 0.935."""
 
 _SENT, _PENDING, _GONE = 0, 1, 2  # a window log entry's state: counts from its stamp / counts / expired
 
@@ -103,11 +78,6 @@ def _guards(rate: float, exact: bool) -> tuple[tuple[int, float], ...]:
     return ((whole, WINDOW_S),)
 
 
-def _wake_one(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 def _stamp(entry: list[Any]) -> float:
     return entry[0]
 
@@ -135,7 +105,10 @@ class LocalBudget:
         self.factor = 1.0
         self.paused_until = 0.0
         self._tat = 0.0  # next free request slot (monotonic seconds)
-        self._tok_tat = 0.0  # next free token slot
+        self.tokens = TokenAccount(clock)  # the key's TPM, its holds and its queue
+        # (its calls, bound here: the token account is on every call's path)
+        self.take, self.reconcile = self.tokens.take, self.tokens.reconcile
+        self.learn_depth, self.shallow, self.defer_tokens = self.tokens.learn_depth, self.tokens.shallow, self.tokens.defer
         self._burst, self._burst_until = 0, 0.0  # a fresh lane's one-second allowance (admissions, until)
         self._log: deque[list[Any]] = deque()  # [stamp, state] per admission of the last window
         self._last: list[Any] | None = None  # the entry of the latest admission (for `on_sent`)
@@ -143,23 +116,14 @@ class LocalBudget:
         self.late = 0.0  # worst timer lateness (loop stall) of the last LATE_HOLD_S
         self._late_t = 0.0
         self._used = 0
-        self._waiters: dict[Hashable, tuple[Callable[[], float], deque[tuple[int, asyncio.Future[None]]], bool]] = {}
+        self._waiters: dict[Hashable, tuple[Callable[[], Rank], deque[tuple[int, asyncio.Future[None]]], bool]] = {}
         self._seq = 0
         self._due = False  # a hand-over of free leases is scheduled (`_wake_soon`)
         self._top = 0.0  # the longest expected kind this lane has ranked (an unseen kind ranks right after it)
         self._figures: dict[Hashable, tuple[float, int, Hashable]] = {}  # each kind's latest, waiting or not
         self.probing = False
-        self.near = (False, False)
+        self._near = False  # the request slots' half of `near`
         self.parts = 1  # processes pacing the key independently, this one at 1/parts (`split`)
-        self._held: dict[int, int] = {}
-        """Tokens each call in flight is expected to settle beyond what the key charged at its admission
-        (`charge`: its reasoning), as {tokens: calls}. The account holds the largest of them (`_owed`)."""
-        self._tok_q: deque[list[Any]] = deque()  # calls waiting in `take`, in order: [future, follow-up]
-        self.depth = 0.0
-        """Tokens the key's bucket was seen holding (its answers' remaining-tokens; 0: unknown, a second
-        of them is assumed): the account forgets credit only beyond that, not beyond a second."""
-        self._ceiling = math.inf  # at most this deep: halved by each 429 for tokens (`shallow`)
-        self.draining = False  # `open()`: waiters leave without being charged (the run is stopping)
         self.set_limits(rpm, tpm)
 
     def set_limits(self, rpm: float | None, tpm: float | None) -> None:
@@ -179,7 +143,7 @@ class LocalBudget:
     def _rescale(self) -> None:
         f = self.factor
         self._T = 60.0 / (self.rpm * f) if self.rpm else 0.0  # seconds per request
-        self._Tt = 60.0 / (self.tpm * f * TPM_SHARE) if self.tpm else 0.0  # seconds per token
+        self.tokens.rescale(self.tpm, f)
         self._per_window = max(1, math.floor(self.rpm * f / 60.0 * WINDOW_S + 1e-9)) if self.rpm else 0
         self._guard = _guards(self.rpm * f / 60.0, self.parts == 1 and f >= 1.0) if self.rpm else ()
         self._keep = max((s for _, s in self._guard), default=WINDOW_S)  # the log's span
@@ -193,13 +157,13 @@ class LocalBudget:
         """The next request slot, and `tokens` of TPM on a slot fixed now (a shared budget's fallback
         paces so; a lane asks for its tokens in `take`); seconds to wait for it."""
         now = self.clock()
+        tok = self.tokens
         if not self._tat:  # a fresh lane: its window is empty, a second's share may go at once
-            self._tok_tat = now - self._span()  # (the key's bucket is full: its tokens may go at once)
+            tok.fill(now)  # (the key's bucket is full: its tokens may go at once)
             self._burst, self._burst_until = self._per_window, now + WINDOW_S
             self._tat = now + self._burst * self._T * (1.0 + self.margin + SLACK_S)  # then slots resume
-        # The lane's own account at this admission: is it using its request / token rate (its next
-        # slot not behind now)? Then a provider's `remaining: 0` stamped now is its own pacing.
-        self.near = (self._tat > now - BURST_S, self._tok_tat + self._owed > now - BURST_S)
+        # The lane's own account at this admission (`near`).
+        self._near, tok.near = self._tat > now - BURST_S, tok.behind(now)
         slot = max(now - BURST_S, self.paused_until)
         if self._T:
             if self._burst and now < self._burst_until:
@@ -207,118 +171,19 @@ class LocalBudget:
             else:
                 slot = max(slot, self._tat)
                 self._tat = slot + self._T * (1.0 + self.margin + SLACK_S)
-        if self._Tt and tokens:  # the call's tokens refill *before* it goes: a big call finds the key's bucket holding them
-            self._tok_tat = max(self._tok_tat, now - self._span()) + tokens * self._Tt
-            slot = max(slot, self._tok_tat + self._owed)
+        if tok.per_token and tokens:
+            slot = max(slot, tok.reserve(now, tokens))
         return slot - now
 
     @property
-    def _owed(self) -> float:
-        """Seconds of token slots held beyond the account for the calls in flight: the largest rest one of
-        them is expected to settle (outside the clamp: never forgotten as idle). The account is charged and
-        settled as the key's bucket is, so a settlement moves both at once; held against is only the
-        answer whose settlement the key counted and whose reconcile has not come yet (its bytes in
-        transit, the loop busy), one at a time. Holding the sum of them kept the key's bucket ~a call's
-        rest per call in flight fuller than need be (bench `shared`, 12 in flight: ~10,000 tokens of its
-        20,000), where quick answers' credits overflowed it: 6% of its TPM lost, 1.27 -> 1.23x on seed 2."""
-        return max(self._held, default=0) * self._Tt
+    def near(self) -> tuple[bool, bool]:
+        """Is the lane using its request / token rate (its next slot not behind now)? Then a provider's
+        `remaining: 0` stamped at its latest admission is its own pacing."""
+        return self._near, self.tokens.near
 
-    def _span(self) -> float:
-        """Seconds of token slots the key's bucket holds: a second's until its answers showed more."""
-        return max(WINDOW_S, min(self.depth, self.tpm or 0.0) * self._Tt)
-
-    def learn_depth(self, remaining: float) -> None:
-        """An answer's remaining-tokens, stamped at its admission: the key's bucket held at least that
-        (providers hold a minute; a bucket of one second forgot the credit of every call charged more
-        than it spent, max_tokens for ~half of it, whenever the credit came to a fuller bucket).
-
-        The first one also says what the account, a second deep until then, did not count: at that
-        admission the key held `remaining` where the account held at most a second, and both were charged
-        and settled alike since (the key refilling faster, at the whole TPM), so the account takes the
-        difference at once. Left out, the account stayed that far behind the key for the run (bench
-        tpm-a, 10 s of its TPM deep: the key's bucket sat ~190,000 of 200,000 full, seed 5 1.27x)."""
-        first = not self.depth
-        self.depth = min(max(self.depth, remaining), self._ceiling)
-        if first and self._Tt:
-            self._tok_tat -= max(0.0, self._span() - WINDOW_S)
-
-    def shallow(self) -> None:
-        """Refused for tokens: the key's bucket may hold less than its answers showed (its TPM enforced
-        over shorter windows, another client on it) or an answer's debt came first: the account is
-        believed half as deep from now on, down to a second's tokens (one stray refusal does not cost
-        a deep key a second's bucket, repeated ones do)."""
-        if self.depth:
-            self.depth = self._ceiling = self.depth / 2
-            self._tok_tat = max(self._tok_tat, self.clock() - self._span())
-
-    def _tok_wait(self, need: float) -> float:
-        """Until the bucket (at most `_span()` of tokens) holds `need` and what the account holds for an
-        answer in flight (`_owed`): a call over a full bucket goes when it is full."""
-        now, span = self.clock(), self._span()
-        return max(self._tok_tat, now - span) + min(need + self._owed, span) - now
-
-    async def take(self, tokens: int, charge: int | None = None, first: bool = False, follow: bool = False) -> None:
-        """Wait, in arrival order, until the key's bucket holds this call's tokens, then charge them.
-        `tokens`: what the call is expected to use; `charge`: what the key counts when it admits it
-        (prompt + max_tokens; default `tokens`). The account runs as the key's does, charged `charge`
-        now and settled at the answer (`reconcile`); until then the largest expected rest of the calls
-        in flight is held (`_owed`), so an answer the key settled before we did finds its bucket
-        holding it. Waiting here rather than on a slot fixed when the call queued, a call goes as soon
-        as the account allows: answers' credits and debts move the whole queue.
-
-        `first`: a call the key refused for tokens and whose reset has passed: the key holds its
-        tokens now, so it goes at once and the calls queued move back by its tokens (at the end of the
-        queue it would be refused again, by then spent).
-
-        `follow`: a follow-up (a chain's next step, `acquire`'s rank): it queues ahead of the first calls
-        waiting, behind the follow-ups already there. At the tail it waited the seconds of tokens the
-        calls holding a lease ahead of it charge (bench tpm-a: 64 leases, ~50 of them waiting here)."""
-        if not self._Tt or not tokens:
-            return
-        c = tokens if charge is None else charge
-        held = max(0, tokens - c)
-        q = self._tok_q
-        if not first and (q or self._tok_wait((c + held) * self._Tt) > 0):
-            loop = asyncio.get_running_loop()
-            me: list[Any] = [None, follow]  # [the future it waits on, a follow-up]
-            if follow:
-                i = 0
-                while i < len(q) and q[i][1]:
-                    i += 1
-                q.insert(i, me)  # (a head moved back wakes to no timer: the next departure wakes the head)
-            else:
-                q.append(me)
-            try:
-                while not self.draining:
-                    wait = self._tok_wait((c + held) * self._Tt) if q[0] is me else None
-                    if wait is not None and wait <= 0:
-                        break
-                    fut = me[0] = loop.create_future()
-                    timer = None if wait is None else loop.call_later(wait, _wake_one, fut)
-                    try:
-                        await fut
-                    finally:
-                        if timer is not None:
-                            timer.cancel()
-            finally:
-                q.remove(me)
-                self._wake_tokens()
-            if self.draining:
-                return
-        now = self.clock()
-        self._tok_tat = max(self._tok_tat, now - self._span()) + c * self._Tt
-        if held:
-            self._held[held] = self._held.get(held, 0) + 1
-        # The key's remaining-tokens counts this call's charge: one that empties the bucket (a call
-        # over a full bucket, n samples of max_tokens) is the lane's own pacing, not another client's.
-        self.near = (self.near[0], self._tok_tat + self._owed > now - BURST_S)
-
-    def _wake_tokens(self) -> None:
-        """The head of `take`'s queue looks at the account again (it changed, or the head left)."""
-        if self._tok_q:
-            fut = self._tok_q[0][0]
-            if fut is not None and not fut.done():
-                fut.set_result(None)
+    @property
+    def draining(self) -> bool:
+        return self.tokens.draining
 
     def confirm(self) -> float:
         now = self.clock()
@@ -404,33 +269,6 @@ class LocalBudget:
         if seconds >= self.late or now - self._late_t > LATE_HOLD_S:
             self.late, self._late_t = seconds, now
 
-    def reconcile(self, est: int, actual: int, charge: int | None = None) -> float:
-        """Settle a call charged `charge` (default `est`) that used `actual`; returns how far the token
-        slots moved (seconds: > 0 a debt, < 0 a credit the calls waiting for them may use now)."""
-        if not self._Tt:
-            return 0.0
-        c = est if charge is None else charge
-        floor = self.clock() - self._span()
-        before = max(self._tok_tat, floor) + self._owed
-        k = max(0, est - c)
-        if self._held.get(k):
-            self._held[k] -= 1
-            if not self._held[k]:
-                del self._held[k]
-        # Credit beyond the bucket's depth is gone (the key's bucket holds no more): a debt is not absorbed
-        # by it, as it would be were the account left running behind.
-        self._tok_tat = max(self._tok_tat, floor) + (actual - c) * self._Tt
-        moved = max(self._tok_tat, floor) + self._owed - before
-        if moved < 0:
-            self._wake_tokens()
-        return moved
-
-    def defer_tokens(self, seconds: float) -> None:
-        """The key refused for tokens until `seconds` from now: no token slot before then (requests
-        that need none still go)."""
-        if self._Tt:
-            self._tok_tat = max(self._tok_tat, self.clock() + seconds)
-
     def pause(self, seconds: float) -> None:
         self.paused_until = max(self.paused_until, self.clock() + seconds)
 
@@ -439,7 +277,7 @@ class LocalBudget:
         window was not empty (a fallback from shared pacing, whose other processes burst at the same
         instant: their bursts would meet at the next window's edge)."""
         self.pause(seconds)
-        self._tat = self._tok_tat = self.paused_until
+        self._tat = self.tokens.tat = self.paused_until
 
     async def acquire(self, work: Work | None = None, alone: bool = False) -> None:
         """A concurrency lease. Calls waiting for one queue by kind of work (`work`: a key and its
@@ -508,17 +346,17 @@ class LocalBudget:
         Redis again), or the run is stopping (the lane then sends none of them)."""
         self._cap = 1 << 30
         self._wake()
-        self.draining = True
-        for me in self._tok_q:
-            if me[0] is not None and not me[0].done():
-                me[0].set_result(None)
+        self.tokens.open()
 
     def _wake(self) -> None:
         """Hand the free leases to the longest expected kinds waiting (each lease counted as used now)."""
         self._due = False
         waiters = self._waiters
         while self._used < self._cap and waiters:
-            key = next(iter(waiters)) if len(waiters) == 1 else self._longest()
+            if len(waiters) == 1:
+                key = next(iter(waiters))
+            else:  # (a follow-up first only on a lane paced by tokens: `acquire`)
+                key, self._top = longest(waiters, self._top, self._figures, bool(self.tokens.per_token))
             queue = waiters[key][1]
             fut = queue.popleft()[1]
             if not queue:
@@ -526,40 +364,6 @@ class LocalBudget:
             if not fut.done():
                 fut.set_result(None)
                 self._used += 1
-
-    def _expected(self) -> dict[Hashable, float]:
-        """The waiting kinds' expected durations, a figure of few answers raised toward its group's
-        (`SHRINK_N`): the answer-weighted geometric mean of the latest figures of the lane's kinds in that
-        group, waiting or not (a model ranked last is compared with those that went)."""
-        figures, got = self._figures, {}
-        for k, q in self._waiters.items():
-            r = q[0]()
-            if isinstance(r, tuple):
-                figures[k] = r
-            else:
-                got[k] = r
-        groups: dict[Hashable, tuple[float, int]] = {}
-        for v, c, g in figures.values():
-            if c and v != math.inf:
-                s, n = groups.get(g, (0.0, 0))
-                groups[g] = (s + math.log(max(v, _TINY_S)) * c, n + c)
-        for k in self._waiters:
-            if k not in got:
-                v, c, g = figures[k]
-                pool = groups.get(g)
-                got[k] = v if v == math.inf or pool is None else max(v, math.exp(
-                    (c * math.log(max(v, _TINY_S)) + SHRINK_N * pool[0] / pool[1]) / (c + SHRINK_N)))
-        return got
-
-    def _longest(self) -> Hashable:
-        waiters = self._waiters
-        expect = self._expected()
-        # The longest seen so far, not only among those waiting: else an unseen kind (a critique pass
-        # before its first answer) would wait for every seen kind to drain, one top after another.
-        top = self._top = max(self._top, max((v for v in expect.values() if v != math.inf), default=0.0))
-        tokens = bool(self._Tt)  # (a follow-up first only on a lane paced by tokens: `acquire`)
-        return max(waiters, key=lambda k: (tokens and waiters[k][2], min(expect[k], top), expect[k] <= top,
-                                           -waiters[k][1][0][0]))
 
     def set_probing(self, on: bool) -> None:
         if self.probing and not on and len(self._log) == 1:

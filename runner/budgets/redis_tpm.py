@@ -24,8 +24,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from runner.budgets.local import TPM_SHARE, WINDOW_S
 from runner.budgets.redis_call import WAKE_LUA, WAKE_S, woken
+from runner.budgets.tokens import TPM_SHARE, WINDOW_S
 
 LUA = WAKE_LUA + r"""
 local t = redis.call('TIME')

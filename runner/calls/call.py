@@ -16,7 +16,7 @@ from cache.store import AsyncCache
 from core.secrets import redact_url
 from core.types import Request, Row
 from providers.base import Completion, ProviderError
-from runner.budgets.local import TPM_SHARE
+from runner.budgets.tokens import TPM_SHARE
 from runner.calls import learned
 from runner.calls.halt import Halted
 from runner.calls.spend import paid

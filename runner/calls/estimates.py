@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from core.types import Request, text_of
-from runner.budgets.local import Rank
+from runner.budgets.rank import Rank
 
 FIRST_PASS = "answer"
 """The pass a suite's requests start with (runner.scheduler counts progress by it); every other pass is
@@ -67,7 +67,7 @@ class _Median:
     laws' own means 1.135, 1.086, 1.186. Neither sees the calls still in flight: a slow model's first answers
     are its quick ones, and a kind ranked last gets no answer more to correct it (bench no-n, seed 0: nn02
     ranked on one answer of 0.73 s until 52 s of 56, then its backlog, one call of 15 s, the lane's tail): a lane
-    ranks a figure of few answers toward its group's over the lane's models (runner.budgets.local.SHRINK_N)."""
+    ranks a figure of few answers toward its group's over the lane's models (runner.budgets.rank.SHRINK_N)."""
 
     recent: deque[float] = field(default_factory=deque)
     ordered: list[float] = field(default_factory=list)
