@@ -38,7 +38,7 @@ With --forecast, two nights: the sweep, then a sweep of new questions on other d
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
 (runner.history); forecast vs actual printed for both.
 
-    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]
+    python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]   # DIR: a new or empty folder
     python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
     python bench/reasoning_sweep.py --quick --reachable 60   # replays only, on 60 synthetic draws of the laws
 """
@@ -466,7 +466,8 @@ def main() -> None:
     ap.add_argument("--items", type=int, help="items per model in the one-sample run")
     ap.add_argument("--sc-items", type=int, help="items per model in the 8-sample run")
     ap.add_argument("--chain-items", type=int, help="JEEBench questions per model in the chain run")
-    ap.add_argument("--keep", type=Path, help="keep the sweep's folder here")
+    ap.add_argument("--keep", type=Path, help="keep the sweep's folder here (a new or empty folder: a kept "
+                    "sweep is never re-run into, its answers would all come from its runs and cache)")
     ap.add_argument("--seed", type=int, default=0, help="other draws of the same latency laws (0: the default draws)")
     ap.add_argument("--forecast", action="store_true",
                     help="two nights: the sweep, then a sweep of new questions (other draws) forecast by the dry "
@@ -495,6 +496,10 @@ def main() -> None:
         report(out, spec["models"], quick if not (a.items or a.sc_items or a.chain_items) else counts, spec["scale"],
                spec["seed"])
         return
+    if a.keep is not None and a.keep.exists() and (not a.keep.is_dir() or any(a.keep.iterdir())):
+        ap.error(f"--keep {a.keep}: not a new or empty folder. A kept sweep's runs would resume as done and its "
+                 "cache answer every call: nothing would be measured (the folder is left as it is; --table "
+                 f"{a.keep} prints a kept sweep's lane table again)")
     tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
     tmp.mkdir(parents=True, exist_ok=True)
     if not a.forecast:

@@ -32,9 +32,10 @@ Seen = dict[str, list[Any]]
 (runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
 ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
 tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual).
-The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`), as an `n` call lasts the longest of its
-samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run was
-forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied."""
+The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`; k the row's `n`), as an `n` call lasts the
+longest of its samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run
+was forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied
+(rows without `n`, from older run directories: `_by_n`)."""
 
 OPEN = "open:"
 """The key prefix of a tally's call in progress (never written to a history file)."""
@@ -93,8 +94,9 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
 
 def tally(by_pass: Seen, row: dict[str, Any]) -> None:
     """Add a success row to its model's per-pass totals: its output tokens, and its latency when it was a
-    call (not an answer from a cache), pooled and by the call's samples (`_by_n`). Once a row written: the
-    pass's keys are made once (`_keys`), and a total's list only when it is new (~0.6 us a row instead of ~1.3)."""
+    call (not an answer from a cache), pooled and by the call's samples (the row's `n`; a row without one,
+    read from an older run directory, by `_by_n`'s inference). Once a row written: the pass's keys are made
+    once (`_keys`), and a total's list only when it is new (~0.6 us a row instead of ~1.3)."""
     p = row["pass"]
     out = (row.get("usage") or _NONE).get("output_tokens")
     if out is not None:
@@ -110,14 +112,23 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         _add(by_pass, k_lat, lat)
         _add(by_pass, k_ln, ln)
         _add(by_pass, k_ln2, ln * ln)
-        _by_n(by_pass, p, row, lat, ln)
+        k = row.get("n")
+        if type(k) is int and k > 0:  # the call's samples, as rows_from wrote them
+            k_lat, k_ln, k_ln2 = _keys_n(p, k)
+            _add(by_pass, k_lat, lat)
+            _add(by_pass, k_ln, ln)
+            _add(by_pass, k_ln2, ln * ln)
+        else:  # a row written before rows said their call's samples (#40): inferred from its neighbours
+            _by_n(by_pass, p, row, lat, ln)
 
 
 def _by_n(by_pass: Seen, p: str, row: dict[str, Any], lat: float, ln: float) -> None:
-    """Tally the row under its call's samples a request: an `n` call's rows come together, one after the
-    other with the call's latency and consecutive samples (runner.calls.call.rows_from), so a row that
-    continues the call before it moves the call's rows from the k-sample totals to the k+1 ones. The
-    totals stay whole after every row (nothing to close when a session ends or a file is read)."""
+    """Tally a row that does not say its call's samples (written before rows had `n`) under the samples
+    inferred: an `n` call's rows come together, one after the other with the call's latency and consecutive
+    samples (runner.calls.call.rows_from), so a row that continues the call before it moves the call's rows
+    from the k-sample totals to the k+1 ones. The totals stay whole after every row (nothing to close when a
+    session ends or a file is read). Two one-sample calls of one item back to back with the same latency
+    (to 0.1 ms) are taken for one 2-sample call: why rows now carry `n`."""
     k_open = _open(p)
     o = by_pass.get(k_open)
     s = row.get("sample")

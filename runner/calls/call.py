@@ -292,7 +292,8 @@ def rows_from(
     cache: AsyncCache | None,
 ) -> list[Row]:
     """The rows of one answered call (an exhausted reasoning budget, no text, or text), each answer
-    put in the cache as it is made."""
+    put in the cache as it is made; each says its call's samples (`n`: how long a call lasts depends on
+    it, runner.history, which could only guess it from the rows' latencies before)."""
     n = len(group)
     texts = (comp.texts + [None] * n)[:n]
     usages = billed(comp, texts)
@@ -313,7 +314,9 @@ def rows_from(
                         usage["cache_write_tokens"])
         )
         if reasons and exhausted(text, finish, True):
-            rows.append(exhausted_row(req, s, keys[s], usage, cost, attempts, lane, finish))
+            row = exhausted_row(req, s, keys[s], usage, cost, attempts, lane, finish)
+            row["n"] = n
+            rows.append(row)
             continue
         if text is None:
             msg = (f"stream cut before its end: {comp.cut} (finish_reason={finish})" if comp.cut else
@@ -323,12 +326,13 @@ def rows_from(
             if comp.cut and cost is None:  # what it consumed: its prompt, and what was received of its answer
                 cost = m.cost(m.estimate_tokens(req) - (req.decoding.max_tokens or 0),
                               comp.received_chars // max(1, n * 4))
-            row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, finish
+            row["usage"], row["cost_usd"], row["finish_reason"], row["n"] = usage, cost, finish, n
             rows.append(row)
             continue
         row = answer_row(
             req, s, keys[s], text, usage, cost, latency, attempts, cached=False, finish=finish, lane=lane
         )
+        row["n"] = n
         if flag:
             row["usage_flag"] = flag
         if calls is not None:
