@@ -122,7 +122,7 @@ def replay(
 
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
-    min_n: int = 1, explore: int = 0, pool: bool = True,
+    min_n: int = 1, explore: int = 0, pool: bool = False,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
@@ -132,9 +132,9 @@ def learned(
     `order`; on a lane paced by tokens a critique (a follow-up) before any answer. As the runner sends them: a model's
     first call alone (a one-sample answer: a sweep's first run), its others once it ended (runner.calls.gate's probe:
     its one answer is then all its kinds know); a call of n > 1 ranked at least its model's one-sample figure x (1 + ln n)
-    (runner.calls.estimates.Spend.seconds), its latency / (1 + ln n) also a one-sample answer of its model (`pool`,
-    Spend.observe). A candidate: `explore`, a kind granted fewer leases ranks as unseen. Given the live lane's order within
-    each kind (its items' order), it gives the live ratio (8fb2eb3, pool off: conc seed 20 1.239 vs 1.242 live, 1.259 vs 1.265). Without a
+    (runner.calls.estimates.Spend.seconds). Candidates: `explore`, a kind granted fewer leases ranks as unseen; `pool`,
+    an n call's latency / (1 + ln n) counts as a one-sample answer of its model. Given the live lane's order within
+    each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
     learning as it goes reaches, beside `by model`'s laws."""
     kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]

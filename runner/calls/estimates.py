@@ -150,16 +150,6 @@ class Spend:
         return got
 
     def observe(self, pass_: str, n: int, output_tokens: int | None, latency_s: float) -> None:
-        """A call of `n` samples of `pass_` answered. An n call's latency also counts, / (1 + ln n) (`seconds`'
-        ratio), as one answer of a one-sample call: it lasted the longest of its n draws of the same law, and
-        a model's one-sample calls otherwise rest on their own answers alone, the gate's probe at first, one
-        draw: ranked on a probe of 0.50 s, bench conc seed 20's slowest law (cc07) sent its one-sample calls
-        at 32-46 s of 60 though its five 8-sample calls had ended by 15 s at a median of 4.9 s (1.6 s a
-        draw), cc05 likewise, its 14.6 s draw sent at 45.6 s the lane's end: 1.24x. Replayed on that run's
-        draws in its own order (bench/lane_replay.learned, `pool`) 1.259 -> 1.099, seed 2's 1.208 -> 1.069;
-        400 synthetic draws (item order): conc 1.111 -> 1.107 (-0.004 +- 0.002), tpm-a +0.003 +- 0.002, lanes without n unchanged."""
         if output_tokens is not None:
             self.out.setdefault(pass_, _Mean()).add(output_tokens, n, self._budget.get(pass_))
         self.latency.setdefault((pass_, n), _Median()).add(latency_s)
-        if n > 1:
-            self.latency.setdefault((pass_, 1), _Median()).add(latency_s / (1.0 + math.log(n)))
