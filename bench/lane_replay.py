@@ -131,8 +131,8 @@ def learned(
     with fewer than `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
     `order`; on a lane paced by tokens a critique (a follow-up) before any answer. As the runner sends them: a model's
     first call alone (a one-sample answer: a sweep's first run), its others once it ended (runner.calls.gate's probe:
-    its one answer is then all its kinds know); a call of n > 1 ranked at least its model's one-sample figure x (1 + ln n)
-    (runner.calls.estimates.Spend.seconds). Candidates: `explore`, a kind granted fewer leases ranks as unseen; `pool`,
+    its one answer is then all its kinds know); a call of n > 1 ranked at least its model's one-sample figure x (1 + ln n),
+    by its own alone while its model has no one-sample answer (runner.calls.estimates.Spend.seconds). Candidates: `explore`, a kind granted fewer leases ranks as unseen; `pool`,
     an n call's latency / (1 + ln n) counts as a one-sample answer of its model. Given the live lane's order within
     each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
@@ -160,7 +160,7 @@ def learned(
             return math.inf
         own = v[len(v) // 2] if v else 0.0
         if k[1] > 1:  # an n call: at least the model's one-sample figure x (1 + ln n) (Spend.seconds)
-            own = max(own, one[len(one) // 2] * (1.0 + math.log(k[1])) if one else math.inf)
+            own = max(own, one[len(one) // 2] * (1.0 + math.log(k[1]))) if one else own if v else math.inf
         if own == math.inf:
             return own
         g = groups.get(k[1:])
