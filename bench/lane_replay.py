@@ -122,15 +122,21 @@ def replay(
 
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
-    min_n: int = 1,
+    min_n: int = 1, explore: int = 0, pool: bool = False,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
     goes, that expectation being the median of the kind's calls ended by then, raised toward its group's
     (n, answer or critique: the answer-weighted geometric mean of the kinds' medians: runner.budgets.rank.blend); a kind
     with fewer than `min_n` ended ranks right after the longest seen (an unseen kind's rule); equals, and a kind's calls, in
-    `order`; on a lane paced by tokens a critique (a follow-up) before any answer. Without a night before: a run's history
-    (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler learning as it goes reaches, beside `by model`'s laws."""
+    `order`; on a lane paced by tokens a critique (a follow-up) before any answer. As the runner sends them: a model's
+    first call alone (a one-sample answer: a sweep's first run), its others once it ended (runner.calls.gate's probe:
+    its one answer is then all its kinds know); a call of n > 1 ranked at least its model's one-sample figure x (1 + ln n),
+    by its own alone while its model has no one-sample answer (runner.calls.estimates.Spend.seconds). Candidates: `explore`, a kind granted fewer leases ranks as unseen; `pool`,
+    an n call's latency / (1 + ln n) counts as a one-sample answer of its model. Given the live lane's order within
+    each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
+    night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
+    learning as it goes reaches, beside `by model`'s laws."""
     kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]
     paced = any(what for _, _, what in rates)  # a TPM bucket
     waiting: dict[Any, list[tuple[float, int]]] = {}
@@ -138,6 +144,9 @@ def learned(
         if i not in held:
             heapq.heappush(waiting.setdefault(kinds[i], []), (order[i], i))
     seen: dict[Any, list[float]] = {}
+    granted: dict[Any, int] = {}
+    probing: set[str] = set()  # models whose first call is out (the gate: none of their others goes meanwhile)
+    opened: set[str] = set()  # models whose first call ended
     ended: list[tuple[float, Any, float]] = []  # (when, kind, latency) of calls started
     later: list[tuple[float, int]] = []
     slots = [0.0] * conc
@@ -146,10 +155,25 @@ def learned(
 
     def expect(k: Any, groups: dict[Any, tuple[float, int]]) -> float:
         v = seen.get(k, [])
-        if len(v) < min_n or not v:
+        one = seen.get((k[0], 1, k[2]), []) if k[1] > 1 else []
+        if granted.get(k, 0) < explore or max(len(v), len(one)) < min_n:
             return math.inf
-        s, c = groups[k[1:]]
-        return blend(v[len(v) // 2], len(v), s / c)
+        own = v[len(v) // 2] if v else 0.0
+        if k[1] > 1:  # an n call: at least the model's one-sample figure x (1 + ln n) (Spend.seconds)
+            own = max(own, one[len(one) // 2] * (1.0 + math.log(k[1]))) if one else own if v else math.inf
+        if own == math.inf:
+            return own
+        g = groups.get(k[1:])
+        return own if g is None else blend(own, max(len(v), len(one)), g[0] / g[1])
+
+    def end_by(t: float) -> None:
+        """The calls ended by `t` counted (`pool`: an n call's also as its model's one-sample calls', / (1 + ln n))."""
+        while ended and ended[0][0] <= t:
+            _, k, lat = heapq.heappop(ended)
+            bisect.insort(seen.setdefault(k, []), lat)
+            if pool and k[1] > 1:
+                bisect.insort(seen.setdefault((k[0], 1, k[2]), []), lat / (1.0 + math.log(k[1])))
+            opened.add(k[0])
 
     for _ in range(len(jobs)):
         t = heapq.heappop(slots)
@@ -158,18 +182,25 @@ def learned(
         while later and later[0][0] <= t:
             i = heapq.heappop(later)[1]
             heapq.heappush(waiting.setdefault(kinds[i], []), (order[i], i))
-        while ended and ended[0][0] <= t:
-            _, k, lat = heapq.heappop(ended)
-            bisect.insort(seen.setdefault(k, []), lat)
+        end_by(t)
+        while not any(q for k, q in waiting.items() if k[0] in opened or k[0] not in probing):  # all wait for probes
+            t = max(t, ended[0][0])
+            end_by(t)
+            while later and later[0][0] <= t:
+                i = heapq.heappop(later)[1]
+                heapq.heappush(waiting.setdefault(kinds[i], []), (order[i], i))
 
         groups: dict[Any, tuple[float, int]] = {}
         for k, v in seen.items():
             s, c = groups.get(k[1:], (0.0, 0))
             groups[k[1:]] = (s + math.log(max(v[len(v) // 2], 1e-3)) * len(v), c + len(v))
 
-        ex = {k: expect(k, groups) for k, q in waiting.items() if q}
+        ex = {k: expect(k, groups) for k, q in waiting.items() if q and (k[0] in opened or k[0] not in probing
+                                                                         and (k[1] == 1 or not waiting.get((k[0], 1, False))))}
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
         k = max(ex, key=lambda k: (paced and k[2], min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
+        probing.add(k[0])
+        granted[k] = granted.get(k, 0) + 1
         i = heapq.heappop(waiting[k])[1]
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)
