@@ -125,3 +125,38 @@ async def test_a_killed_holders_rest_is_held_until_its_heartbeat_lapses(redis_se
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+async def test_the_keys_deeper_bucket_is_credited_once_for_every_process(redis_server: RedisServer):
+    """A key of 600 TPM (10 tokens a second: the account's second holds 9.7, refilled in minutes). A's call of
+    9 nearly empties it; its answer's remaining-tokens says the key held 500 at that admission: the account,
+    for every process, takes the ~490 it did not count, so B's call of 300 goes on the script call it made
+    (before, it waited for the second's 9.7 to refill, a call over a full bucket going when it is full, and
+    then found the account ~490 behind the key for the run).
+    B's own first remaining-tokens (550) credits nothing more: the key's is learnt once, in Redis. A refusal
+    for tokens halves the depth believed (550 -> 275) for every process: the account holds no more than that."""
+    tpm = 600
+    a, b = (_lane(redis_server.url, "deep", p) for p in "ab")
+    for lane in (a, b):
+        lane.budget.set_limits(None, tpm)
+    end = asyncio.Event()
+    first = await _on_wire(a, 9, 9, end)
+    a._on_answer({"limit_tokens": tpm, "remaining_tokens": 500}, False)
+    second = await _on_wire(b, 300, 300, end)
+    assert second.trips == 1  # type: ignore[attr-defined]  # admitted at once: the credit was there
+    r = b.budget._tpm.last
+    assert r is not None and 500 - 9 - 300 - 1 < r.level < 400  # (~20 s of refill to 400: the test's slack)
+    b._on_answer({"limit_tokens": tpm, "remaining_tokens": 550}, False)
+    await _reply_held(b)
+    r = b.budget._tpm.last
+    assert r is not None and r.level < 400  # no second credit (it would fill the bucket: 550)
+    state = b.budget._tpm.keys[0]
+    assert float(await b.budget.client.hget(state, "depth")) == 550
+    a._on_answer({"limit_tokens": tpm, "remaining_tokens": 0, "reset_tokens": 0.001}, True)  # a 429 for tokens
+    await _reply_held(b)
+    assert float(await b.budget.client.hget(state, "depth")) == 275
+    end.set()
+    await asyncio.wait_for(asyncio.gather(first, second), GUARD_S)
+    for lane in (a, b):
+        await lane.budget.aclose()
+        await lane.budget.client.aclose()

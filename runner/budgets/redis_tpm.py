@@ -37,25 +37,41 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
   return s and tonumber(s) > now
 end
-local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq')
+local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq', 'depth', 'ceil')
 local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
-level = math.min(cap, level + math.max(0, now - at) * rate / 1000000)
-level = math.min(cap, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
+-- the key's bucket as its answers' remaining-tokens showed it (0: unknown, a second of the rate; halved
+-- by each refusal for tokens, down to that second: LocalBudget.learn_depth / shallow)
+local depth, ceil = tonumber(st[4]) or 0, tonumber(st[5]) or 0
+local function bucket() return math.max(cap, math.min(depth, tpm)) end
+local full = bucket()
+level = math.min(full, level + math.max(0, now - at) * rate / 1000000)
+level = math.min(full, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
+if seen > 0 then  -- the key's first: what its deeper bucket held beyond the second counted is credited
+  if depth == 0 then level = level + math.max(0, math.min(seen, tpm) - cap) end
+  depth = math.max(depth, seen)
+  if ceil > 0 then depth = math.min(depth, ceil) end
+end
+for _ = 1, shallow do
+  if depth > 0 then depth = depth / 2; ceil = depth end
+end
+cap = bucket()
+level = math.min(cap, level)
 -- this process's calls that left the queue without being admitted (cancelled, or it fell back)
-local i = 7 + 2 * n_wait
+local i = 10 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
 for j = 0, n_wait - 1 do
-  local m = ARGV[7 + 2 * j]
+  local m = ARGV[10 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
     local s
-    if ARGV[8 + 2 * j] == '1' then
+    if ARGV[11 + 2 * j] == '1' then
       local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
       s = (tonumber(head[2]) or seq) - 1
     else
@@ -101,7 +117,8 @@ while true do
   end
 end
 if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
-redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq)
+redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
+           'ceil', tostring(ceil))
 for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
 return {tostring(hint), tostring(level), tostring(top), admitted}
 """
@@ -147,6 +164,9 @@ class Account:
         self.n_open = 0  # its calls charged on Redis, not yet settled
         self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
         self._delta = 0  # settlements not yet sent: charges minus real usage
+        self._seen = 0  # the largest remaining-tokens an answer showed (`learn_depth`) ...
+        self._seen_new = 0  # ... not yet sent (0: none)
+        self._shallow = 0  # refusals for tokens not yet sent (`shallow`)
         self._dirty = False
         self._n = 0
         self._news = asyncio.Event()
@@ -254,6 +274,24 @@ class Account:
         if self._delta or self._dirty:
             self._kick()
 
+    def learn_depth(self, remaining: float) -> None:
+        """An answer's remaining-tokens: the key's bucket held at least that (`LocalBudget.learn_depth`:
+        a bucket of one second forgot the credit of every call charged more than it spent). Kept in
+        Redis for the key: the first one any process sees credits the account, once, with what the
+        deeper bucket held beyond the second counted. Sent with the next script call (only a new
+        largest: one send or few a run)."""
+        if remaining > self._seen:
+            self._seen = self._seen_new = int(remaining)
+            self._dirty = True
+            self._kick()
+
+    def shallow(self) -> None:
+        """Refused for tokens: the key's bucket is believed half as deep from now on, for every process
+        (`LocalBudget.shallow`), down to a second's tokens."""
+        self._shallow += 1
+        self._dirty = True
+        self._kick()
+
     def fell_back(self) -> None:
         """Redis went away: the waiting calls take their tokens locally; their queue entries go with the
         next script call (Redis back, they would head the queue for nobody)."""
@@ -297,9 +335,10 @@ class Account:
     async def _eval(self) -> Reply:
         per_s, depth = self.rate()
         waiting, gone = list(self._waiting), self._gone
-        delta, held = self._delta, self.held
-        self._gone, self._delta, self._dirty = [], 0, False
-        args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting)]
+        delta, held, seen, shallow = self._delta, self.held, self._seen_new, self._shallow
+        self._gone, self._delta, self._dirty, self._seen_new, self._shallow = [], 0, False, 0, 0
+        args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
+                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -307,6 +346,8 @@ class Account:
         except BaseException:
             self._gone = gone + self._gone
             self._delta += delta
+            self._seen_new = max(self._seen_new, seen)
+            self._shallow += shallow
             self._dirty = True
             raise
         self.calls += 1
