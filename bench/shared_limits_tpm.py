@@ -1,6 +1,8 @@
 """bench/shared_limits.py's TPM mode (#40 item 4): a heavy-tailed workload on one TPM-capped key, no server
 (the budget is what is measured): one process on a LocalBudget, then 1 and 2 processes sharing the key
-through Redis; wall time against tokens/TPM, TPM used while calls wait, and the 429s the key would send."""
+through Redis; wall time against tokens/TPM, TPM used while calls wait, and the 429s the key would send.
+Then a reasoning workload (each call expected to use 2.5 x its admission charge: the rest is held in flight
+until its answer settles it) on a LocalBudget and on 1, 2, 4 processes; and each run's CPU per call."""
 
 from __future__ import annotations
 
@@ -11,23 +13,34 @@ from bench.shared_limits_common import budget_lane, close_budget, ready_then_sta
 from tests.helpers import key_refusals
 
 
-def _usage(i: int, charge: int) -> int:
-    """Heavy-tailed usage: 1 call in 8 uses all it was charged, the others a tenth of it."""
+def _usage(i: int, charge: int, reasoning: bool = False) -> int:
+    """Heavy-tailed usage: 1 call in 8 uses all it was charged, the others a tenth of it. `reasoning`: calls
+    expected to use 2.5 x their charge (prompt + max_tokens: the reasoning is settled at the answer),
+    in turn a fifth, a half, 3 and 6 x it (quick answers' credits beside long reasoning's debts)."""
+    if reasoning:
+        return (charge // 5, charge // 2, 3 * charge, 6 * charge)[i % 4]
     return charge if i % 8 == 0 else charge // 10
+
+
+def _expected(charge: int, reasoning: bool) -> int:
+    """What a call is expected to use: its rest beyond the charge is held in flight (`LocalBudget._owed`)."""
+    return 5 * charge // 2 if reasoning else charge
 
 
 async def worker(spec: dict) -> dict:
     """One process on a TPM-capped key: its share of the calls (indexes `first`, `first + step`, ...),
-    all queued at the start, each through a Lane (charged `charge`, expected to use it) taking `latency`
+    all queued at the start, each through a Lane (charged `charge`, expected to use `_expected`) taking `latency`
     s and settled at its answer with its real usage. Returns each call's admission and answer (wall
-    clock), charge and usage."""
-    charge = spec["charge"]
+    clock), charge and usage, and the process's CPU seconds over its calls."""
+    charge, reasoning = spec["charge"], spec.get("reasoning", False)
+    expect = _expected(charge, reasoning)
     b, lane = await budget_lane(spec, None, spec["tpm"])  # on the key from now
     start = await ready_then_start()
     events: list[list[float]] = []
+    cpu = time.process_time()
 
     async def one(i: int) -> None:
-        used = _usage(i, charge)
+        used = _usage(i, charge, reasoning)
         ev: list[float] = []
 
         async def call() -> None:
@@ -35,25 +48,36 @@ async def worker(spec: dict) -> dict:
             await asyncio.sleep(spec["latency"])
             ev.append(time.time())
 
-        await lane.call(call, charge, None, charge)
-        lane.reconcile(charge, used, charge)
+        await lane.call(call, expect, None, charge)
+        lane.reconcile(expect, used, charge)
         events.append([*ev, charge, used])
 
     await asyncio.gather(*(one(i) for i in range(spec["first"], spec["calls"], spec["step"])))
+    cpu = time.process_time() - cpu
     trips = b.calls + getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0
     await close_budget(b, spec)
-    return {"events": events, "start": start, "trips": trips}
+    return {"events": events, "start": start, "trips": trips, "cpu": cpu}
 
 
 def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
-    """The same heavy-tailed workload on a LocalBudget alone, then on 1 and 2 processes sharing a key."""
+    """The same heavy-tailed workload on a LocalBudget alone, then on 1 and 2 processes sharing a key; then
+    a reasoning one (each call's rest held in flight: what the account holds for it) on 1, 2 and 4."""
+    _runs(url, tpm, calls, charge, cap, latency, False, (1, 2))
+    _runs(url, tpm, calls, charge, cap, latency, True, (1, 2, 4))
+
+
+def _runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float, reasoning: bool,
+          ks: tuple[int, ...]) -> None:
     key = f"t{time.time_ns()}"
-    ideal = sum(_usage(i, charge) for i in range(calls)) / (tpm / 60)
-    print(f"--- TPM {tpm:g}, {calls} calls charged {charge} tokens (usage: 1 in 8 all, else a tenth), "
+    ideal = sum(_usage(i, charge, reasoning) for i in range(calls)) / (tpm / 60)
+    mix = (f"expected {_expected(charge, True)}, usage 0.2/0.5/3/6 x the charge in turn" if reasoning
+           else "usage: 1 in 8 all, else a tenth")
+    print(f"--- TPM {tpm:g}, {calls} calls charged {charge} tokens ({mix}), "
           f"{latency * 1e3:.0f} ms each, cap {cap} a process: total tokens / TPM = {ideal:.2f} s")
-    for name, url_, k in (("local, 1 process", None, 1), ("redis, 1 process", url, 1), ("redis, 2 processes", url, 2)):
+    for name, url_, k in (("local, 1 process", None, 1), *((f"redis, {k} process" + "es" * (k > 1), url, k)
+                                                            for k in ks)):
         specs = [{"url": url_, "key": f"{key}-{k}", "tpm": tpm, "cap": cap, "charge": charge, "calls": calls,
-                  "first": i, "step": k, "latency": latency} for i in range(k)]
+                  "first": i, "step": k, "latency": latency, "reasoning": reasoning} for i in range(k)]
         outs = spawn_workers(specs, "--tpm-worker")
         events = [e for o in outs for e in o["events"]]
         t0 = outs[0]["start"]
@@ -61,6 +85,7 @@ def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: f
         busy = max(e[0] for e in events) - t0  # calls waited until the last admission
         used = sum(e[3] for e in events if e[0] - t0 <= busy)
         trips = sum(o["trips"] for o in outs) / len(events)
+        cpu = sum(o["cpu"] for o in outs) / len(events) * 1e3
         print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x tokens/TPM, TPM used while calls wait "
-              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)}"
-              + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
+              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)}, "
+              f"CPU/call {cpu:.3f} ms" + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
