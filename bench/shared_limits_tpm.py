@@ -1,8 +1,8 @@
 """bench/shared_limits.py's TPM mode (#40 item 4): a heavy-tailed workload on one TPM-capped key, no server
 (the budget is what is measured): one process on a LocalBudget, then 1 and 2 processes sharing the key
 through Redis; wall time against tokens/TPM, TPM used while calls wait, and the 429s the key would send.
-Then a reasoning workload (each call expected to use 2.5 x its admission charge: the rest is held in flight
-until its answer settles it) on a LocalBudget and on 1, 2, 4 processes; and each run's CPU per call."""
+Then a reasoning workload (`REASONING`: each call expected to use 1.5 x its admission charge, the rest held in
+flight until its answer settles it) on a LocalBudget and on 1, 2, 4 processes; and each run's CPU per call."""
 
 from __future__ import annotations
 
@@ -12,19 +12,24 @@ import time
 from bench.shared_limits_common import budget_lane, close_budget, ready_then_start, spawn_workers
 from tests.helpers import key_refusals
 
+REASONING = (1.5, (0.3, 0.5, 2.0, 3.2))
+"""The reasoning workload: calls expected to use 1.5 x their admission charge (prompt + max_tokens: the
+reasoning is settled at the answer), using in turn 0.3, 0.5, 2 and 3.2 x it (quick answers' credits beside
+long reasoning's debts), each taking 10 x --latency (2 s: answers of seconds, ~13 calls in flight on the key,
+each holding its rest while the TPM binds)."""
 
-def _usage(i: int, charge: int, reasoning: bool = False) -> int:
-    """Heavy-tailed usage: 1 call in 8 uses all it was charged, the others a tenth of it. `reasoning`: calls
-    expected to use 2.5 x their charge (prompt + max_tokens: the reasoning is settled at the answer),
-    in turn a fifth, a half, 3 and 6 x it (quick answers' credits beside long reasoning's debts)."""
-    if reasoning:
-        return (charge // 5, charge // 2, 3 * charge, 6 * charge)[i % 4]
+
+def _usage(i: int, charge: int, mix: tuple[float, tuple[float, ...]] | None = None) -> int:
+    """Heavy-tailed usage: 1 call in 8 uses all it was charged, the others a tenth of it; with `mix`
+    (expected / charge, usages / charge in turn), the i-th of its usages."""
+    if mix:
+        return int(mix[1][i % len(mix[1])] * charge)
     return charge if i % 8 == 0 else charge // 10
 
 
-def _expected(charge: int, reasoning: bool) -> int:
+def _expected(charge: int, mix: tuple[float, tuple[float, ...]] | None) -> int:
     """What a call is expected to use: its rest beyond the charge is held in flight (`LocalBudget._owed`)."""
-    return 5 * charge // 2 if reasoning else charge
+    return int(mix[0] * charge) if mix else charge
 
 
 async def worker(spec: dict) -> dict:
@@ -32,15 +37,15 @@ async def worker(spec: dict) -> dict:
     all queued at the start, each through a Lane (charged `charge`, expected to use `_expected`) taking `latency`
     s and settled at its answer with its real usage. Returns each call's admission and answer (wall
     clock), charge and usage, and the process's CPU seconds over its calls."""
-    charge, reasoning = spec["charge"], spec.get("reasoning", False)
-    expect = _expected(charge, reasoning)
+    charge, mix = spec["charge"], spec.get("mix")
+    expect = _expected(charge, mix)
     b, lane = await budget_lane(spec, None, spec["tpm"])  # on the key from now
     start = await ready_then_start()
     events: list[list[float]] = []
     cpu = time.process_time()
 
     async def one(i: int) -> None:
-        used = _usage(i, charge, reasoning)
+        used = _usage(i, charge, mix)
         ev: list[float] = []
 
         async def call() -> None:
@@ -62,22 +67,22 @@ async def worker(spec: dict) -> dict:
 def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
     """The same heavy-tailed workload on a LocalBudget alone, then on 1 and 2 processes sharing a key; then
     a reasoning one (each call's rest held in flight: what the account holds for it) on 1, 2 and 4."""
-    _runs(url, tpm, calls, charge, cap, latency, False, (1, 2))
-    _runs(url, tpm, calls, charge, cap, latency, True, (1, 2, 4))
+    _runs(url, tpm, calls, charge, cap, latency, None, (1, 2))
+    _runs(url, tpm, calls, charge, cap, 10 * latency, REASONING, (1, 2, 4))
 
 
-def _runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float, reasoning: bool,
-          ks: tuple[int, ...]) -> None:
+def _runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float,
+          mix: tuple[float, tuple[float, ...]] | None, ks: tuple[int, ...]) -> None:
     key = f"t{time.time_ns()}"
-    ideal = sum(_usage(i, charge, reasoning) for i in range(calls)) / (tpm / 60)
-    mix = (f"expected {_expected(charge, True)}, usage 0.2/0.5/3/6 x the charge in turn" if reasoning
-           else "usage: 1 in 8 all, else a tenth")
-    print(f"--- TPM {tpm:g}, {calls} calls charged {charge} tokens ({mix}), "
+    ideal = sum(_usage(i, charge, mix) for i in range(calls)) / (tpm / 60)
+    said = (f"expected {_expected(charge, mix)}, usage {'/'.join(f'{u:g}' for u in mix[1])} x the charge in turn"
+            if mix else "usage: 1 in 8 all, else a tenth")
+    print(f"--- TPM {tpm:g}, {calls} calls charged {charge} tokens ({said}), "
           f"{latency * 1e3:.0f} ms each, cap {cap} a process: total tokens / TPM = {ideal:.2f} s")
     for name, url_, k in (("local, 1 process", None, 1), *((f"redis, {k} process" + "es" * (k > 1), url, k)
                                                             for k in ks)):
         specs = [{"url": url_, "key": f"{key}-{k}", "tpm": tpm, "cap": cap, "charge": charge, "calls": calls,
-                  "first": i, "step": k, "latency": latency, "reasoning": reasoning} for i in range(k)]
+                  "first": i, "step": k, "latency": latency, "mix": mix} for i in range(k)]
         outs = spawn_workers(specs, "--tpm-worker")
         events = [e for o in outs for e in o["events"]]
         t0 = outs[0]["start"]
