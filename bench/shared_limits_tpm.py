@@ -32,6 +32,29 @@ def _expected(charge: int, mix: tuple[float, tuple[float, ...]] | None) -> int:
     return int(mix[0] * charge) if mix else charge
 
 
+def _refused_alone(calls: list, tpm: float, slack: float = 0.999) -> int:
+    """`key_refusals`' replay, but a call the key refuses is charged nothing and its answer settles nothing
+    (as a real key does: the call is retried later): one refusal does not cascade into the next calls'
+    as the replay's debt (which charges it anyway) does, so this counts the moments the account let a
+    call through that the key's bucket did not hold."""
+    per_s = tpm / 60
+    moves = sorted([(t0, 0, i) for i, (t0, _, _, _) in enumerate(calls)]
+                   + [(t1, 1, i) for i, (_, t1, _, _) in enumerate(calls)])
+    level, at, refused, out = per_s, moves[0][0], 0, set()
+    for t, kind, i in moves:
+        level, at = min(per_s, level + (t - at) * per_s), t
+        c, u = calls[i][2], calls[i][3]
+        if kind == 0:
+            if level < c * slack:
+                refused += 1
+                out.add(i)
+            else:
+                level -= c
+        elif i not in out:
+            level += c - u
+    return refused
+
+
 async def worker(spec: dict) -> dict:
     """One process on a TPM-capped key: its share of the calls (indexes `first`, `first + step`, ...),
     all queued at the start, each through a Lane (charged `charge`, expected to use `_expected`) taking `latency`
@@ -92,5 +115,6 @@ def _runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: floa
         trips = sum(o["trips"] for o in outs) / len(events)
         cpu = sum(o["cpu"] for o in outs) / len(events) * 1e3
         print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x tokens/TPM, TPM used while calls wait "
-              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)}, "
+              f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)} "
+              f"({_refused_alone(events, tpm)} uncascaded), "
               f"CPU/call {cpu:.3f} ms" + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
