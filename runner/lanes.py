@@ -324,7 +324,7 @@ class Lane:
             b.set_probing(False)
         if limits:
             self._learn(limits, (told or 0.0) if limited else None, own)
-            if isinstance(b, LocalBudget):  # how deep the key's token bucket is (runner.budgets.local)
+            if hasattr(b, "learn_depth"):  # how deep the key's token bucket is (budgets.local, .redis_tpm)
                 if not limited and limits.get("remaining_tokens"):
                     b.learn_depth(limits["remaining_tokens"])
                 elif limited and _tokens_spent(limits):

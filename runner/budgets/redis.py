@@ -214,6 +214,14 @@ class RedisBudget:
         """Settle a call `take` charged: its real usage for its charge, its hold given back at once."""
         self._tpm.settle(est, actual, charge)
 
+    def learn_depth(self, remaining: float) -> None:
+        """An answer's remaining-tokens: how deep the key's token bucket is (redis_tpm, for every process)."""
+        self._tpm.learn_depth(remaining)
+
+    def shallow(self) -> None:
+        """Refused for tokens: the key's bucket believed half as deep (redis_tpm, for every process)."""
+        self._tpm.shallow()
+
     def reserve(self, tokens: int) -> float:
         return slots.reserve(self, tokens)
 

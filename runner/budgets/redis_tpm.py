@@ -3,12 +3,17 @@ what a RedisBudget (runner.budgets.redis) does for the tokens of its calls, and 
 
 The account is a token bucket on the server's clock (`TPM_SHARE` of the key's TPM a second, a second of
 it deep, full when new): a call waits, first come first served across every process on the key, until
-the bucket holds its charge (what the key counts when it admits it: prompt + max_tokens) and what the
-calls in flight are expected to use beyond their charges (their holds, reasoning); then it is charged
-and its hold counted (`held`, per process: absolute, so a process gone, or a Redis restart, leaks none).
-Its answer settles it (`settle`): its real usage replaces its charge and its hold is given back at once,
-so a call waiting in any process uses what comes back (the credit wakes the process whose call heads
-the queue). A call over a full bucket goes when it is full, as locally.
+the bucket holds its charge (what the key counts when it admits it: prompt + max_tokens), the rest it
+is expected to use beyond it (reasoning) and the largest such rest of a call in flight in any process
+(as `LocalBudget._owed`: the account is charged and settled as the key's bucket is, so only an answer the
+key settled before our settlement reached Redis is held against, one at a time; the sum of every call's
+rest kept the bucket a rest per call in flight fuller than need be, where credits overflowed it). Each
+process says its own largest (`held`: absolute, kept as long as its heartbeat, redis.lua's, so a process
+gone, SIGKILLed or not, or a Redis restart, leaks none). Its answer settles a call (`settle`): its real
+usage replaces its charge and its hold is given back at once, so a call waiting in any process uses what
+comes back (the credit wakes the process whose call heads the queue); an attempt that fails without a
+429 settles at its charge (runner/lanes.py), its hold given back too. A call over a full bucket goes
+when it is full, as locally.
 
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
 process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
@@ -32,25 +37,41 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
   return s and tonumber(s) > now
 end
-local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq')
+local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq', 'depth', 'ceil')
 local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
-level = math.min(cap, level + math.max(0, now - at) * rate / 1000000)
-level = math.min(cap, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
+-- the key's bucket as its answers' remaining-tokens showed it (0: unknown, a second of the rate; halved
+-- by each refusal for tokens, down to that second: LocalBudget.learn_depth / shallow)
+local depth, ceil = tonumber(st[4]) or 0, tonumber(st[5]) or 0
+local function bucket() return math.max(cap, math.min(depth, tpm)) end
+local full = bucket()
+level = math.min(full, level + math.max(0, now - at) * rate / 1000000)
+level = math.min(full, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
+if seen > 0 then  -- the key's first: what its deeper bucket held beyond the second counted is credited
+  if depth == 0 then level = level + math.max(0, math.min(seen, tpm) - cap) end
+  depth = math.max(depth, seen)
+  if ceil > 0 then depth = math.min(depth, ceil) end
+end
+for _ = 1, shallow do
+  if depth > 0 then depth = depth / 2; ceil = depth end
+end
+cap = bucket()
+level = math.min(cap, level)
 -- this process's calls that left the queue without being admitted (cancelled, or it fell back)
-local i = 7 + 2 * n_wait
+local i = 10 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
 for j = 0, n_wait - 1 do
-  local m = ARGV[7 + 2 * j]
+  local m = ARGV[10 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
     local s
-    if ARGV[8 + 2 * j] == '1' then
+    if ARGV[11 + 2 * j] == '1' then
       local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
       s = (tonumber(head[2]) or seq) - 1
     else
@@ -60,12 +81,13 @@ for j = 0, n_wait - 1 do
     redis.call('ZADD', KEYS[2], s, m)
   end
 end
--- what the calls in flight are expected to use beyond their charges, the processes alive's
-local sum = 0
+-- the largest rest a call in flight is expected to settle beyond its charge, over the processes alive
+-- (each says its own largest: a hold lives as long as its process's heartbeat)
+local top = held
 local hs = redis.call('HGETALL', KEYS[3])
 for j = 1, #hs, 2 do
   if hs[j] ~= proc then
-    if alive(hs[j]) then sum = sum + tonumber(hs[j + 1]) else redis.call('HDEL', KEYS[3], hs[j]) end
+    if alive(hs[j]) then top = math.max(top, tonumber(hs[j + 1])) else redis.call('HDEL', KEYS[3], hs[j]) end
   end
 end
 local admitted, hint = {}, -1
@@ -78,7 +100,7 @@ while true do
     redis.call('ZREM', KEYS[2], m)
   else
     c, h = tonumber(c), tonumber(h)
-    local need = math.min(c + h + sum + held, cap)
+    local need = math.min(c + h + top, cap)
     if p ~= proc then  -- its process takes it, or learns how long its refill takes (its own timer)
       wake(KEYS[5] .. p, true)  -- (redis_call.WAKE_LUA)
       break
@@ -88,15 +110,17 @@ while true do
       break
     end
     level = level - c
-    held = held + h
+    held = math.max(held, h)
+    top = math.max(top, h)
     redis.call('ZREM', KEYS[2], m)
     admitted[#admitted + 1] = m
   end
 end
 if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
-redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq)
+redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
+           'ceil', tostring(ceil))
 for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
-return {tostring(hint), tostring(level), tostring(sum + held), admitted}
+return {tostring(hint), tostring(level), tostring(top), admitted}
 """
 
 
@@ -116,7 +140,7 @@ class _Wait:
 class Reply:
     hint: float  # seconds until this process's call at the head of the queue fits (-1: none of ours heads it)
     level: float  # tokens in the bucket after this call
-    held: float  # tokens the calls in flight hold beyond their charges (every process's)
+    held: float  # the largest rest a call in flight (in any process) holds beyond its charge
     admitted: list[str]
 
 
@@ -136,10 +160,13 @@ class Account:
         self._script = b.client.register_script(LUA)
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
-        self.held = 0  # tokens this process's calls charged on Redis hold beyond their charges
+        self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
         self.n_open = 0  # its calls charged on Redis, not yet settled
         self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
         self._delta = 0  # settlements not yet sent: charges minus real usage
+        self._seen = 0  # the largest remaining-tokens an answer showed (`learn_depth`) ...
+        self._seen_new = 0  # ... not yet sent (0: none)
+        self._shallow = 0  # refusals for tokens not yet sent (`shallow`)
         self._dirty = False
         self._n = 0
         self._news = asyncio.Event()
@@ -154,6 +181,20 @@ class Account:
         b = self.b
         per_s = (b.tpm or 0.0) * b.factor * TPM_SHARE / 60.0
         return per_s, per_s * WINDOW_S
+
+    @property
+    def held(self) -> int:
+        """The largest rest one of this process's calls charged on Redis is expected to settle beyond its
+        charge (what its script calls say: the account holds the largest over the processes, not the sum,
+        as `LocalBudget._owed` says why)."""
+        return max(self._holds, default=0)
+
+    def _drop(self, hold: int) -> None:
+        """A call's hold given back (its answer, or an attempt that none will settle)."""
+        if self._holds.get(hold):
+            self._holds[hold] -= 1
+            if not self._holds[hold]:
+                del self._holds[hold]
 
     async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
         """Wait in the key's queue until its bucket holds this call's charge and the holds in flight,
@@ -214,7 +255,7 @@ class Account:
         if local is not None:
             if self.n_open:  # charged on Redis before the fallback: its debt is paid locally
                 self.n_open -= 1
-                self.held = max(0, self.held - h)
+                self._drop(h)
                 if actual > c:
                     local.reconcile(c, actual, c)
                 return
@@ -226,11 +267,30 @@ class Account:
             self._delta += min(0, c - actual)
         else:
             self.n_open = max(0, self.n_open - 1)
-            self.held = max(0, self.held - h)
+            top = self.held
+            self._drop(h)
             self._delta += c - actual
-            self._dirty = self._dirty or h > 0
+            self._dirty = self._dirty or self.held != top  # (only its largest is sent)
         if self._delta or self._dirty:
             self._kick()
+
+    def learn_depth(self, remaining: float) -> None:
+        """An answer's remaining-tokens: the key's bucket held at least that (`LocalBudget.learn_depth`:
+        a bucket of one second forgot the credit of every call charged more than it spent). Kept in
+        Redis for the key: the first one any process sees credits the account, once, with what the
+        deeper bucket held beyond the second counted. Sent with the next script call (only a new
+        largest: one send or few a run)."""
+        if remaining > self._seen:
+            self._seen = self._seen_new = int(remaining)
+            self._dirty = True
+            self._kick()
+
+    def shallow(self) -> None:
+        """Refused for tokens: the key's bucket is believed half as deep from now on, for every process
+        (`LocalBudget.shallow`), down to a second's tokens."""
+        self._shallow += 1
+        self._dirty = True
+        self._kick()
 
     def fell_back(self) -> None:
         """Redis went away: the waiting calls take their tokens locally; their queue entries go with the
@@ -275,9 +335,10 @@ class Account:
     async def _eval(self) -> Reply:
         per_s, depth = self.rate()
         waiting, gone = list(self._waiting), self._gone
-        delta, held = self._delta, self.held
-        self._gone, self._delta, self._dirty = [], 0, False
-        args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting)]
+        delta, held, seen, shallow = self._delta, self.held, self._seen_new, self._shallow
+        self._gone, self._delta, self._dirty, self._seen_new, self._shallow = [], 0, False, 0, 0
+        args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
+                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -285,6 +346,8 @@ class Account:
         except BaseException:
             self._gone = gone + self._gone
             self._delta += delta
+            self._seen_new = max(self._seen_new, seen)
+            self._shallow += shallow
             self._dirty = True
             raise
         self.calls += 1
@@ -295,7 +358,8 @@ class Account:
         for m in r.admitted:
             w = mine.get(m)
             if w is not None and not w.fut.done():
-                self.held += w.hold
+                if w.hold:
+                    self._holds[w.hold] = self._holds.get(w.hold, 0) + 1
                 self.n_open += 1
                 w.fut.set_result(True)
             else:  # (cancelled meanwhile: its charge back, its hold not counted from the next call on)
@@ -329,7 +393,8 @@ class Account:
         for w in self._waiting:
             if not w.fut.done():
                 w.fut.cancel()
-        self._waiting, self._gone, self.held = [], gone, 0
+        self._waiting, self._gone = [], gone
+        self._holds.clear()
         if self.b._local is None and (gone or self.calls):
             try:
                 await self._eval()
