@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from runner.budgets.local import LocalBudget
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -178,3 +180,26 @@ def key_refusals(calls: Any, tpm: float, slack: float = 1.0) -> int:
         else:
             level += c - u
     return refused
+
+
+def lease_order(works: list[tuple[str, Any]]) -> str:
+    """The names of `works`' calls in the order a one-slot lane grants them its lease (all queued while the
+    slot is held, then freed one call at a time)."""
+
+    async def go() -> str:
+        lane = LocalBudget(None, None, 1)
+        await lane.acquire()  # the slot is busy: every call below waits
+        order: list[str] = []
+
+        async def call(name: str, work: Any) -> None:
+            await lane.acquire(work)
+            order.append(name)
+            lane.release()
+
+        tasks = [asyncio.create_task(call(name, w)) for name, w in works]
+        await asyncio.sleep(0)  # (each queued)
+        lane.release()
+        await asyncio.gather(*tasks)
+        return "".join(order)
+
+    return asyncio.run(go())

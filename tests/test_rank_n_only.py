@@ -6,35 +6,10 @@ the waiting calls are granted their lease in."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 
-from runner.budgets.local import LocalBudget
-from runner.budgets.rank import Work
 from runner.calls.estimates import UNSEEN_S, Spend
-
-
-def _granted(works: list[tuple[str, Work]]) -> str:
-    """The names of `works`' calls in the order a one-slot lane grants them its lease (all queued while the
-    slot is held, then freed one call at a time)."""
-
-    async def go() -> str:
-        lane = LocalBudget(None, None, 1)
-        await lane.acquire()  # the slot is busy: every call below waits
-        order: list[str] = []
-
-        async def call(name: str, work: Work) -> None:
-            await lane.acquire(work)
-            order.append(name)
-            lane.release()
-
-        tasks = [asyncio.create_task(call(name, w)) for name, w in works]
-        await asyncio.sleep(0)  # (each queued)
-        lane.release()
-        await asyncio.gather(*tasks)
-        return "".join(order)
-
-    return asyncio.run(go())
+from tests.helpers import lease_order
 
 
 def _n_only(*latencies: float, n: int = 8) -> Spend:
@@ -46,7 +21,7 @@ def _n_only(*latencies: float, n: int = 8) -> Spend:
 
 def test_models_of_n_calls_only_go_longest_first():
     quick, slow = _n_only(2.0, 2.5, 3.0), _n_only(8.0, 9.0, 10.0)
-    got = _granted([("q", quick.work("answer", 8)), ("s", slow.work("answer", 8)),
+    got = lease_order([("q", quick.work("answer", 8)), ("s", slow.work("answer", 8)),
                     ("q", quick.work("answer", 8)), ("s", slow.work("answer", 8))])
     assert got == "ssqq", got  # both unseen for good: in arrival order, "qsqs"
 

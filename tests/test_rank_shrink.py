@@ -6,11 +6,9 @@ order the waiting calls are granted their lease in."""
 
 from __future__ import annotations
 
-import asyncio
-
-from runner.budgets.local import LocalBudget
 from runner.budgets.rank import Work
 from runner.calls.estimates import Spend
+from tests.helpers import lease_order
 
 
 def _spend(*latencies: float, pass_: str = "answer", n: int = 1) -> Spend:
@@ -20,35 +18,12 @@ def _spend(*latencies: float, pass_: str = "answer", n: int = 1) -> Spend:
     return sp
 
 
-def _granted(works: list[tuple[str, Work]]) -> str:
-    """The names of `works`' calls in the order a one-slot lane grants them its lease (all queued while the
-    slot is held, then freed one call at a time)."""
-
-    async def go() -> str:
-        lane = LocalBudget(None, None, 1)
-        await lane.acquire()  # the slot is busy: every call below waits
-        order: list[str] = []
-
-        async def call(name: str, work: Work) -> None:
-            await lane.acquire(work)
-            order.append(name)
-            lane.release()
-
-        tasks = [asyncio.create_task(call(name, w)) for name, w in works]
-        await asyncio.sleep(0)  # (each queued)
-        lane.release()
-        await asyncio.gather(*tasks)
-        return "".join(order)
-
-    return asyncio.run(go())
-
-
 def test_a_model_ranked_on_one_quick_answer_goes_before_the_models_known_quicker():
     slow = _spend(0.5)  # a long thinker whose first answer was quick
     quick = _spend(*[0.5] * 101)  # the same figure on a whole window of answers: its own
     high = _spend(3.0)  # one long answer: ranked on it (too high, its next answers correct it)
     long_, short = _spend(*[2.0] * 101), _spend(*[0.8] * 60)
-    got = _granted([(name, sp.work("answer", 1)) for name, sp in
+    got = lease_order([(name, sp.work("answer", 1)) for name, sp in
                     (("s", slow), ("x", quick), ("h", high), ("L", long_), ("q", short))])
     # By its own median (0.5 s) `s` went last with `x`, behind 60 answers' evidence that `q` takes 0.8 s.
     assert got == "hLsqx", got
@@ -65,5 +40,5 @@ def test_a_kind_is_pooled_only_with_its_own_pass_and_n():
     ]
     # The critiques first (9 s), the unseen kind right after the longest seen, a plain figure as it is (3 s);
     # `a` among the answers only (pooled with the critiques it would have gone before `L`), not after `q`.
-    got = _granted(works)
+    got = lease_order(works)
     assert got == "cufLaq", got
