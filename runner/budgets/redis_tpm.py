@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.budgets.redis_call import WAKE_LUA, WAKE_S, woken
-from runner.budgets.tokens import TPM_SHARE, WINDOW_S
+from runner.budgets.tokens import TPM_SHARE, WINDOW_S, hold, unhold
 
 LUA = WAKE_LUA + r"""
 local t = redis.call('TIME')
@@ -189,13 +189,6 @@ class Account:
         as `LocalBudget._owed` says why)."""
         return max(self._holds, default=0)
 
-    def _drop(self, hold: int) -> None:
-        """A call's hold given back (its answer, or an attempt that none will settle)."""
-        if self._holds.get(hold):
-            self._holds[hold] -= 1
-            if not self._holds[hold]:
-                del self._holds[hold]
-
     async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
         """Wait in the key's queue until its bucket holds this call's charge and the holds in flight,
         then charge it (`LocalBudget.take`'s contract: `tokens` expected, `charge` counted at admission)."""
@@ -255,7 +248,7 @@ class Account:
         if local is not None:
             if self.n_open:  # charged on Redis before the fallback: its debt is paid locally
                 self.n_open -= 1
-                self._drop(h)
+                unhold(self._holds, h)
                 if actual > c:
                     local.reconcile(c, actual, c)
                 return
@@ -268,7 +261,7 @@ class Account:
         else:
             self.n_open = max(0, self.n_open - 1)
             top = self.held
-            self._drop(h)
+            unhold(self._holds, h)
             self._delta += c - actual
             self._dirty = self._dirty or self.held != top  # (only its largest is sent)
         if self._delta or self._dirty:
@@ -359,7 +352,7 @@ class Account:
             w = mine.get(m)
             if w is not None and not w.fut.done():
                 if w.hold:
-                    self._holds[w.hold] = self._holds.get(w.hold, 0) + 1
+                    hold(self._holds, w.hold)
                 self.n_open += 1
                 w.fut.set_result(True)
             else:  # (cancelled meanwhile: its charge back, its hold not counted from the next call on)

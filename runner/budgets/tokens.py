@@ -23,6 +23,19 @@ TPM_SHARE = 0.97  # tokens are paced this far under the limit: a call's real usa
 # that spend more than expected (reconciled only when their answer comes)
 
 
+def hold(holds: dict[int, int], rest: int) -> None:
+    """Count a call in flight holding `rest` in {rest: calls} (an account holds the largest: `max(holds)`)."""
+    holds[rest] = holds.get(rest, 0) + 1
+
+
+def unhold(holds: dict[int, int], rest: int) -> None:
+    """A call holding `rest` settled (or none will): it leaves {rest: calls}."""
+    if holds.get(rest):
+        holds[rest] -= 1
+        if not holds[rest]:
+            del holds[rest]
+
+
 def _wake_one(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -160,7 +173,7 @@ class TokenAccount:
         now = self.clock()
         self.tat = max(self.tat, now - self.span()) + c * self.per_token
         if held:
-            self._held[held] = self._held.get(held, 0) + 1
+            hold(self._held, held)
         # The key's remaining-tokens counts this call's charge: one that empties the bucket (a call
         # over a full bucket, n samples of max_tokens) is the lane's own pacing, not another client's.
         self.near = self.behind(now)
@@ -180,11 +193,7 @@ class TokenAccount:
         c = est if charge is None else charge
         floor = self.clock() - self.span()
         before = max(self.tat, floor) + self.owed
-        k = max(0, est - c)
-        if self._held.get(k):
-            self._held[k] -= 1
-            if not self._held[k]:
-                del self._held[k]
+        unhold(self._held, max(0, est - c))
         # Credit beyond the bucket's depth is gone (the key's bucket holds no more): a debt is not absorbed
         # by it, as it would be were the account left running behind.
         self.tat = max(self.tat, floor) + (actual - c) * self.per_token
