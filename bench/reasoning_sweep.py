@@ -279,6 +279,10 @@ def lane_table(
 
     for key, (srv, rpm, tpm, conc, window) in KEYS.items():
         entries = [e for e in logs[srv]["log"] if e[1] == f"k-{key}"]
+        refused = logs[srv]["refused_by_key"].get(f"k-{key}", 0)
+        if not entries:  # (a sweep that crashed before this lane's first answer: no limit to divide by)
+            rows.append({"lane": key, "calls": 0, "tokens": 0, "429": refused, "empty": True})
+            continue
         lat = [e[4] for e in entries]
         tokens = sum(e[5] for e in entries)
         chains: dict[tuple[str, str], float] = {}
@@ -298,8 +302,7 @@ def lane_table(
             "longest chain": max(chains.values(), default=0.0),
         }
         bound = max(bounds, key=bounds.__getitem__)
-        end = max((e[0] + e[4] for e in entries), default=t_launch)
-        refused = logs[srv]["refused_by_key"].get(f"k-{key}", 0)
+        end = max(e[0] + e[4] for e in entries)
         rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # the server's buckets: RPM holds 1 s, TPM `window`
         rates += [(tpm / 60, tpm / 60 * window, 1)] if tpm else []
         reach = schedules(entries, conc, rates, expect) if ms else {}
@@ -325,7 +328,7 @@ def lane_table(
                 **{k: v / bounds[bound] for k, v in reach.items()},
             }
         )
-    return rows, {"limit_s": max(r["limit_s"] for r in rows)}
+    return rows, {"limit_s": max((r["limit_s"] for r in rows if not r.get("empty")), default=0.0)}
 
 
 def sweep_once(
@@ -440,6 +443,9 @@ def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int
         f"{'cw med':>6} {'cw max':>6} {'blind':>6} {'bymod':>6} {'clairv':>6}"
     )
     for r in rows:
+        if r.get("empty"):
+            print(f"{r['lane']:<6} {0:>6} {0:>9} empty" + (f" ({r['429']} x 429)" if r["429"] else ""))
+            continue
         print(
             f"{r['lane']:<6} {r['calls']:>6} {r['tokens']:>9,} {r['bound']:<12} {r['limit_s']:>8.1f} "
             f"{r['wall_s']:>7.1f} {r['ratio']:>6.2f} {r['429']:>5} {r['use']:>5.2f} {r['idle']:>5.2f} {r['first_s']:>6.2f}"
@@ -447,10 +453,13 @@ def report(out: dict[str, Any], ms: dict[str, dict[str, Any]], counts: tuple[int
             f" {r['crit_wait_s'][1]:>6.1f} {r['blind']:>6.2f} {r['by model']:>6.2f}"
             f" {r['clairvoyant']:>6.2f}"
         )
+    if not sweep_lim["limit_s"]:
+        print(f"sweep: no finished call on any lane ({n429} x 429); wall {wall:.1f} s")
+        return rows
     print(
         f"sweep: wall {wall:.1f} s / physical limit {sweep_lim['limit_s']:.1f} s = {wall / sweep_lim['limit_s']:.2f}x; "
         f"{n429} x 429 for {n_calls} admitted calls ({n429 / max(1, n_calls) * 1000:.1f} per 1,000); "
-        f"first request {min(r['first_s'] for r in rows):.2f} s after launch"
+        f"first request {min(r['first_s'] for r in rows if not r.get('empty')):.2f} s after launch"
     )
     if ru is not None:
         print(
@@ -490,7 +499,7 @@ def main() -> None:
     if a.table is not None:  # the same draws: the servers' spec says their seed and scale
         spec = json.loads((a.table / "server0.json").read_text())
         kept = json.loads((a.table / "server_logs.json").read_text())
-        wall = max(e[0] + e[4] for lg in kept["logs"] for e in lg["log"]) - kept["t_launch"]
+        wall = max((e[0] + e[4] for lg in kept["logs"] for e in lg["log"]), default=kept["t_launch"]) - kept["t_launch"]
         out = {**kept, "wall": wall, "ru": None, "status": 0}
         quick = (30, 5, 10) if spec["scale"] == 0.5 else counts  # (the header only)
         report(out, spec["models"], quick if not (a.items or a.sc_items or a.chain_items) else counts, spec["scale"],

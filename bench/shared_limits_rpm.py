@@ -86,8 +86,9 @@ def one(k: int, rpm: float, seconds: float, redis_url: str | None, per: int | No
         stop_mock(mock)
 
 
-async def _admit_many(b: object, n: int = 2000, conc: int = 64) -> tuple[float, float]:
-    """CPU us per call and calls/s through a Lane on budget `b` (each call sleeps 10 ms)."""
+async def _admit_many(b: object, n: int = 2000, conc: int = 64, tokens: int = 0) -> tuple[float, float]:
+    """CPU us per call and calls/s through a Lane on budget `b` (each call sleeps 10 ms; `tokens`: what
+    each is expected to use, charged to the key's TPM account when it has one)."""
     import asyncio
 
     sem = asyncio.Semaphore(conc)
@@ -103,7 +104,7 @@ async def _admit_many(b: object, n: int = 2000, conc: int = 64) -> tuple[float, 
 
     async def one() -> None:
         async with sem:
-            await lane.call(noop, 0)
+            await lane.call(noop, tokens)
 
     t0, w0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(one() for _ in range(n)))
@@ -120,15 +121,17 @@ def in_process(redis_url: str) -> None:
     from runner.budgets.redis import RedisBudget, lane_id
     from runner.lanes import LocalBudget
 
-    async def go() -> None:
-        for rpm in (12000, 60000):
-            lo = await _admit_many(LocalBudget(rpm, None, 64))
-            rb = RedisBudget(aioredis.Redis.from_url(redis_url), lane_id("bench", str(rpm)), "bench", rpm, None, 64,
-                             5.0, local_factory=LocalBudget)
-            sh = await _admit_many(rb)
+    async def go() -> None:  # with a TPM too, as the runs' config has (tpm = 1e12): the key's TPM account's cost
+        for rpm, tpm in ((12000, None), (60000, None), (12000, 1e12)):
+            tokens = 100 if tpm else 0
+            lo = await _admit_many(LocalBudget(rpm, tpm, 64), tokens=tokens)
+            rb = RedisBudget(aioredis.Redis.from_url(redis_url), lane_id("bench", f"{rpm}-{tpm}"), "bench", rpm, tpm,
+                             64, 5.0, local_factory=LocalBudget)
+            sh = await _admit_many(rb, tokens=tokens)
             await rb.aclose()
-            print(f"in-process at {rpm:g} RPM: local {lo[0]:.0f} us/call ({lo[1]:.0f}/s), redis {sh[0]:.0f} us/call "
-                  f"({sh[1]:.0f}/s, {rb.calls} round trips): +{sh[0] - lo[0]:.0f} us per call")
+            print(f"in-process at {rpm:g} RPM{f', TPM {tpm:g}' if tpm else ''}: local {lo[0]:.0f} us/call "
+                  f"({lo[1]:.0f}/s), redis {sh[0]:.0f} us/call ({sh[1]:.0f}/s, {rb.calls} + {rb._tpm.calls} TPM round trips): "
+                  f"+{sh[0] - lo[0]:.0f} us per call")
 
     asyncio.run(go())
 

@@ -58,6 +58,9 @@ class Result:
     reported: float | None = None
     tool_calls: list[dict[str, Any]] | None = None
     """The answer's calls (Completion.tool_calls): a chain's next round is the next batch (JEEBench §4.2)."""
+    n: int = 1
+    """The samples of its call (the batch line): an answered row says them, as a live one does
+    (runner.calls.call.rows_from), for runner.history's latency by samples."""
 
 
 @dataclass
@@ -140,13 +143,13 @@ class Batcher:
                               usage.get("cache_write_tokens"))
                 cost = None if cost is None else cost * (1.0 - r.discount)
             if m.profile is not None and exhausted(text, r.finish, m.profile.thinks):
-                rows.append(exhausted_row(req, s, keys[s], usage, cost, 1, r.lane, r.finish))
-                continue
-            if text is None:  # as on the live path: a response without text is an error row
+                row = exhausted_row(req, s, keys[s], usage, cost, 1, r.lane, r.finish)
+            elif text is None:  # as on the live path: a response without text is an error row
                 msg = f"no text in the response (finish_reason={r.finish})"
                 kind = "fatal" if r.finish in ("content_filter", "refusal") else "transient"
                 row = error_row(req, s, keys[s], msg, kind, 1, r.lane)
                 row["usage"], row["cost_usd"], row["finish_reason"] = usage, cost, r.finish
+                row["batch_id"] = r.batch_id
             else:
                 args = (req, s, keys[s], text, usage, cost, r.latency, 1)
                 row = answer_row(*args, cached=False, finish=r.finish, lane=r.lane)
@@ -157,7 +160,8 @@ class Batcher:
                     sched.cache.put(
                         keys[s], value | {"model": m.model_id, "t": row["t"], "batch_id": r.batch_id}
                     )
-            row["batch_id"] = r.batch_id
+                row["batch_id"] = r.batch_id
+            row["n"] = r.n  # every answered row, as rows_from writes it
             rows.append(row)
         if retry:  # failed inside a batch: a live call on the model's lanes
             groups = contiguous(sorted(retry)) if m.supports_n else [[s] for s in sorted(retry)]
@@ -406,7 +410,7 @@ class Batcher:
             calls = (comp.tool_calls + [None] * n)[:n]
             results = [
                 Result(b.id, texts[i], finish[i], us[i]["input_tokens"], us[i]["output_tokens"], disc, latency,
-                       lane.name, usage=us[i], reported=rep, tool_calls=calls[i])
+                       lane.name, usage=us[i], reported=rep, tool_calls=calls[i], n=n)
                 for i in range(n)
             ]
         for k, r in zip(keys, results, strict=True):
