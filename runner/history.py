@@ -35,7 +35,13 @@ tells the live ETA how long a call already running for a while has still to go (
 The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`; k the row's `n`), as an `n` call lasts the
 longest of its samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run
 was forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied
-(rows without `n`, from older run directories: `_by_n`)."""
+(rows without `n`, from older run directories: `_by_n`). Per `tok2:<pass>` / `tokn:<pass>`: [the sum of n * output
+tokens^2, rows] / [the sum of n, rows] (n: the row's call's samples, 1 without one): the spread of a sample's output
+tokens (`token_var`), which tells the forecast how far a lane's token total may land from its mean (#40: a TPM lane's
+heavy-tailed total moved 1.34-1.49x between nights). Squares, not logs: the total's variance is the draws' variance,
+whatever their law (a lognormal fit misstates a power law's); times n, because an `n` call's rows split its one total
+(each ~ total / n, all moving together), and n * (total / n)^2 summed over its n rows is the call's total^2. A history
+without these (written before them) has no spread: its range is its point."""
 
 OPEN = "open:"
 """The key prefix of a tally's call in progress (never written to a history file)."""
@@ -105,6 +111,11 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
             s = by_pass[p] = [0, 0]
         s[0] += out
         s[1] += 1
+        k = row.get("n")
+        w = k if type(k) is int and k > 0 else 1
+        k_sq, k_n = _tok_keys(p)
+        _add(by_pass, k_sq, w * out * out)
+        _add(by_pass, k_n, w)
     lat = row.get("latency_s")
     if (type(lat) is float or isinstance(lat, int | float)) and lat > 0 and not row.get("cached"):
         ln = math.log(lat)
@@ -153,6 +164,18 @@ def _by_n(by_pass: Seen, p: str, row: dict[str, Any], lat: float, ln: float) -> 
         t[1] += k
 
 
+def token_var(tally: Seen, pass_: str) -> float | None:
+    """The variance of one sample's output tokens of `pass_` (None: no spread known: fewer than 2 rows, or a
+    history from before the spread was kept). From E[sum of n * y^2] = rows * var + mean^2 * sum of n (y a row's
+    tokens, ~ its call's total / n; mean a sample's), less one degree of freedom for the mean."""
+    tok, sq, ns = tally.get(pass_), tally.get(f"tok2:{pass_}"), tally.get(f"tokn:{pass_}")
+    if not tok or not sq or not ns or tok[1] < 2 or sq[1] != tok[1] or ns[1] != tok[1]:
+        return None
+    rows = tok[1]
+    mean = tok[0] / rows  # (a sample's: the rows of an n call sum to its total)
+    return max(0.0, (sq[0] - mean * mean * ns[0]) / (rows - 1))
+
+
 def at_n(tally: Seen, n: int) -> Seen:
     """`tally` with each pass's latency totals those of its calls of `n` samples a request, where any were
     seen (else the pass's pooled ones: an `n` never seen; a history written before these totals)."""
@@ -185,6 +208,12 @@ _NONE: dict[str, Any] = {}
 def _keys(pass_: str) -> tuple[str, str, str]:
     """A pass's latency totals' keys (a handful of passes, a row each call)."""
     return f"latency:{pass_}", f"lnlat:{pass_}", f"lnlat2:{pass_}"
+
+
+@functools.lru_cache(maxsize=256)
+def _tok_keys(pass_: str) -> tuple[str, str]:
+    """A pass's token spread totals' keys."""
+    return f"tok2:{pass_}", f"tokn:{pass_}"
 
 
 @functools.lru_cache(maxsize=256)
