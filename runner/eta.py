@@ -29,7 +29,7 @@ from runner.forecast import (
     three,
     wall,
 )
-from runner.history import at_n
+from runner.history import at_n, token_var
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,17 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
                             base.follow_expected_output_tokens(p) / n if (n := base.follow[p][0]) else None)
                      for p in base.follow},
         latency_seen={p: own(f"latency:{p}", base.latency_seen.get(p, [0.0, 0])) for p in ["answer", *base.follow]},
+        token_var={p: v for p in ["answer", *base.follow] if (v := _spread(p, seen, pool, base.token_var)) is not None},
     )
+
+
+def _spread(pass_: str, *bases: dict[str, Any]) -> float | None:
+    """A sample's output-token variance of `pass_` from the nearest basis that knows it (a tally, then the
+    base plan's, from its history)."""
+    for b in bases[:-1]:
+        if (v := token_var(b, pass_)) is not None:
+            return v
+    return bases[-1].get(pass_)
 
 
 @dataclass

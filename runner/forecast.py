@@ -17,6 +17,13 @@ call 30 s into a law with a 60 s tail is not a fresh call), and the last of them
 the median of their latest end. The range (`least`, `most`): their latest end at its 10th and 90th
 percentile, the unsent calls' mean latency within two standard errors of its estimate, and (`most`) every
 call writing its whole limit.
+
+A TPM lane's end moves with its token total, a sum of heavy-tailed draws (#40: 1.34-1.49x between two nights of
+one lane, where `most` said nothing: reasoning models bill past their limit). Its LEVEL range: each pass's output
+total as `calls` draws of the spread seen (runner.history.token_var) around a mean known from `rows` of them (the
+prediction's variance calls * var * (1 + calls / rows)), the lane's total as a lognormal of that mean and variance
+(Fenton-Wilkinson: a sum of few heavy-tailed draws is skewed, its upper side further than a normal's), at its
+(1 - LEVEL) / 2 and (1 + LEVEL) / 2 quantiles: `least` and `high` (`most` no less than `high`).
 """
 
 from __future__ import annotations
@@ -36,6 +43,19 @@ QUANTILES = (0.5, 0.9, 0.1)
 (least) percentile: a mean of the max is dominated by a tail no one call shows."""
 Three = list[float]
 """[expected, most, least] of a quantity."""
+LEVEL = 0.8
+"""The token spread's range: its central 80% (a range a plan can use, not a worst case)."""
+Z = 1.2815515655446004
+"""The standard normal's (1 + LEVEL) / 2 quantile."""
+
+
+def around(mean: float, var: float, z: float) -> float:
+    """The `z` quantile of a lognormal of this mean and variance (Fenton-Wilkinson's match of a sum of
+    positive draws): skewed up as the spread grows, never below 0."""
+    if mean <= 0 or var <= 0:
+        return mean
+    s2 = math.log1p(var / (mean * mean))
+    return mean * math.exp(z * math.sqrt(s2) - s2 / 2)
 
 
 def three() -> Three:
@@ -62,6 +82,8 @@ class LaneWork:
     """Call-seconds its calls on the wire have still to go (each's `residual`)."""
     held_end: Three = field(default_factory=three)
     """When the last of its calls on the wire ends (`latest`), and the passes chained after it."""
+    tokens_var: float = 0.0
+    """The variance of its expected token total (its passes' output totals: `Plan.output_var`)."""
     parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
     """Per (run, model) whose calls it carries, [expected, most, least] of [calls, tokens, call-seconds, its
     longest chain (in flight included), its calls on the wire's seconds left]."""
@@ -80,16 +102,31 @@ class LaneWork:
                          total * sum(min(v, w) for v in work.values()) / whole)
                 for key, w in work.items() if (p := self.parts[key])}
 
-    def seconds(self, k: int) -> tuple[float, str]:
+    def tpm_tokens(self, k: int, z: float = 0.0) -> float:
+        """Its tokens as the TPM bound counts them: [expected, most, least] (`most` and `least` no nearer than
+        the token total's LEVEL range); `z`: the expected total's `z` quantile."""
+        t = self.tokens[k]
+        if not self.tokens_var:
+            return t
+        if z:
+            return around(t, self.tokens_var, z)
+        if k == 1:
+            return max(t, around(self.tokens[0], self.tokens_var, Z))
+        if k == 2:
+            return min(t, around(self.tokens[0], self.tokens_var, -Z))
+        return t
+
+    def seconds(self, k: int, z: float = 0.0) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it (its longest chain: an answer still to
-        come, then the critique that quotes it, cannot overlap; the last of its calls on the wire)."""
+        come, then the critique that quotes it, cannot overlap; the last of its calls on the wire);
+        `z`: its token total at that quantile (`tpm_tokens`)."""
         parts = [((self.busy_s[k] + self.held_s[k]) / max(1, self.concurrency), "concurrency"),
                  (self.chain_s[k], "longest chain"), (self.held_end[k], "calls in flight"),
                  (spread(self.busy_s[k], self.calls[k], self.concurrency), "last calls")]
         if self.rpm:
             parts.append((self.calls[k] / (self.rpm / 60.0) + self.tail_s[k], "RPM"))
         if self.tpm:  # (paced at TPM_SHARE of the key: runner.budgets.local)
-            parts.append((self.tokens[k] / (self.tpm * TPM_SHARE / 60.0) + self.tail_s[k], "TPM"))
+            parts.append((self.tpm_tokens(k, z) / (self.tpm * TPM_SHARE / 60.0) + self.tail_s[k], "TPM"))
         return max(parts)
 
 
@@ -111,6 +148,9 @@ class Forecast:
     models: dict[tuple[str, str], tuple[float, float, float]] = field(default_factory=dict)
     """Per (run, model) with work left: (expected, most, least) seconds until its last call ends."""
     least_s: float = 0.0
+    high_s: float = 0.0
+    """The LEVEL range's upper end (`least_s` its lower): the TPM lanes' token totals at their quantiles.
+    `most_s` is no less: it also has every call writing its whole limit."""
 
 
 @dataclass
@@ -218,6 +258,7 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
             ep = ln.endpoint
             w = lanes.setdefault(id(ln), LaneWork(ln.name, ep.rpm, ep.tpm, ep.max_concurrency or 1))
             share = 1.0 / len(paced)
+            w.tokens_var += plan.output_var(pass_, share)  # (a model's lanes split its calls: each its share's draws)
             for k in (0, 1, 2):
                 if not calls3[k]:
                     continue
@@ -260,14 +301,16 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
     exp = max((w.seconds(0) + (w.name,) for w in lanes.values()), key=lambda x: x[0])
     most = max(w.seconds(1)[0] for w in lanes.values())
     least = max(w.seconds(2)[0] for w in lanes.values())
+    high = max(w.seconds(0, Z)[0] for w in lanes.values())
     ends: dict[tuple[str, str], Three] = {}
     for w in lanes.values():
         for k in (0, 1, 2):
             for key, t in w.ends(k).items():
                 e = ends.setdefault(key, three())
                 e[k] = max(e[k], t)
-    return Forecast(exp[0], max(most, exp[0]), exp[2], exp[1],
-                    {key: (e, max(e, m), min(e, lo)) for key, (e, m, lo) in ends.items()}, min(least, exp[0]))
+    return Forecast(exp[0], max(most, high, exp[0]), exp[2], exp[1],
+                    {key: (e, max(e, m), min(e, lo)) for key, (e, m, lo) in ends.items()}, min(least, exp[0]),
+                    max(high, exp[0]))
 
 
 def _part(w: LaneWork, run: str, model: str) -> list[list[float]]:

@@ -35,8 +35,9 @@ tells the live ETA how long a call already running for a while has still to go (
 The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`; k the row's `n`), as an `n` call lasts the
 longest of its samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run
 was forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied
-(rows without `n`, from older run directories: `_by_n`). Per `tok2:<pass>` / `tokn:<pass>`: [the sum of n * output
-tokens^2, rows] / [the sum of n, rows] (n: the row's call's samples, 1 without one): the spread of a sample's output
+(rows without `n`, from older run directories: `_by_n`). Per `tok1:<pass>` / `tok2:<pass>` / `tokn:<pass>`: [output
+tokens, rows] / [the sum of n * output tokens^2, rows] / [the sum of n, rows] (n: the row's call's samples, 1 without
+one; `tok1` is the pass's own total, kept apart for the rows that have the other two): the spread of a sample's output
 tokens (`token_var`), which tells the forecast how far a lane's token total may land from its mean (#40: a TPM lane's
 heavy-tailed total moved 1.34-1.49x between nights). Squares, not logs: the total's variance is the draws' variance,
 whatever their law (a lognormal fit misstates a power law's); times n, because an `n` call's rows split its one total
@@ -113,7 +114,8 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         s[1] += 1
         k = row.get("n")
         w = k if type(k) is int and k > 0 else 1
-        k_sq, k_n = _tok_keys(p)
+        k_1, k_sq, k_n = _tok_keys(p)
+        _add(by_pass, k_1, out)
         _add(by_pass, k_sq, w * out * out)
         _add(by_pass, k_n, w)
     lat = row.get("latency_s")
@@ -165,15 +167,19 @@ def _by_n(by_pass: Seen, p: str, row: dict[str, Any], lat: float, ln: float) -> 
 
 
 def token_var(tally: Seen, pass_: str) -> float | None:
-    """The variance of one sample's output tokens of `pass_` (None: no spread known: fewer than 2 rows, or a
-    history from before the spread was kept). From E[sum of n * y^2] = rows * var + mean^2 * sum of n (y a row's
-    tokens, ~ its call's total / n; mean a sample's), less one degree of freedom for the mean."""
-    tok, sq, ns = tally.get(pass_), tally.get(f"tok2:{pass_}"), tally.get(f"tokn:{pass_}")
-    if not tok or not sq or not ns or tok[1] < 2 or sq[1] != tok[1] or ns[1] != tok[1]:
+    """The variance of one sample's output tokens of `pass_` (None: no spread known: fewer than 2 calls with it,
+    or a history from before it was kept). Unbiased: E[sum of n * y^2] = rows * var + mean^2 * sum of n (y a row's
+    tokens, ~ its call's total / n, a sample's mean), and the mean's own error takes var * sum of n / rows of it
+    (rows - 1 with one sample a call). All from the rows that kept the spread (`tok1`: their tokens), so a history
+    partly older than it has the spread of its newer rows."""
+    tok, sq, ns = tally.get(f"tok1:{pass_}"), tally.get(f"tok2:{pass_}"), tally.get(f"tokn:{pass_}")
+    if not tok or not sq or not ns or not tok[1] == sq[1] == ns[1]:
         return None
-    rows = tok[1]
-    mean = tok[0] / rows  # (a sample's: the rows of an n call sum to its total)
-    return max(0.0, (sq[0] - mean * mean * ns[0]) / (rows - 1))
+    free = sq[1] - ns[0] / max(1, sq[1])
+    if free < 0.5:  # (one call: its samples' spread is not seen apart)
+        return None
+    mean = tok[0] / tok[1]  # (a sample's: the rows of an n call sum to its total)
+    return max(0.0, (sq[0] - mean * mean * ns[0]) / free)
 
 
 def at_n(tally: Seen, n: int) -> Seen:
@@ -211,9 +217,9 @@ def _keys(pass_: str) -> tuple[str, str, str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _tok_keys(pass_: str) -> tuple[str, str]:
+def _tok_keys(pass_: str) -> tuple[str, str, str]:
     """A pass's token spread totals' keys."""
-    return f"tok2:{pass_}", f"tokn:{pass_}"
+    return f"tok1:{pass_}", f"tok2:{pass_}", f"tokn:{pass_}"
 
 
 @functools.lru_cache(maxsize=256)
