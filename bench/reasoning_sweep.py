@@ -405,7 +405,8 @@ def forecast(sweep: Path) -> dict[str, float]:
     span = cost_range(rows) or (cost, cost)
     return {"cost": cost, "cost_max": sum(d["est_cost_usd_max"] or 0.0 for d in rows),
             "wall": f.expected_s, "wall_max": f.most_s, "lane": f"{f.lane} ({f.bound})", "lanes": lanes,
-            "cost_range": span, "wall_range": (f.least_s, f.high_s)}
+            "cost_range": span, "wall_range": (f.least_s, f.high_s),
+            "lane_range": {name.split("/")[0]: (lo, hi) for name, (_e, lo, hi, _b) in f.lanes.items()}}
 
 
 def bill(sweep: Path) -> float:
@@ -528,7 +529,11 @@ def main() -> None:
         print(f"night {i + 1} per lane: " + "  ".join(
             f"{r['lane']} bill {fc['lanes'].get(r['lane'], [0, 0])[1] / max(paid_by.get(r['lane'], 0.0), 1e-9):.2f}"
             f" wall {fc['lanes'].get(r['lane'], [0, 0])[0]:.1f}/{r['wall_s']:.1f}"
-            f"={fc['lanes'].get(r['lane'], [0, 0])[0] / max(r['wall_s'], 1e-9):.2f}" for r in rows))
+            f"={fc['lanes'].get(r['lane'], [0, 0])[0] / max(r['wall_s'], 1e-9):.2f}"
+            + (f" [{lo:.1f}-{hi:.1f} {inside(r['wall_s'], lo, hi)}]" if (lo, hi) != (lo, lo) else "")
+            for r in rows for lo, hi in [fc["lane_range"].get(r["lane"], (0.0, 0.0))]))
+    print("(per lane: bill fc / bill, wall fc / the lane's last answer, [its 80% range from the token spread, and "
+          "whether the lane's wall is inside] where it has one)")
 
 
 def forecast_printout(nights: list[tuple[dict[str, Any], float, float]]) -> None:

@@ -151,6 +151,8 @@ class Forecast:
     high_s: float = 0.0
     """The LEVEL range's upper end (`least_s` its lower): the TPM lanes' token totals at their quantiles.
     `most_s` is no less: it also has every call writing its whole limit."""
+    lanes: dict[str, tuple[float, float, float, str]] = field(default_factory=dict)
+    """Per lane: (expected, least, high) seconds until its work ends, and what binds it."""
 
 
 @dataclass
@@ -308,9 +310,11 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
             for key, t in w.ends(k).items():
                 e = ends.setdefault(key, three())
                 e[k] = max(e[k], t)
+    by_lane = {w.name: (e, min(w.seconds(2)[0], e), max(w.seconds(0, Z)[0], e), bound)
+               for w in lanes.values() for e, bound in [w.seconds(0)]}
     return Forecast(exp[0], max(most, high, exp[0]), exp[2], exp[1],
                     {key: (e, max(e, m), min(e, lo)) for key, (e, m, lo) in ends.items()}, min(least, exp[0]),
-                    max(high, exp[0]))
+                    max(high, exp[0]), by_lane)
 
 
 def _part(w: LaneWork, run: str, model: str) -> list[list[float]]:
