@@ -71,6 +71,8 @@ def test_a_tpm_lane_s_wall_range_is_its_token_total_s_spread():
     assert f.expected_s == pytest.approx(11.3093, abs=1e-3)
     assert (f.least_s, f.high_s) == (pytest.approx(10.3937, abs=1e-3), pytest.approx(12.2578, abs=1e-3))
     assert f.most_s == pytest.approx(12.2578, abs=1e-3)  # (no less than the range)
+    assert f.lanes["k"] == (pytest.approx(11.3093, abs=1e-3), pytest.approx(10.3937, abs=1e-3),
+                            pytest.approx(12.2578, abs=1e-3), "TPM")
     assert f.models[("r", "m")] == (pytest.approx(11.3093, abs=1e-3), pytest.approx(12.2578, abs=1e-3),
                                     pytest.approx(10.3937, abs=1e-3))  # the live ETA's per-model range too
     two = wall([plan], {"m": SimpleNamespace(lanes=_lane()["m"].lanes + _lane()["m"].lanes)})
