@@ -5,7 +5,9 @@ answers already in the cache (what a rerun replays for free) are counted, not pr
 expected (output tokens at this model's mean in the run so far, else the suite's typical answer plus
 half of a reasoning model's budget, else half of the limit) and max (every call writes its whole limit,
 reasoning budget included). A model without a price adds "+ unknown for models X" to the totals instead of
-making them disappear.
+making them disappear. Where the history knows how a model's output tokens spread (runner.history.token_var),
+the expected bill and the wall (on TPM-bound lanes) come with their 80% range (runner.forecast.LEVEL): reasoning
+models bill past their limit, so "max" does not bound them, and a TPM lane's end moves with its token total.
 """
 
 from __future__ import annotations
