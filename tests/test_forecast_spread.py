@@ -114,3 +114,16 @@ def test_the_dry_run_prints_the_80_range_of_the_wall_and_the_bill_from_history(
     assert "forecast wall: ~12s (80% range 11s-13s, from the TPM lanes' token spread)" in said, said
     assert f"(80% range ${lo:.2f}-${hi:.2f}, from the output tokens' spread in earlier runs)" in said, said
     assert not math.isclose(lo, hi)
+
+
+def test_the_live_eta_takes_the_spread_of_this_run_s_rows_before_the_history_s():
+    """runner.eta.left: the work left, its spread from the nearest basis that has one: this run's rows (100, 300:
+    variance 20,000), else the base plan's (from the history)."""
+    from runner.eta import left
+
+    base = Plan("r", "m", calls=10, requests=10, out_tokens_seen=[10_000, 10], token_var={"answer": 1e6})
+    assert left(base, 2, {}, {}).token_var == {"answer": 1e6}
+    mine: dict[str, list[Any]] = {}
+    _rows(mine, (100,), (300,))
+    t = left(base, 2, {}, mine)
+    assert t.calls == 8 and t.token_var == {"answer": pytest.approx(20_000)}
