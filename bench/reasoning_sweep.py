@@ -36,7 +36,9 @@ runs'). The starting bucket (10 s of tpm-a's rate) is not in the limit, so a TPM
 
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
-(runner.history); forecast vs actual printed for both.
+(runner.history); forecast vs actual printed for both: the bill's and the wall's point, their 80% range (from the
+output tokens' spread in the history: night 1, from priors, has none) and whether the actual is inside it, also per
+TPM lane.
 
     python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]   # DIR: a new or empty folder
     python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
