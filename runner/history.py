@@ -31,7 +31,8 @@ Seen = dict[str, list[Any]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
 (runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
 ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
-tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual).
+tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual);
+`latmax:<pass>`: [the longest, rows] (a lognormal fit of a bounded tail runs far past it: runner.forecast.end_spread).
 The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`; k the row's `n`), as an `n` call lasts the
 longest of its samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run
 was forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied
@@ -44,6 +45,8 @@ whatever their law (a lognormal fit misstates a power law's); times n, because a
 (each ~ total / n, all moving together), and n * (total / n)^2 summed over its n rows is the call's total^2. A history
 without these (written before them) has no spread: its range is its point."""
 
+LATMAX = "latmax:"
+"""The key prefix of a pass's longest latency: [seconds, rows], merged by max (`prior`), not summed."""
 OPEN = "open:"
 """The key prefix of a tally's call in progress (never written to a history file)."""
 
@@ -94,7 +97,7 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
         for k, v in (entry.get("seen") or {}).items():
             if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
                 s = out.setdefault(k, [0, 0])
-                s[0] += v[0]
+                s[0] = max(s[0], v[0]) if k.startswith(LATMAX) else s[0] + v[0]
                 s[1] += v[1]
     return out
 
@@ -125,6 +128,12 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         _add(by_pass, k_lat, lat)
         _add(by_pass, k_ln, ln)
         _add(by_pass, k_ln2, ln * ln)
+        m = by_pass.get(k_max := _max_key(p))
+        if m is None:
+            by_pass[k_max] = [lat, 1]
+        else:
+            m[0] = max(m[0], lat)
+            m[1] += 1
         k = row.get("n")
         if type(k) is int and k > 0:  # the call's samples, as rows_from wrote them
             k_lat, k_ln, k_ln2 = _keys_n(p, k)
@@ -182,6 +191,21 @@ def token_var(tally: Seen, pass_: str) -> float | None:
     return max(0.0, (sq[0] - mean * mean * ns[0]) / free)
 
 
+def latency_sigma(tally: Seen, pass_: str) -> float | None:
+    """The sigma of `pass_`'s latencies as a lognormal (the spread of their logs; None: fewer than 2 calls)."""
+    ln, ln2 = tally.get(f"lnlat:{pass_}"), tally.get(f"lnlat2:{pass_}")
+    if not ln or not ln2 or ln[1] < 2 or ln2[1] != ln[1]:
+        return None
+    mean = ln[0] / ln[1]
+    return math.sqrt(max(0.0, ln2[0] / ln2[1] - mean * mean) * ln[1] / (ln[1] - 1))
+
+
+def latency_cap(tally: Seen, pass_: str) -> float | None:
+    """The longest latency seen of `pass_` (None: none seen, or a history from before it was kept)."""
+    m = tally.get(f"{LATMAX}{pass_}")
+    return m[0] if m and m[1] else None
+
+
 def at_n(tally: Seen, n: int) -> Seen:
     """`tally` with each pass's latency totals those of its calls of `n` samples a request, where any were
     seen (else the pass's pooled ones: an `n` never seen; a history written before these totals)."""
@@ -226,6 +250,11 @@ def _tok_keys(pass_: str) -> tuple[str, str, str]:
 def _keys_n(pass_: str, n: int) -> tuple[str, str, str]:
     """A pass's latency totals' keys for its calls of `n` samples a request."""
     return f"n{n}/latency:{pass_}", f"n{n}/lnlat:{pass_}", f"n{n}/lnlat2:{pass_}"
+
+
+@functools.lru_cache(maxsize=256)
+def _max_key(pass_: str) -> str:
+    return f"{LATMAX}{pass_}"
 
 
 @functools.lru_cache(maxsize=256)

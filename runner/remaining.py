@@ -54,6 +54,11 @@ class Plan:
     latency_from_history: set[str] = field(default_factory=set)
     """Passes whose `latency_seen` came from earlier runs (runner.history), not this run's rows: forecast from
     the history's calls of as many samples a request (runner.history.at_n)."""
+    latency_sigma: dict[str, float] = field(default_factory=dict)
+    """Per pass: its latencies' spread as a lognormal's sigma, from the same calls as `latency_seen` (runner.history.
+    latency_sigma): how far the last of a TPM lane's calls may end past its last send (runner.forecast.end_spread)."""
+    latency_cap: dict[str, float] = field(default_factory=dict)
+    """Per pass: the longest latency seen (runner.history.latency_cap): the law `latency_sigma` spreads ends there."""
     token_var: dict[str, float] = field(default_factory=dict)
     """Per pass: the variance of a sample's output tokens, from the same rows as its mean (runner.history.token_var;
     none: unknown): the range of the pass's output total (`output_var`)."""
@@ -253,6 +258,12 @@ def remaining(
             had = priors.get(model, {})
             for q in plan.latency_from_history:
                 plan.latency_seen[q] = history.at_n(had, plan.per_request(q))[f"latency:{q}"]
+            for q in plan.latency_seen:
+                basis = had if q in plan.latency_from_history else seen.get(model, {})
+                if (sigma := history.latency_sigma(history.at_n(basis, plan.per_request(q)), q)) is not None:
+                    plan.latency_sigma[q] = sigma
+                if (cap := history.latency_cap(basis, q)) is not None:
+                    plan.latency_cap[q] = cap
         out.extend(todo.values())
     return out
 
