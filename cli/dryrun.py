@@ -232,7 +232,7 @@ def dry_run(
     if FORECAST:
         f = FORECAST[0]
         band = ("" if f.high_s <= f.expected_s * 1.005 and f.least_s >= f.expected_s * 0.995 else
-                f" ({LEVEL:.0%} range {fmt_duration(f.least_s)}-{fmt_duration(f.high_s)}, from the TPM lanes' token spread)")
+                f" ({LEVEL:.0%} range {fmt_duration(f.least_s)}-{fmt_duration(f.high_s)}, from the TPM lanes' token totals and last calls)")
         rng = ("" if f.most_s <= max(f.high_s, f.expected_s * 1.05) else
                f"; to {fmt_duration(f.most_s)} if every call writes its limit")
         print(f"forecast wall: ~{fmt_duration(f.expected_s)}{band}{rng}; the lane that ends last: {f.lane} "
