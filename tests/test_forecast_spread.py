@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cli.dryrun import FORECAST, cost_range, dry_run, estimate
+from cli.dryrun import FORECAST, dry_run, estimate
 from runner import history
 from runner.config import load_config
 from runner.forecast import wall
@@ -95,6 +95,7 @@ def test_the_dry_run_prints_the_80_range_of_the_wall_and_the_bill_from_history(
                             extra_endpoint="tpm = 600000\nmax_concurrency = 1000\n")
     data = write_dataset(tmp_path / "d.jsonl", 100)
     cfg = load_config(cfg_path)
+    from cli.dryrun import cost_range
     from runner.pool import build_models
 
     cid = build_models(cfg, ["m"])["m"].cache_id
