@@ -36,7 +36,9 @@ runs'). The starting bucket (10 s of tpm-a's rate) is not in the limit, so a TPM
 
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
-(runner.history); forecast vs actual printed for both.
+(runner.history); forecast vs actual printed for both: the bill's and the wall's point, their 80% range (from the
+output tokens' spread in the history: night 1, from priors, has none) and whether the actual is inside it, also per
+TPM lane.
 
     python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]   # DIR: a new or empty folder
     python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
@@ -391,7 +393,7 @@ ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", **{f"BENCH_KEY_{k.replace('-', '_
 def forecast(sweep: Path) -> dict[str, float]:
     """What `evalsweep sweep --dry-run` forecasts for this sweep (cli.dryrun.estimate, in this process)."""
     sys.path.insert(0, str(REPO))
-    from cli.dryrun import FORECAST, estimate
+    from cli.dryrun import FORECAST, cost_range, estimate
     from cli.main import load_sweep
 
     cfg, plans = load_sweep(sweep)
@@ -404,8 +406,12 @@ def forecast(sweep: Path) -> dict[str, float]:
         acc[0] = max(acc[0], e)
     for d in rows:
         lanes.setdefault(key[d["model"]], [0.0, 0.0])[1] += d["est_cost_usd"] or 0.0
-    return {"cost": sum(d["est_cost_usd"] or 0.0 for d in rows), "cost_max": sum(d["est_cost_usd_max"] or 0.0 for d in rows),
-            "wall": f.expected_s, "wall_max": f.most_s, "lane": f"{f.lane} ({f.bound})", "lanes": lanes}
+    cost = sum(d["est_cost_usd"] or 0.0 for d in rows)
+    span = cost_range(rows) or (cost, cost)
+    return {"cost": cost, "cost_max": sum(d["est_cost_usd_max"] or 0.0 for d in rows),
+            "wall": f.expected_s, "wall_max": f.most_s, "lane": f"{f.lane} ({f.bound})", "lanes": lanes,
+            "cost_range": span, "wall_range": (f.least_s, f.high_s),
+            "lane_range": {name.split("/")[0]: (lo, hi) for name, (_e, lo, hi, _b) in f.lanes.items()}}
 
 
 def bill(sweep: Path) -> float:
@@ -529,17 +535,37 @@ def main() -> None:
         if a.eta:
             eta_printout(d, out["wall"])
         nights.append((out["before"], bill(out["sweep"]), out["wall"], out["ports"], lanes, bill_by_lane(out["sweep"])))
-    print(f"{'forecast vs actual':<28} {'bill fc':>9} {'(max)':>9} {'bill':>9} {'ratio':>6} {'wall fc':>8} {'(max)':>8} "
-          f"{'wall':>7} {'ratio':>6}")
-    for i, (fc, paid, wall, *_) in enumerate(nights):
-        label = "night 1 (priors)" if i == 0 else "night 2 (night 1's history)"
-        print(f"{label:<28} {fc['cost']:>9.2f} {fc['cost_max']:>9.2f} {paid:>9.2f} {fc['cost'] / max(paid, 1e-9):>6.2f} "
-              f"{fc['wall']:>8.1f} {fc['wall_max']:>8.1f} {wall:>7.1f} {fc['wall'] / wall:>6.2f}  last: {fc['lane']}")
+    forecast_printout([(fc, paid, wall) for fc, paid, wall, *_ in nights])
     for i, (fc, _paid, _wall, _ports, rows, paid_by) in enumerate(nights):  # (a lane's wall: launch to its last answer)
         print(f"night {i + 1} per lane: " + "  ".join(
             f"{r['lane']} bill {fc['lanes'].get(r['lane'], [0, 0])[1] / max(paid_by.get(r['lane'], 0.0), 1e-9):.2f}"
             f" wall {fc['lanes'].get(r['lane'], [0, 0])[0]:.1f}/{r['wall_s']:.1f}"
-            f"={fc['lanes'].get(r['lane'], [0, 0])[0] / max(r['wall_s'], 1e-9):.2f}" for r in rows))
+            f"={fc['lanes'].get(r['lane'], [0, 0])[0] / max(r['wall_s'], 1e-9):.2f}"
+            + (f" [{lo:.1f}-{hi:.1f} {inside(r['wall_s'], lo, hi)}]" if (lo, hi) != (lo, lo) else "")
+            for r in rows for lo, hi in [fc["lane_range"].get(r["lane"], (0.0, 0.0))]))
+    print("(per lane: bill fc / bill, wall fc / the lane's last answer, [its 80% range from the token spread, and "
+          "whether the lane's wall is inside] where it has one)")
+
+
+def forecast_printout(nights: list[tuple[dict[str, Any], float, float]]) -> None:
+    """Forecast vs actual per night: the bill and the wall, each's point, its 80% range (runner.forecast.LEVEL:
+    the output tokens' spread in the history; the point alone where none is known) and `in`: the actual inside it."""
+    print(f"{'forecast vs actual':<28} {'bill fc':>8} {'80% range':>15} {'(max)':>8} {'bill':>8} {'ratio':>5} {'in':>3} "
+          f"{'wall fc':>7} {'80% range':>13} {'(max)':>7} {'wall':>6} {'ratio':>5} {'in':>3}")
+    for i, (fc, paid, wall) in enumerate(nights):
+        label = "night 1 (priors)" if i == 0 else "night 2 (night 1's history)"
+        (c0, c1), (w0, w1) = fc["cost_range"], fc["wall_range"]
+        print(f"{label:<28} {fc['cost']:>8.2f} {f'{c0:.2f}-{c1:.2f}':>15} {fc['cost_max']:>8.2f} {paid:>8.2f} "
+              f"{fc['cost'] / max(paid, 1e-9):>5.2f} {inside(paid, c0, c1):>3} {fc['wall']:>7.1f} "
+              f"{f'{w0:.1f}-{w1:.1f}':>13} {fc['wall_max']:>7.1f} {wall:>6.1f} {fc['wall'] / wall:>5.2f} "
+              f"{inside(wall, w0, w1):>3}  last: {fc['lane']}")
+    print("actual inside the range: " + "; ".join(
+        f"night {i + 1} bill {inside(paid, *fc['cost_range'])}, wall {inside(wall, *fc['wall_range'])}"
+        for i, (fc, paid, wall) in enumerate(nights)))
+
+
+def inside(x: float, lo: float, hi: float) -> str:
+    return "yes" if lo <= x <= hi else "no"
 
 
 def eta_printout(tmp: Path, wall: float) -> None:

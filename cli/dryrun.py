@@ -5,7 +5,9 @@ answers already in the cache (what a rerun replays for free) are counted, not pr
 expected (output tokens at this model's mean in the run so far, else the suite's typical answer plus
 half of a reasoning model's budget, else half of the limit) and max (every call writes its whole limit,
 reasoning budget included). A model without a price adds "+ unknown for models X" to the totals instead of
-making them disappear.
+making them disappear. Where the history knows how a model's output tokens spread (runner.history.token_var),
+the expected bill and the wall (on TPM-bound lanes) come with their 80% range (runner.forecast.LEVEL): reasoning
+models bill past their limit, so "max" does not bound them, and a TPM lane's end moves with its token total.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from cache.disk import probe
 from runner.config import Config
-from runner.forecast import Forecast, wall
+from runner.forecast import LEVEL, Forecast, Z, around, wall
 from runner.pool import build_models
 from runner.remaining import remaining
 from suites.base import get_suite
@@ -83,6 +85,7 @@ def estimate(
         )
         disc = batch_discount(m)
         exp = _plus(m.cost(t.input_tokens, round(exp_out)), f_exp)
+        var = _cost_var(t, models)
         rows.append(
             {
                 "run": t.run,
@@ -97,6 +100,7 @@ def estimate(
                 "max_output_tokens": t.max_output_tokens,
                 "est_cost_usd": exp,
                 "est_cost_usd_max": cost if cost is None or exp is None else max(cost, exp),  # (past the limit)
+                "est_cost_usd_var": var,
                 "est_input_cost_usd": m.cost(t.input_tokens, 0),
                 "est_live_s": live_s,
                 "batch_cost_usd_max": None if disc is None or cost is None else cost * (1 - disc),
@@ -124,6 +128,31 @@ def _follow_costs(t: Any, models: dict[str, Any]) -> tuple[int, int, float | Non
         exp = _plus(exp, pm.cost(round(per_in * n), round(t.follow_expected_output_tokens(pass_))))
         mx = _plus(mx, pm.cost(tin, max_out))
     return calls, most, exp, mx
+
+
+def _cost_var(t: Any, models: dict[str, Any]) -> float | None:
+    """The variance of the plan's expected cost: its passes' output totals' (runner.remaining.Plan.output_var)
+    at the output price of the model each calls (input is counted, not drawn); None: a pass unpriced."""
+    var = 0.0
+    for pass_ in ["answer", *t.follow]:
+        v = t.output_var(pass_)
+        if v:
+            per = models[t.follow_via.get(pass_) or t.model].cost(0, 1_000_000)
+            if per is None:
+                return None
+            var += v * (per / 1e6) ** 2
+    return var
+
+
+def cost_range(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
+    """The expected bill's LEVEL range (runner.forecast.around on the rows' summed variance; the models'
+    draws are independent); None: no spread known, or a model unpriced."""
+    exp = [d["est_cost_usd"] for d in rows]
+    var = [d.get("est_cost_usd_var") for d in rows]
+    if any(v is None for v in exp + var) or not sum(v or 0.0 for v in var):
+        return None
+    m, v = sum(x or 0.0 for x in exp), sum(x or 0.0 for x in var)
+    return around(m, v, -Z), around(m, v, Z)
 
 
 def money(x: float | None) -> str:
@@ -192,15 +221,22 @@ def dry_run(
     follow = "" if not f_most else (f" + {f_calls:,} follow-up calls" + (f" (at most {f_most:,})" if f_most != f_calls
                                                                           else ""))
     print(f"remaining: {calls:,} calls{follow} ({finished:,} finished rows and {cached:,} cache hits skipped)")
-    print(total_line("total expected", rows, [d["est_cost_usd"] for d in rows]))
+    span = cost_range(rows)
+    print(total_line("total expected", rows, [d["est_cost_usd"] for d in rows])
+          + ("" if span is None else f" ({LEVEL:.0%} range {money(span[0])}-{money(span[1])}, from the output tokens' "
+                                    "spread in earlier runs)"))
     print(total_line("total max", rows, [d["est_cost_usd_max"] for d in rows]))
     if any(d["mode"] == "batch" for d in rows):
         chosen = [d["batch_cost_usd_max"] if d["mode"] == "batch" else d["est_cost_usd_max"] for d in rows]
         print(total_line(f"total max with --batch {batch}", rows, chosen))
     if FORECAST:
         f = FORECAST[0]
-        rng = "" if f.most_s <= f.expected_s * 1.05 else f" to {fmt_duration(f.most_s)} if every call writes its limit"
-        print(f"forecast wall: ~{fmt_duration(f.expected_s)}{rng}; the lane that ends last: {f.lane} (bound by its {f.bound})")
+        band = ("" if f.high_s <= f.expected_s * 1.005 and f.least_s >= f.expected_s * 0.995 else
+                f" ({LEVEL:.0%} range {fmt_duration(f.least_s)}-{fmt_duration(f.high_s)}, from the TPM lanes' token totals and last calls)")
+        rng = ("" if f.most_s <= max(f.high_s, f.expected_s * 1.05) else
+               f"; to {fmt_duration(f.most_s)} if every call writes its limit")
+        print(f"forecast wall: ~{fmt_duration(f.expected_s)}{band}{rng}; the lane that ends last: {f.lane} "
+              f"(bound by its {f.bound})")
     for c in ceilings:
         print(reach_line(c, rows))
     print(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +28,7 @@ from runner.forecast import (
     three,
     wall,
 )
-from runner.history import at_n
+from runner.history import LATMAX, at_n, latency_sigma, token_var
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,17 @@ def left(base: Any, first: int, follow: dict[str, int], seen: dict[str, list[Any
                             base.follow_expected_output_tokens(p) / n if (n := base.follow[p][0]) else None)
                      for p in base.follow},
         latency_seen={p: own(f"latency:{p}", base.latency_seen.get(p, [0.0, 0])) for p in ["answer", *base.follow]},
+        token_var={p: v for p in ["answer", *base.follow] if (v := _spread(p, seen, pool, base.token_var)) is not None},
     )
+
+
+def _spread(pass_: str, *bases: dict[str, Any]) -> float | None:
+    """A sample's output-token variance of `pass_` from the nearest basis that knows it (a tally, then the
+    base plan's, from its history)."""
+    for b in bases[:-1]:
+        if (v := token_var(b, pass_)) is not None:
+            return v
+    return bases[-1].get(pass_)
 
 
 @dataclass
@@ -246,13 +255,7 @@ def _law(t: Any, pass_: str, bases: tuple[dict[str, list[Any]], ...], flying: li
     """A pass's latency law: its mean the forecast's (`t.latency_seen`, else the prior) with its calls on the
     wire counted at their age plus what they have left (the finished calls alone are the short ones), its
     sigma from the nearest basis (`bases`: this run's tally, the sweep's, the lanes') with two rows."""
-    sigma = None
-    for b in bases:
-        ln, ln2 = b.get(f"lnlat:{pass_}"), b.get(f"lnlat2:{pass_}")
-        if ln and ln2 and ln[1] >= 2 and ln2[1] == ln[1]:
-            mean = ln[0] / ln[1]
-            sigma = math.sqrt(max(0.0, ln2[0] / ln2[1] - mean * mean) * ln[1] / (ln[1] - 1))
-            break
+    sigma = next((v for b in bases if (v := latency_sigma(b, pass_)) is not None), None)
     total, n = t.latency_seen.get(pass_, [0.0, 0])
     if not n:
         return Law(call_latency(t, pass_, 0.0), sigma, 0.0)
@@ -274,7 +277,7 @@ def _add(into: dict[str, list[Any]], by: dict[str, list[Any]], every_pass: bool 
     for k, v in list(by.items()):
         for key in (k, "latency:*") if every_pass and k.startswith("latency:") else (k,):
             acc = into.setdefault(key, [0, 0])
-            acc[0] += v[0]
+            acc[0] = max(acc[0], v[0]) if key.startswith(LATMAX) else acc[0] + v[0]
             acc[1] += v[1]
 
 

@@ -17,6 +17,16 @@ call 30 s into a law with a 60 s tail is not a fresh call), and the last of them
 the median of their latest end. The range (`least`, `most`): their latest end at its 10th and 90th
 percentile, the unsent calls' mean latency within two standard errors of its estimate, and (`most`) every
 call writing its whole limit.
+
+A TPM lane's end moves with its token total, a sum of heavy-tailed draws (#40: 1.34-1.49x between two nights of
+one lane, where `most` said nothing: reasoning models bill past their limit). Its LEVEL range: each pass's output
+total as `calls` draws of the spread seen (runner.history.token_var) around a mean known from `rows` of them (the
+prediction's variance calls * var * (1 + calls / rows)), the lane's total as a lognormal of that mean and variance
+(Fenton-Wilkinson: a sum of few heavy-tailed draws is skewed, its upper side further than a normal's), at its
+(1 - LEVEL) / 2 and (1 + LEVEL) / 2 quantiles: `least` and `high` (`most` no less than `high`). And its last
+call: on a heavy tail the lane ends with one long call sent late (the bench's tpm-b: 11 to 37 s past its last send),
+not with a typical one; `end_spread` says how far from its median that end may land, from the passes' latency laws
+(lognormal, cut at the longest latency seen), and the two parts add in quadrature.
 """
 
 from __future__ import annotations
@@ -36,6 +46,19 @@ QUANTILES = (0.5, 0.9, 0.1)
 (least) percentile: a mean of the max is dominated by a tail no one call shows."""
 Three = list[float]
 """[expected, most, least] of a quantity."""
+LEVEL = 0.8
+"""The token spread's range: its central 80% (a range a plan can use, not a worst case)."""
+Z = 1.2815515655446004
+"""The standard normal's (1 + LEVEL) / 2 quantile."""
+
+
+def around(mean: float, var: float, z: float) -> float:
+    """The `z` quantile of a lognormal of this mean and variance (Fenton-Wilkinson's match of a sum of
+    positive draws): skewed up as the spread grows, never below 0."""
+    if mean <= 0 or var <= 0:
+        return mean
+    s2 = math.log1p(var / (mean * mean))
+    return mean * math.exp(z * math.sqrt(s2) - s2 / 2)
 
 
 def three() -> Three:
@@ -62,6 +85,11 @@ class LaneWork:
     """Call-seconds its calls on the wire have still to go (each's `residual`)."""
     held_end: Three = field(default_factory=three)
     """When the last of its calls on the wire ends (`latest`), and the passes chained after it."""
+    tokens_var: float = 0.0
+    """The variance of its expected token total (its passes' output totals: `Plan.output_var`)."""
+    sent: list[tuple[Law, float]] = field(default_factory=list)
+    """Its unsent requests by law (expected): (a pass's latencies, requests), where the law's spread is known."""
+    _tpm_spread: tuple[float, float] | None = field(default=None, repr=False)
     parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
     """Per (run, model) whose calls it carries, [expected, most, least] of [calls, tokens, call-seconds, its
     longest chain (in flight included), its calls on the wire's seconds left]."""
@@ -80,17 +108,77 @@ class LaneWork:
                          total * sum(min(v, w) for v in work.values()) / whole)
                 for key, w in work.items() if (p := self.parts[key])}
 
-    def seconds(self, k: int) -> tuple[float, str]:
+    def tpm_seconds(self, k: int, z: float = 0.0) -> float:
+        """The TPM bound: its tokens at the key's paced rate, then its last request's call. [expected, most, least]
+        (`most` and `least` no nearer than the LEVEL range: `tpm_spread`); `z` > 0 or < 0: the range's ends."""
+        rate = (self.tpm or 1.0) * TPM_SHARE / 60.0
+        t = self.tokens[k] / rate + self.tail_s[k]
+        if not z and k == 0:
+            return t
+        point = self.tokens[0] / rate + self.tail_s[0]
+        down, up = self.tpm_spread()
+        if z > 0 or k == 1:
+            return point + up if z else max(t, point + up)
+        return max(0.0, point - down) if z else min(t, point - down)
+
+    def tpm_spread(self) -> tuple[float, float]:
+        """How far (below, above) a TPM lane's end may land from its point at the LEVEL range: its token total at
+        its quantiles (`around`), and its last calls' end (`end_spread`: on a heavy tail, one long call sent late
+        ends the lane), independent parts added in quadrature."""
+        if self._tpm_spread is None:
+            rate = (self.tpm or 1.0) * TPM_SHARE / 60.0
+            t = self.tokens[0]
+            tok = ((t - around(t, self.tokens_var, -Z)) / rate, (around(t, self.tokens_var, Z) - t) / rate)
+            end = end_spread(self.sent, t / rate)
+            self._tpm_spread = (math.hypot(tok[0], end[0]), math.hypot(tok[1], end[1]))
+        return self._tpm_spread
+
+    def seconds(self, k: int, z: float = 0.0) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it (its longest chain: an answer still to
-        come, then the critique that quotes it, cannot overlap; the last of its calls on the wire)."""
+        come, then the critique that quotes it, cannot overlap; the last of its calls on the wire);
+        `z`: its token total at that quantile (`tpm_tokens`)."""
         parts = [((self.busy_s[k] + self.held_s[k]) / max(1, self.concurrency), "concurrency"),
                  (self.chain_s[k], "longest chain"), (self.held_end[k], "calls in flight"),
                  (spread(self.busy_s[k], self.calls[k], self.concurrency), "last calls")]
         if self.rpm:
             parts.append((self.calls[k] / (self.rpm / 60.0) + self.tail_s[k], "RPM"))
         if self.tpm:  # (paced at TPM_SHARE of the key: runner.budgets.local)
-            parts.append((self.tokens[k] / (self.tpm * TPM_SHARE / 60.0) + self.tail_s[k], "TPM"))
+            parts.append((self.tpm_seconds(k, z), "TPM"))
         return max(parts)
+
+
+END_STEPS = 24
+"""Points of the send span the last calls' end is integrated over (`end_spread`)."""
+
+
+def end_spread(sent: list[tuple[Law, float]], span: float) -> tuple[float, float]:
+    """How far (below, above) the last call's end past the last send lands from its median, at the LEVEL range,
+    requests sent evenly over `span` s (a paced lane), each law's `n` of them: P(all ended x s after the last send)
+    = prod F(x + age at the last send), in logs n / span * integral of ln F(x + u) du over the span."""
+    sent = [(law, n) for law, n in sent if n > 0 and law.sigma]
+    if not sent:
+        return (0.0, 0.0)
+    grid = [(i + 0.5) / END_STEPS * span for i in range(END_STEPS)]
+
+    def log_p(x: float) -> float:
+        out = 0.0
+        for law, n in sent:
+            per = n / END_STEPS
+            for u in grid:
+                out += per * math.log(max(1e-300, 1.0 - law.survival(x + u)))
+        return out
+
+    def at(q: float) -> float:
+        lo, hi, want = 0.0, max(law.mean for law, _ in sent), math.log(q)
+        while log_p(hi) < want and hi < 1e7:
+            lo, hi = hi, hi * 2
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if log_p(mid) < want else (lo, mid)
+        return hi
+
+    mid = at(0.5)
+    return (mid - at((1 - LEVEL) / 2), at((1 + LEVEL) / 2) - mid)
 
 
 def spread(busy_s: float, calls: float, concurrency: int) -> float:
@@ -111,21 +199,30 @@ class Forecast:
     models: dict[tuple[str, str], tuple[float, float, float]] = field(default_factory=dict)
     """Per (run, model) with work left: (expected, most, least) seconds until its last call ends."""
     least_s: float = 0.0
+    high_s: float = 0.0
+    """The LEVEL range's upper end (`least_s` its lower): the TPM lanes' token totals at their quantiles.
+    `most_s` is no less: it also has every call writing its whole limit."""
+    lanes: dict[str, tuple[float, float, float, str]] = field(default_factory=dict)
+    """Per lane: (expected, least, high) seconds until its work ends, and what binds it."""
 
 
 @dataclass
 class Law:
     """A pass's latencies as a lognormal of this mean and sigma (None: unknown, memoryless), and how many
-    calls its mean is from (`n`: the unsent calls' mean is known within two standard errors)."""
+    calls its mean is from (`n`: the unsent calls' mean is known within two standard errors); `cap`: cut there."""
 
     mean: float
     sigma: float | None = None
     n: float = 0.0
+    cap: float | None = None
+    """No latency past this (the longest seen: a real tail is bounded by the limit and the timeout)."""
 
     def survival(self, x: float) -> float:
         """P(latency > x)."""
         if x <= 0:
             return 1.0
+        if self.cap is not None and x >= self.cap:
+            return 0.0
         if not self.sigma:
             return math.exp(-x / self.mean)
         mu = math.log(self.mean) - self.sigma ** 2 / 2
@@ -218,6 +315,9 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
             ep = ln.endpoint
             w = lanes.setdefault(id(ln), LaneWork(ln.name, ep.rpm, ep.tpm, ep.max_concurrency or 1))
             share = 1.0 / len(paced)
+            w.tokens_var += plan.output_var(pass_, share)  # (a model's lanes split its calls: each its share's draws)
+            if req3[0] and (sigma := (law.sigma if law is not None else plan.latency_sigma.get(pass_))):
+                w.sent.append((Law(chain[0] - before[0], sigma, cap=plan.latency_cap.get(pass_)), req3[0] * share))
             for k in (0, 1, 2):
                 if not calls3[k]:
                     continue
@@ -260,14 +360,18 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
     exp = max((w.seconds(0) + (w.name,) for w in lanes.values()), key=lambda x: x[0])
     most = max(w.seconds(1)[0] for w in lanes.values())
     least = max(w.seconds(2)[0] for w in lanes.values())
+    high = max(w.seconds(0, Z)[0] for w in lanes.values())
     ends: dict[tuple[str, str], Three] = {}
     for w in lanes.values():
         for k in (0, 1, 2):
             for key, t in w.ends(k).items():
                 e = ends.setdefault(key, three())
                 e[k] = max(e[k], t)
-    return Forecast(exp[0], max(most, exp[0]), exp[2], exp[1],
-                    {key: (e, max(e, m), min(e, lo)) for key, (e, m, lo) in ends.items()}, min(least, exp[0]))
+    by_lane = {w.name: (e, min(w.seconds(2)[0], e), max(w.seconds(0, Z)[0], e), bound)
+               for w in lanes.values() for e, bound in [w.seconds(0)]}
+    return Forecast(exp[0], max(most, high, exp[0]), exp[2], exp[1],
+                    {key: (e, max(e, m), min(e, lo)) for key, (e, m, lo) in ends.items()}, min(least, exp[0]),
+                    max(high, exp[0]), by_lane)
 
 
 def _part(w: LaneWork, run: str, model: str) -> list[list[float]]:

@@ -31,12 +31,22 @@ Seen = dict[str, list[Any]]
 """Per pass: [output tokens, rows]; per `latency:<pass>`: [seconds, rows] of calls not served from a cache
 (runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
 ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
-tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual).
+tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual);
+`latmax:<pass>`: [the longest, rows] (a lognormal fit of a bounded tail runs far past it: runner.forecast.end_spread).
 The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`; k the row's `n`), as an `n` call lasts the
 longest of its samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run
 was forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied
-(rows without `n`, from older run directories: `_by_n`)."""
+(rows without `n`, from older run directories: `_by_n`). Per `tok1:<pass>` / `tok2:<pass>` / `tokn:<pass>`: [output
+tokens, rows] / [the sum of n * output tokens^2, rows] / [the sum of n, rows] (n: the row's call's samples, 1 without
+one; `tok1` is the pass's own total, kept apart for the rows that have the other two): the spread of a sample's output
+tokens (`token_var`), which tells the forecast how far a lane's token total may land from its mean (#40: a TPM lane's
+heavy-tailed total moved 1.34-1.49x between nights). Squares, not logs: the total's variance is the draws' variance,
+whatever their law (a lognormal fit misstates a power law's); times n, because an `n` call's rows split its one total
+(each ~ total / n, all moving together), and n * (total / n)^2 summed over its n rows is the call's total^2. A history
+without these (written before them) has no spread: its range is its point."""
 
+LATMAX = "latmax:"
+"""The key prefix of a pass's longest latency: [seconds, rows], merged by max (`prior`), not summed."""
 OPEN = "open:"
 """The key prefix of a tally's call in progress (never written to a history file)."""
 
@@ -87,7 +97,7 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
         for k, v in (entry.get("seen") or {}).items():
             if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
                 s = out.setdefault(k, [0, 0])
-                s[0] += v[0]
+                s[0] = max(s[0], v[0]) if k.startswith(LATMAX) else s[0] + v[0]
                 s[1] += v[1]
     return out
 
@@ -105,6 +115,12 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
             s = by_pass[p] = [0, 0]
         s[0] += out
         s[1] += 1
+        k = row.get("n")
+        w = k if type(k) is int and k > 0 else 1
+        k_1, k_sq, k_n = _tok_keys(p)
+        _add(by_pass, k_1, out)
+        _add(by_pass, k_sq, w * out * out)
+        _add(by_pass, k_n, w)
     lat = row.get("latency_s")
     if (type(lat) is float or isinstance(lat, int | float)) and lat > 0 and not row.get("cached"):
         ln = math.log(lat)
@@ -112,6 +128,12 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         _add(by_pass, k_lat, lat)
         _add(by_pass, k_ln, ln)
         _add(by_pass, k_ln2, ln * ln)
+        m = by_pass.get(k_max := _max_key(p))
+        if m is None:
+            by_pass[k_max] = [lat, 1]
+        else:
+            m[0] = max(m[0], lat)
+            m[1] += 1
         k = row.get("n")
         if type(k) is int and k > 0:  # the call's samples, as rows_from wrote them
             k_lat, k_ln, k_ln2 = _keys_n(p, k)
@@ -153,6 +175,37 @@ def _by_n(by_pass: Seen, p: str, row: dict[str, Any], lat: float, ln: float) -> 
         t[1] += k
 
 
+def token_var(tally: Seen, pass_: str) -> float | None:
+    """The variance of one sample's output tokens of `pass_` (None: no spread known: fewer than 2 calls with it,
+    or a history from before it was kept). Unbiased: E[sum of n * y^2] = rows * var + mean^2 * sum of n (y a row's
+    tokens, ~ its call's total / n, a sample's mean), and the mean's own error takes var * sum of n / rows of it
+    (rows - 1 with one sample a call). All from the rows that kept the spread (`tok1`: their tokens), so a history
+    partly older than it has the spread of its newer rows."""
+    tok, sq, ns = tally.get(f"tok1:{pass_}"), tally.get(f"tok2:{pass_}"), tally.get(f"tokn:{pass_}")
+    if not tok or not sq or not ns or not tok[1] == sq[1] == ns[1]:
+        return None
+    free = sq[1] - ns[0] / max(1, sq[1])
+    if free < 0.5:  # (one call: its samples' spread is not seen apart)
+        return None
+    mean = tok[0] / tok[1]  # (a sample's: the rows of an n call sum to its total)
+    return max(0.0, (sq[0] - mean * mean * ns[0]) / free)
+
+
+def latency_sigma(tally: Seen, pass_: str) -> float | None:
+    """The sigma of `pass_`'s latencies as a lognormal (the spread of their logs; None: fewer than 2 calls)."""
+    ln, ln2 = tally.get(f"lnlat:{pass_}"), tally.get(f"lnlat2:{pass_}")
+    if not ln or not ln2 or ln[1] < 2 or ln2[1] != ln[1]:
+        return None
+    mean = ln[0] / ln[1]
+    return math.sqrt(max(0.0, ln2[0] / ln2[1] - mean * mean) * ln[1] / (ln[1] - 1))
+
+
+def latency_cap(tally: Seen, pass_: str) -> float | None:
+    """The longest latency seen of `pass_` (None: none seen, or a history from before it was kept)."""
+    m = tally.get(f"{LATMAX}{pass_}")
+    return m[0] if m and m[1] else None
+
+
 def at_n(tally: Seen, n: int) -> Seen:
     """`tally` with each pass's latency totals those of its calls of `n` samples a request, where any were
     seen (else the pass's pooled ones: an `n` never seen; a history written before these totals)."""
@@ -188,9 +241,20 @@ def _keys(pass_: str) -> tuple[str, str, str]:
 
 
 @functools.lru_cache(maxsize=256)
+def _tok_keys(pass_: str) -> tuple[str, str, str]:
+    """A pass's token spread totals' keys."""
+    return f"tok1:{pass_}", f"tok2:{pass_}", f"tokn:{pass_}"
+
+
+@functools.lru_cache(maxsize=256)
 def _keys_n(pass_: str, n: int) -> tuple[str, str, str]:
     """A pass's latency totals' keys for its calls of `n` samples a request."""
     return f"n{n}/latency:{pass_}", f"n{n}/lnlat:{pass_}", f"n{n}/lnlat2:{pass_}"
+
+
+@functools.lru_cache(maxsize=256)
+def _max_key(pass_: str) -> str:
+    return f"{LATMAX}{pass_}"
 
 
 @functools.lru_cache(maxsize=256)

@@ -51,6 +51,29 @@ class Plan:
     """Per follow-up pass: [output tokens, successful rows] in the run directory."""
     latency_seen: dict[str, list[float]] = field(default_factory=dict)
     """Per pass: [seconds, successful rows] of this model's calls in the run directory (the wall forecast)."""
+    latency_from_history: set[str] = field(default_factory=set)
+    """Passes whose `latency_seen` came from earlier runs (runner.history), not this run's rows: forecast from
+    the history's calls of as many samples a request (runner.history.at_n)."""
+    latency_sigma: dict[str, float] = field(default_factory=dict)
+    """Per pass: its latencies' spread as a lognormal's sigma, from the same calls as `latency_seen` (runner.history.
+    latency_sigma): how far the last of a TPM lane's calls may end past its last send (runner.forecast.end_spread)."""
+    latency_cap: dict[str, float] = field(default_factory=dict)
+    """Per pass: the longest latency seen (runner.history.latency_cap): the law `latency_sigma` spreads ends there."""
+    token_var: dict[str, float] = field(default_factory=dict)
+    """Per pass: the variance of a sample's output tokens, from the same rows as its mean (runner.history.token_var;
+    none: unknown): the range of the pass's output total (`output_var`)."""
+
+    def output_var(self, pass_: str, share: float = 1.0) -> float:
+        """The variance of what `share` of this pass's calls will write around its expected output: their draws'
+        (calls * var), and its mean's own error, known from `rows` draws (calls^2 * var / rows); 0 unknown."""
+        v = self.token_var.get(pass_)
+        if pass_ == "answer":
+            calls, rows = self.calls * share, self.out_tokens_seen[1]
+        else:
+            calls, rows = (self.follow.get(pass_) or [0])[0] * share, self.follow_seen.get(pass_, [0, 0])[1]
+        if v is None or not rows or not calls:
+            return 0.0
+        return calls * v * (1.0 + calls / rows)
 
     def per_request(self, pass_: str) -> int:
         """Samples a request of this pass carries (an answer's where the model takes `n`; a follow-up: one):
@@ -183,12 +206,15 @@ def remaining(
         kept = not getattr(p, "resend_partial", False)  # (cut streams: billed, not sent again)
         done, seen = (known, {}) if known is not None else finished_rows(p.out, kept)
         priors: dict[str, dict[str, list[Any]]] = {}
+        from_history: dict[str, set[str]] = {}  # per model: the passes whose latency is the history's
         if prior is not None:
             for m in dict.fromkeys(p.models):
                 own = seen.setdefault(m, {})
                 for k, v in (priors.setdefault(m, prior(m, p.out))).items():
                     if not own.get(k, [0, 0])[1]:
                         own[k] = v
+                        if k.startswith("latency:"):
+                            from_history.setdefault(m, set()).add(k.split(":", 1)[1])
         if names.count(name) > 1 and p.out is not None:  # runs told apart by their folders
             name = f"{name} ({p.out.name})"
         todo = {
@@ -197,7 +223,10 @@ def remaining(
                     reasoning_tokens=models[m].shape.extra if models[m].shape is not None else 0,
                     follow_seen={k: v for k, v in seen.get(m, {}).items() if k != "answer" and ":" not in k},
                     latency_seen={k.split(":", 1)[1]: v for k, v in seen.get(m, {}).items()
-                                  if k.startswith("latency:")})
+                                  if k.startswith("latency:")},
+                    latency_from_history=from_history.get(m, set()),
+                    token_var={q: v for q in seen.get(m, {}) if ":" not in q
+                               and (v := history.token_var(seen[m], q)) is not None})
             for m in dict.fromkeys(p.models)
         }
         count_follow = follow and known is None
@@ -227,9 +256,14 @@ def remaining(
                 _count_follow_ups(suite, p.spec, r, samples, todo, models, done)
         for model, plan in todo.items():  # (a pass with no rows of its own: its history at its samples a request)
             had = priors.get(model, {})
-            for q, v in list(plan.latency_seen.items()):
-                if v is had.get(f"latency:{q}"):
-                    plan.latency_seen[q] = history.at_n(had, plan.per_request(q))[f"latency:{q}"]
+            for q in plan.latency_from_history:
+                plan.latency_seen[q] = history.at_n(had, plan.per_request(q))[f"latency:{q}"]
+            for q in plan.latency_seen:
+                basis = had if q in plan.latency_from_history else seen.get(model, {})
+                if (sigma := history.latency_sigma(history.at_n(basis, plan.per_request(q)), q)) is not None:
+                    plan.latency_sigma[q] = sigma
+                if (cap := history.latency_cap(basis, q)) is not None:
+                    plan.latency_cap[q] = cap
         out.extend(todo.values())
     return out
 
