@@ -104,7 +104,8 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
 
 def tally(by_pass: Seen, row: dict[str, Any]) -> None:
     """Add a success row to its model's per-pass totals: its output tokens, and its latency when it was a
-    call (not an answer from a cache), pooled and by the call's samples (the row's `n`; a row without one,
+    live call (not an answer from a cache, nor a batch's: its batch's turnaround would make the live lanes'
+    forecast and `runner.batch.plan.live_seconds` hours long), pooled and by the call's samples (the row's `n`; a row without one,
     read from an older run directory, by `_by_n`'s inference). Once a row written: the pass's keys are made
     once (`_keys`), and a total's list only when it is new (~0.6 us a row instead of ~1.3)."""
     p = row["pass"]
@@ -122,7 +123,8 @@ def tally(by_pass: Seen, row: dict[str, Any]) -> None:
         _add(by_pass, k_sq, w * out * out)
         _add(by_pass, k_n, w)
     lat = row.get("latency_s")
-    if (type(lat) is float or isinstance(lat, int | float)) and lat > 0 and not row.get("cached"):
+    if (type(lat) is float or isinstance(lat, int | float)) and lat > 0 and not row.get("cached") \
+            and not row.get("batch_id"):  # (a batch row's latency is its batch's turnaround, no call's)
         ln = math.log(lat)
         k_lat, k_ln, k_ln2 = _keys(p)
         _add(by_pass, k_lat, lat)
