@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from bench.shared_limits_common import budget_lane, close_budget, ready_then_start, spawn_workers
 from tests.helpers import key_refusals
@@ -65,6 +66,7 @@ async def worker(spec: dict) -> dict:
     b, lane = await budget_lane(spec, None, spec["tpm"])  # on the key from now
     start = await ready_then_start()
     events: list[list[float]] = []
+    trace = _trace(b) if spec.get("trace") else None
     cpu = time.process_time()
 
     async def one(i: int) -> None:
@@ -78,13 +80,36 @@ async def worker(spec: dict) -> dict:
 
         await lane.call(call, expect, None, charge)
         lane.reconcile(expect, used, charge)
-        events.append([*ev, charge, used])
+        events.append([*ev, charge, used] + ([trace[1].get(asyncio.current_task(), -1)] if trace else []))
 
     await asyncio.gather(*(one(i) for i in range(spec["first"], spec["calls"], spec["step"])))
     cpu = time.process_time() - cpu
     trips = b.calls + getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0
     await close_budget(b, spec)
-    return {"events": events, "start": start, "trips": trips, "cpu": cpu}
+    return {"events": events, "start": start, "trips": trips, "cpu": cpu, **({"trace": trace[0]} if trace else {})}
+
+
+def _trace(b: Any) -> tuple[list[list[Any]], dict[Any, int]]:
+    """--trace (the 429s' diagnosis): each TPM script call of this process as [sent, answered (wall clock),
+    credit sent, level after, hold, numbers of the calls it admitted], and each task's call number."""
+    acc = b._tpm
+    calls: list[list[Any]] = []
+    mine: dict[Any, int] = {}
+    script, take = acc._script, acc.take
+
+    async def traced(keys: list[str], args: list[Any]) -> Any:
+        s = time.time()
+        res = await script(keys=keys, args=args)
+        calls.append([s, time.time(), args[4], float(res[1]), float(res[2]),
+                      [int((m.decode() if isinstance(m, bytes) else m).split("|")[1]) for m in res[3]]])
+        return res
+
+    async def taking(*a: Any) -> None:
+        mine[asyncio.current_task()] = acc._n + 1  # (its queue entry's number: take makes it before it waits)
+        await take(*a)
+
+    acc._script, acc.take = traced, taking
+    return calls, mine
 
 
 def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:

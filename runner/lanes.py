@@ -410,9 +410,9 @@ class Lane:
             self._defer_tokens(min(reset, 1.0))  # (a 429 for tokens: `_on_answer` defers by its reset)
 
     def _defer_tokens(self, seconds: float) -> None:
-        """(A shared budget has no token slots of its own: there the key as a whole waits.)"""
-        b = self.budget
-        (b.defer_tokens if isinstance(b, LocalBudget) else b.pause)(min(seconds, MAX_PAUSE_S))
+        """Token admission waits, requests do not (a shared budget's for every process on the key: its
+        account admits no token meanwhile; pausing the key as a whole stopped calls that need no tokens)."""
+        self.budget.defer_tokens(min(seconds, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 

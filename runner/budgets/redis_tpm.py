@@ -38,19 +38,40 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local unsent, defer = tonumber(ARGV[10]), tonumber(ARGV[11])
 local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
   return s and tonumber(s) > now
 end
+-- over the processes alive (each says its own, absolute: they live as long as its heartbeat): the largest
+-- rest a call in flight is expected to settle beyond its charge, and the charges of calls admitted but not
+-- yet sent (waiting for a lease or a slot): the key charges those only when they go, so until then its
+-- bucket is that much fuller than the account, and it is full (wasting its refill) that much sooner.
+-- Since this process's last call its own only fell (sent, or never sent): the refill meanwhile is capped
+-- with what it said then (`was`), what follows with what it says now
+local top, pend, was = held, unsent, unsent
+local hs = redis.call('HGETALL', KEYS[3])
+for j = 1, #hs, 2 do
+  local h, u = string.match(hs[j + 1], '^(%S+)%s*(%S*)$')
+  if hs[j] == proc then
+    was = tonumber(u) or 0
+  elseif alive(hs[j]) then
+    top = math.max(top, tonumber(h) or 0)
+    pend = pend + (tonumber(u) or 0)
+  else
+    redis.call('HDEL', KEYS[3], hs[j])
+  end
+end
+was = pend - unsent + math.max(was, unsent)
 local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq', 'depth', 'ceil')
 local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
 -- the key's bucket as its answers' remaining-tokens showed it (0: unknown, a second of the rate; halved
 -- by each refusal for tokens, down to that second: LocalBudget.learn_depth / shallow)
 local depth, ceil = tonumber(st[4]) or 0, tonumber(st[5]) or 0
 local function bucket() return math.max(cap, math.min(depth, tpm)) end
-local full = bucket()
-level = math.min(full, level + math.max(0, now - at) * rate / 1000000)
+level = math.min(bucket() - was, level + math.max(0, now - at) * rate / 1000000)
+local full = bucket() - pend
 level = math.min(full, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
 if seen > 0 then  -- the key's first: what its deeper bucket held beyond the second counted is credited
   if depth == 0 then level = level + math.max(0, math.min(seen, tpm) - cap) end
@@ -61,17 +82,20 @@ for _ = 1, shallow do
   if depth > 0 then depth = depth / 2; ceil = depth end
 end
 cap = bucket()
-level = math.min(cap, level)
+full = cap - pend
+level = math.min(full, level)
+-- refused for tokens until `defer` s from now: no token for anyone before then (requests still go)
+if defer > 0 then level = math.min(level, -defer * rate) end
 -- this process's calls that left the queue without being admitted (cancelled, or it fell back)
-local i = 10 + 2 * n_wait
+local i = 12 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
 for j = 0, n_wait - 1 do
-  local m = ARGV[10 + 2 * j]
+  local m = ARGV[12 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
     local s
-    if ARGV[11 + 2 * j] == '1' then
+    if ARGV[13 + 2 * j] == '1' then
       local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
       s = (tonumber(head[2]) or seq) - 1
     else
@@ -79,15 +103,6 @@ for j = 0, n_wait - 1 do
       s = seq
     end
     redis.call('ZADD', KEYS[2], s, m)
-  end
-end
--- the largest rest a call in flight is expected to settle beyond its charge, over the processes alive
--- (each says its own largest: a hold lives as long as its process's heartbeat)
-local top = held
-local hs = redis.call('HGETALL', KEYS[3])
-for j = 1, #hs, 2 do
-  if hs[j] ~= proc then
-    if alive(hs[j]) then top = math.max(top, tonumber(hs[j + 1])) else redis.call('HDEL', KEYS[3], hs[j]) end
   end
 end
 local admitted, hint = {}, -1
@@ -100,11 +115,17 @@ while true do
     redis.call('ZREM', KEYS[2], m)
   else
     c, h = tonumber(c), tonumber(h)
-    local need = math.min(c + h + top, cap)
     if p ~= proc then  -- its process takes it, or learns how long its refill takes (its own timer)
       wake(KEYS[5] .. p, true)  -- (redis_call.WAKE_LUA)
       break
     end
+    -- a call over a full bucket goes when it is full; with calls unsent, the key's bucket must hold it
+    -- beside them (else it waits for their sends: -2, told when this process's own are sent)
+    if full < math.min(c, cap) then
+      hint = -2
+      break
+    end
+    local need = math.min(c + h + top, full)
     if level < need then
       hint = math.ceil((need - level) / rate * 1000000)
       break
@@ -112,15 +133,19 @@ while true do
     level = level - c
     held = math.max(held, h)
     top = math.max(top, h)
+    unsent = unsent + c
+    pend = pend + c
+    full = full - c
     redis.call('ZREM', KEYS[2], m)
     admitted[#admitted + 1] = m
   end
 end
-if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
+if held > 0 or unsent > 0 then redis.call('HSET', KEYS[3], proc, held .. ' ' .. unsent)
+else redis.call('HDEL', KEYS[3], proc) end
 redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
            'ceil', tostring(ceil))
 for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
-return {tostring(hint), tostring(level), tostring(top), admitted}
+return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth), tostring(pend)}
 """
 
 
@@ -142,6 +167,9 @@ class Reply:
     level: float  # tokens in the bucket after this call
     held: float  # the largest rest a call in flight (in any process) holds beyond its charge
     admitted: list[str]
+    depth: float  # the key's bucket as its answers showed it (0: unknown), halved by refusals for tokens
+    unsent: float  # charges of calls admitted and not yet sent, in every process (as they last said)
+    blocked: bool  # this process's call heading the queue waits for calls admitted before it to be sent
 
 
 def _seen(t: asyncio.Task[Any]) -> None:
@@ -161,6 +189,10 @@ class Account:
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
+        self._unsent: dict[Any, tuple[int, int]] = {}  # its calls charged on Redis, not yet sent: {task: (charge, hold)}
+        self._p = 0  # ... their charges
+        self._told = 0  # ... as Redis last heard them (an answer says again what fell since: `settle`)
+        self._defer = 0.0  # a refusal for tokens: no token admitted for this long (s), not yet sent
         self.n_open = 0  # its calls charged on Redis, not yet settled
         self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
         self._delta = 0  # settlements not yet sent: charges minus real usage
@@ -211,7 +243,11 @@ class Account:
             self._waiting.append(w)
             self._kick()
             try:
-                if await fut or self.draining:
+                ok = await fut
+                if ok:  # charged; the key charges it only when it is sent (`sent`)
+                    self._unsent[asyncio.current_task()] = (c, h)
+                    self._p += c
+                if ok or self.draining:
                     return
             except BaseException:
                 if w in self._waiting:
@@ -263,9 +299,44 @@ class Account:
             top = self.held
             unhold(self._holds, h)
             self._delta += c - actual
-            self._dirty = self._dirty or self.held != top  # (only its largest is sent)
+            self._dirty = self._dirty or self.held != top or self._told > self._p  # (only its largest is sent;
+            # its calls sent since Redis heard of them: the key's bucket no longer waits for them)
         if self._delta or self._dirty:
             self._kick()
+
+    def sent(self) -> None:
+        """The current task's call goes now: the key charges it from now, so it is no longer unsent (said
+        with the next script call; at once if a call waits for the key's bucket to hold it beside them)."""
+        e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
+        if e is not None:
+            self._p -= e[0]
+            if self.last is not None and self.last.blocked and self._waiting:
+                self._dirty = True
+                self._kick()
+
+    def dropped(self) -> None:
+        """The current task's attempt ended unsent (the run halted, the lane stopped): its charge and its
+        hold are given back, as the key never counted it."""
+        e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
+        if e is not None and self.b._local is None:
+            self._p -= e[0]
+            self.n_open = max(0, self.n_open - 1)
+            unhold(self._holds, e[1])
+            self._delta += e[0]
+            self._dirty = True
+            self._kick()
+
+    def defer(self, seconds: float) -> None:
+        """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
+        then (`TokenAccount.defer`: requests that need none still go)."""
+        self._defer = max(self._defer, seconds)
+        self._dirty = True
+        self._kick()
+
+    @property
+    def depth(self) -> float:
+        """The key's bucket as the last reply said (0: unknown): a fallback keeps its share of it."""
+        return self.last.depth if self.last is not None else 0.0
 
     def learn_depth(self, remaining: float) -> None:
         """An answer's remaining-tokens: the key's bucket held at least that (`LocalBudget.learn_depth`:
@@ -294,6 +365,8 @@ class Account:
                 w.fut.set_result(False)
         self._waiting.clear()
         self._delta = 0  # (settlements made before it: lost with Redis, the conservative way for a credit)
+        self._unsent.clear()  # (charged on Redis already: sent or not, nothing more to say of them)
+        self._p, self._told, self._defer = 0, 0, 0.0
 
     def _kick(self) -> None:
         b = self.b
@@ -328,10 +401,10 @@ class Account:
     async def _eval(self) -> Reply:
         per_s, depth = self.rate()
         waiting, gone = list(self._waiting), self._gone
-        delta, held, seen, shallow = self._delta, self.held, self._seen_new, self._shallow
-        self._gone, self._delta, self._dirty, self._seen_new, self._shallow = [], 0, False, 0, 0
+        delta, held, seen, shallow, defer = self._delta, self.held, self._seen_new, self._shallow, self._defer
+        self._gone, self._delta, self._dirty, self._seen_new, self._shallow, self._defer = [], 0, False, 0, 0, 0.0
         args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
-                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow]
+                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, self._p, repr(defer)]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -341,13 +414,16 @@ class Account:
             self._delta += delta
             self._seen_new = max(self._seen_new, seen)
             self._shallow += shallow
+            self._defer = max(self._defer, defer)
             self._dirty = True
             raise
         self.calls += 1
-        r = Reply(float(res[0]) / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
-                                                                       for m in res[3]])
+        hint = float(res[0])
+        r = Reply(hint / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
+                                                             for m in res[3]], float(res[4]), float(res[5]), hint == -2)
         self.last = r
         mine = {w.member: w for w in waiting}
+        self._told = self._p + sum(mine[m].charge for m in r.admitted if m in mine)
         for m in r.admitted:
             w = mine.get(m)
             if w is not None and not w.fut.done():
@@ -388,6 +464,8 @@ class Account:
                 w.fut.cancel()
         self._waiting, self._gone = [], gone
         self._holds.clear()
+        self._unsent.clear()
+        self._p = self._told = 0
         if self.b._local is None and (gone or self.calls):
             try:
                 await self._eval()

@@ -1,0 +1,136 @@
+"""#40: the key's shared TPM account (runner/budgets/redis_tpm.py) through a real Redis (the fixture starts one)
+as the key counts tokens: a call admitted for its tokens but not yet sent (waiting for its slot or a lease) is
+charged by the key only when it goes, so its charge keeps the bucket from being taken as full meanwhile; a
+429 for tokens defers token admission for every process, not requests; a fallback keeps the depth learnt.
+Counted in orders and the account's state, not timed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from runner.budgets.redis import RedisBudget, lane_id
+from runner.budgets.redis_call import connect
+from runner.budgets.tokens import TPM_SHARE
+from runner.config import Endpoint
+from runner.lanes import Lane, LocalBudget
+from tests.servers import RedisServer
+
+GUARD_S = 30.0  # a hang guard only
+TPM = 60_000  # 1,000 tokens a second for the key: the account's bucket holds 970 (TPM_SHARE)
+
+
+def _lane(url: str, key: str, name: str, tpm: float = TPM) -> Lane:
+    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
+    lane.budget = RedisBudget(connect(url), lane_id("u", key), name, None, tpm, 16, 5.0, local_factory=LocalBudget)
+    return lane
+
+
+async def _close(*lanes: Lane) -> None:
+    for lane in lanes:
+        await lane.budget.aclose()
+        await lane.budget.client.aclose()
+
+
+async def test_a_call_admitted_for_tokens_but_not_sent_keeps_them_from_the_key(redis_server: RedisServer):
+    """The key's requests are paused (a Retry-After) for 3 s: A's two calls of 450 are admitted for their tokens
+    (970 - 900 left) and wait for their slot, unsent. B's call of 900 must not go before they do: the key
+    charges A's only when they are sent, so its bucket, full a second later, holds 1,000, not their 900 and
+    B's. Before, the account took the bucket as full once it had refilled, as if A's were long charged,
+    and B's call went first (~1 s): with A's, 1,800 on a bucket of 1,000."""
+    a, b = _lane(redis_server.url, "unsent", "a"), _lane(redis_server.url, "unsent", "b")
+    order: list[str] = []
+
+    async def one() -> None:
+        async def call() -> None:
+            order.append("a")
+
+        await a.call(call, 450)
+        a.reconcile(450, 450)
+
+    async def noop() -> None:
+        pass
+
+    await asyncio.wait_for(a.call(noop, 0), GUARD_S)  # (on the key: a new key's leases come after its grace)
+    a.budget.pause(3.0)
+    calls = [asyncio.create_task(one()) for _ in range(2)]
+    t0 = time.monotonic()
+    while a.budget._tpm.n_open < 2 and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.01)
+    assert a.budget._tpm.n_open == 2 and order == []  # admitted for their tokens, not sent
+
+    async def other() -> None:
+        await b.budget.take(900)
+        order.append("b")
+
+    await asyncio.wait_for(asyncio.gather(*calls, other()), GUARD_S)
+    assert order == ["a", "a", "b"]
+    assert a.budget._tpm._p == 0 and not a.budget._tpm._unsent
+    await _close(a, b)
+
+
+async def test_a_429_for_tokens_on_a_shared_key_defers_tokens_for_every_process_not_requests(
+    redis_server: RedisServer,
+):
+    """A 429 for tokens told to wait 2 s: the key's account admits no token before then, for every process
+    (its level goes below zero by 2 s of its rate: B's call of 100 waits for it), while requests that need
+    no tokens are not paused (before, the whole key paused: every process's requests waited 2 s)."""
+    a, b = _lane(redis_server.url, "defer", "a"), _lane(redis_server.url, "defer", "b")
+    n = a.budget._tpm.calls
+    a._on_answer({"limit_tokens": TPM, "remaining_tokens": 0, "remaining_requests": 5, "reset_tokens": 2.0}, True)
+    assert a.budget.paused_until <= time.monotonic()  # requests go on
+    t0 = time.monotonic()
+    while a.budget._tpm.calls == n and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.01)
+    level = float(await a.budget.client.hget(a.budget._tpm.keys[0], "level"))
+    rate = TPM * TPM_SHARE / 60
+    assert level <= -1.5 * rate  # (2 s told, less the refill since; no token before then)
+    taken = asyncio.create_task(b.budget.take(100))
+    await asyncio.sleep(0.5)
+    assert not taken.done()  # B's tokens wait for the key's reset too
+    sent: list[int] = []
+
+    async def call() -> None:
+        sent.append(1)
+
+    await asyncio.wait_for(b.call(call, 0), GUARD_S)  # a request of no tokens goes at once
+    assert sent == [1] and not taken.done()
+    await asyncio.wait_for(taken, GUARD_S)
+    await _close(a, b)
+
+
+async def _reply(lane: Lane) -> None:
+    """A script call of this process (a call of 1 token, settled at once)."""
+    await asyncio.wait_for(lane.budget.take(1, 1), GUARD_S)
+    lane.budget.reconcile(1, 1, 1)
+
+
+async def test_a_fallback_keeps_its_share_of_the_depth_learnt(redis_server: RedisServer):
+    """The key's bucket was seen holding 30,000 (an answer's remaining-tokens); Redis goes away: the
+    fallback's local budget (1/N of the key) keeps its share of that depth, not a second's (before: 0,
+    unknown, a second of its TPM, and every credit beyond it forgotten until an answer showed it again)."""
+    a = _lane(redis_server.url, "depth", "a")
+
+    async def noop() -> None:
+        pass
+
+    await asyncio.wait_for(a.call(noop, 100), GUARD_S)
+    a.reconcile(100, 100)
+    a._on_answer({"limit_tokens": TPM, "remaining_tokens": 30_000}, False)
+    t0 = time.monotonic()
+    state = a.budget._tpm.keys[0]
+    while await a.budget.client.hget(state, "depth") != b"30000" and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.01)
+    assert float(await a.budget.client.hget(state, "depth")) == 30_000  # (the key's, learnt in Redis)
+    await _reply(a)  # (a reply that says it)
+    redis_server.stop()
+    call = asyncio.create_task(a.call(noop, 100))
+    while a.budget._local is None and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.02)
+    local = a.budget._local
+    assert local is not None
+    assert local.tokens.depth == 30_000 * local.tpm / TPM  # (its share: 1/N of the key's TPM)
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
+    await a.budget.aclose()
+    await a.budget.client.aclose()
