@@ -235,6 +235,10 @@ class Lane:
                 own, est_tokens = (own[0], b.near[1]), 0
                 if self.halted:
                     raise Halted(HALTED)
+            if not local and (stale := b.stale()) is not None:  # its tokens admitted long before this
+                await stale  # send (it waited for a lease): taken again, as the key counts them now
+                if self.halted:
+                    raise Halted(HALTED)
             wait = b.confirm()
             if wait <= 0:
                 return (b.on_sent() if local and self._reports_send else None), own

@@ -218,6 +218,10 @@ class RedisBudget:
         """An answer's remaining-tokens: how deep the key's token bucket is (redis_tpm, for every process)."""
         self._tpm.learn_depth(remaining)
 
+    def stale(self) -> Any:
+        """A wait for this task's tokens again if they were admitted long before its send (redis_tpm), else None."""
+        return self._tpm.stale()
+
     def defer_tokens(self, seconds: float) -> None:
         """Refused for tokens: no token admitted for `seconds`, in any process; requests still go (redis_tpm)."""
         if self._local is not None:

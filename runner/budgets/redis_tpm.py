@@ -26,11 +26,15 @@ process's calls take tokens from its fallback's local budget at 1/N of the key (
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from runner.budgets.redis_call import WAKE_LUA, WAKE_S, woken
 from runner.budgets.tokens import TPM_SHARE, WINDOW_S, hold, unhold
+
+STALE_S = 0.25  # a call sent this long after its tokens were admitted takes them again first (`stale`): beyond
+# the slots granted ahead (redis_slots.AHEAD_S), it waited for a lease
 
 LUA = WAKE_LUA + r"""
 local t = redis.call('TIME')
@@ -189,7 +193,8 @@ class Account:
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
-        self._unsent: dict[Any, tuple[int, int]] = {}  # its calls charged on Redis, not yet sent: {task: (charge, hold)}
+        self._unsent: dict[Any, tuple[int, int, int, float]] = {}
+        """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted)}."""
         self._p = 0  # ... their charges
         self._told = 0  # ... as Redis last heard them (an answer says again what fell since: `settle`)
         self._defer = 0.0  # a refusal for tokens: no token admitted for this long (s), not yet sent
@@ -245,7 +250,7 @@ class Account:
             try:
                 ok = await fut
                 if ok:  # charged; the key charges it only when it is sent (`sent`)
-                    self._unsent[asyncio.current_task()] = (c, h)
+                    self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic())
                     self._p += c
                 if ok or self.draining:
                     return
@@ -314,17 +319,33 @@ class Account:
                 self._dirty = True
                 self._kick()
 
-    def dropped(self) -> None:
+    def dropped(self) -> bool:
         """The current task's attempt ended unsent (the run halted, the lane stopped): its charge and its
-        hold are given back, as the key never counted it."""
+        hold are given back, as the key never counted it. False: it had none unsent."""
         e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
-        if e is not None and self.b._local is None:
-            self._p -= e[0]
+        if e is None:
+            return False
+        self._p -= e[0]
+        if self.b._local is None:
             self.n_open = max(0, self.n_open - 1)
             unhold(self._holds, e[1])
             self._delta += e[0]
             self._dirty = True
             self._kick()
+        return True
+
+    def stale(self) -> Any:
+        """A wait for the current task's tokens again if they were admitted more than STALE_S ago and its call
+        is about to go (its lease or slot came late), else None. The key charges it only now: answers
+        settled meanwhile (reasoning's debts, beyond what the account held) may have taken the tokens the
+        account kept for it, and it would be refused. Given back and taken again at the head of the queue,
+        it goes at once if the bucket still holds it, else when it does (one more script call, for these
+        calls only)."""
+        e = self._unsent.get(asyncio.current_task()) if self._unsent else None
+        if e is None or time.monotonic() - e[3] < STALE_S or self.b._local is not None:
+            return None
+        self.dropped()
+        return self.take(e[2], e[0], True)
 
     def defer(self, seconds: float) -> None:
         """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
