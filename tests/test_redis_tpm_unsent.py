@@ -135,3 +135,53 @@ async def test_a_fallback_keeps_its_share_of_the_depth_learnt(redis_server: Redi
     await asyncio.gather(call, return_exceptions=True)
     await a.budget.aclose()
     await a.budget.client.aclose()
+
+
+async def test_a_call_sent_long_after_its_tokens_were_admitted_takes_them_again(redis_server: RedisServer):
+    """A key of 600 TPM, its bucket seen 600 deep (refilled at ~10 tokens a second). B's call of 250 is on the
+    wire; A's call of 300 is admitted for its tokens (50 left) and waits 3 s for its slot (the key's requests
+    paused). Meanwhile B's answer settles a debt of 500 (its reasoning): the key, which charges A's call only
+    when it goes, holds ~100 of the 300 then. A's call does not go at the pause's end on the tokens it was
+    admitted for: it gives them back and queues for them again, at the head (before, it went, and the key
+    refused it)."""
+    tpm = 600
+    a, b = _lane(redis_server.url, "stale", "a", tpm), _lane(redis_server.url, "stale", "b", tpm)
+    sent: list[str] = []
+
+    async def noop() -> None:
+        pass
+
+    for lane in (a, b):  # (on the key: a new key's leases come after its grace)
+        await asyncio.wait_for(lane.call(noop, 0), GUARD_S)
+    a._on_answer({"limit_tokens": tpm, "remaining_tokens": 600}, False)  # the key's bucket: 600 deep
+    await _reply(a)
+    end = asyncio.Event()
+
+    async def long() -> None:
+        sent.append("b")
+        await end.wait()
+
+    on_wire = asyncio.create_task(b.call(long, 250))
+    t0 = time.monotonic()
+    while sent != ["b"] and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.01)
+    a.budget.pause(3.0)
+
+    async def late() -> None:
+        sent.append("a")
+
+    waiting = asyncio.create_task(a.call(late, 300))
+    while a.budget._tpm.n_open < 1 and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.01)
+    assert a.budget._tpm.n_open == 1 and sent == ["b"]  # admitted for its tokens, not sent (paused)
+    end.set()
+    await asyncio.wait_for(on_wire, GUARD_S)
+    b.reconcile(250, 750)  # B's answer: 500 beyond its charge
+    queue = a.budget._tpm.keys[1]
+    while sent == ["b"] and not await a.budget.client.zcard(queue) and time.monotonic() - t0 < GUARD_S:
+        await asyncio.sleep(0.02)
+    assert sent == ["b"]  # not sent on the tokens the debt took ...
+    assert await a.budget.client.zcard(queue) == 1  # ... queued for them again
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    await _close(a, b)
