@@ -15,6 +15,15 @@ comes back (the credit wakes the process whose call heads the queue); an attempt
 429 settles at its charge (runner/lanes.py), its hold given back too. A call over a full bucket goes
 when it is full, as locally.
 
+The key charges a call when it is sent, the account when it admits it: a call admitted and not yet sent
+(its slot ahead, or a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4
+processes) is `unsent` (each process says its own, absolute, with its heartbeat's life). Until it goes the
+key's bucket is that much fuller than the account, so the account's is taken as full that much sooner
+(before, it refilled to its full depth meanwhile, and those calls' charges then met a key that had not
+refilled for them: 4-8 refusals in 160 calls); and a call sent more than STALE_S after its admission takes
+its tokens again first, at the head of the queue (`stale`): debts settled meanwhile may have taken them.
+A refusal for tokens defers token admission for every process (`defer`), not requests.
+
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
 process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
 its wake list (BLPOP, no polling), or from its own timer for the refill it was told. Every script call
