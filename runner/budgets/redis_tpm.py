@@ -15,13 +15,14 @@ comes back (the credit wakes the process whose call heads the queue); an attempt
 429 settles at its charge (runner/lanes.py), its hold given back too. A call over a full bucket goes
 when it is full, as locally.
 
-The key charges a call when it is sent, the account when it admits it: a call admitted and not yet sent
-(its slot ahead, or a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4
-processes) is `unsent` (each process says its own, absolute, with its heartbeat's life). Until it goes the
-key's bucket is that much fuller than the account, so the account's is taken as full that much sooner
-(before, it refilled to its full depth meanwhile, and those calls' charges then met a key that had not
-refilled for them: 4-8 refusals in 160 calls); and a call sent more than STALE_S after its admission takes
-its tokens again first, at the head of the queue (`stale`): debts settled meanwhile may have taken them.
+The key charges a call when it is sent, the account when it admits it: a call admitted and then held back
+(a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4 processes) met a
+key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before:
+those were the 4-8 refusals in 160 calls. A call sent more than STALE_S after its admission gives its
+tokens back and takes them again first, at the head of the queue (`stale`): it goes if the bucket still
+holds it, else when it does. (Counting such calls as unsent in Redis, the bucket taken as full that much
+sooner, also held the key to what the others said last, stale by an answer's latency: 1.27x its tokens /
+TPM at 4 processes, against 1.06x.)
 A refusal for tokens defers token admission for every process (`defer`), not requests.
 
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
@@ -51,40 +52,20 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local unsent, defer = tonumber(ARGV[10]), tonumber(ARGV[11])
+local defer = tonumber(ARGV[10])
 local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
   return s and tonumber(s) > now
 end
--- over the processes alive (each says its own, absolute: they live as long as its heartbeat): the largest
--- rest a call in flight is expected to settle beyond its charge, and the charges of calls admitted but not
--- yet sent (waiting for a lease or a slot): the key charges those only when they go, so until then its
--- bucket is that much fuller than the account, and it is full (wasting its refill) that much sooner.
--- Since this process's last call its own only fell (sent, or never sent): the refill meanwhile is capped
--- with what it said then (`was`), what follows with what it says now
-local top, pend, was = held, unsent, unsent
-local hs = redis.call('HGETALL', KEYS[3])
-for j = 1, #hs, 2 do
-  local h, u = string.match(hs[j + 1], '^(%S+)%s*(%S*)$')
-  if hs[j] == proc then
-    was = tonumber(u) or 0
-  elseif alive(hs[j]) then
-    top = math.max(top, tonumber(h) or 0)
-    pend = pend + (tonumber(u) or 0)
-  else
-    redis.call('HDEL', KEYS[3], hs[j])
-  end
-end
-was = pend - unsent + math.max(was, unsent)
 local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq', 'depth', 'ceil')
 local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
 -- the key's bucket as its answers' remaining-tokens showed it (0: unknown, a second of the rate; halved
 -- by each refusal for tokens, down to that second: LocalBudget.learn_depth / shallow)
 local depth, ceil = tonumber(st[4]) or 0, tonumber(st[5]) or 0
 local function bucket() return math.max(cap, math.min(depth, tpm)) end
-level = math.min(bucket() - was, level + math.max(0, now - at) * rate / 1000000)
-local full = bucket() - pend
+local full = bucket()
+level = math.min(full, level + math.max(0, now - at) * rate / 1000000)
 level = math.min(full, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
 if seen > 0 then  -- the key's first: what its deeper bucket held beyond the second counted is credited
   if depth == 0 then level = level + math.max(0, math.min(seen, tpm) - cap) end
@@ -95,20 +76,19 @@ for _ = 1, shallow do
   if depth > 0 then depth = depth / 2; ceil = depth end
 end
 cap = bucket()
-full = cap - pend
-level = math.min(full, level)
+level = math.min(cap, level)
 -- refused for tokens until `defer` s from now: no token for anyone before then (requests still go)
 if defer > 0 then level = math.min(level, -defer * rate) end
 -- this process's calls that left the queue without being admitted (cancelled, or it fell back)
-local i = 12 + 2 * n_wait
+local i = 11 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
 for j = 0, n_wait - 1 do
-  local m = ARGV[12 + 2 * j]
+  local m = ARGV[11 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
     local s
-    if ARGV[13 + 2 * j] == '1' then
+    if ARGV[12 + 2 * j] == '1' then
       local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
       s = (tonumber(head[2]) or seq) - 1
     else
@@ -116,6 +96,15 @@ for j = 0, n_wait - 1 do
       s = seq
     end
     redis.call('ZADD', KEYS[2], s, m)
+  end
+end
+-- the largest rest a call in flight is expected to settle beyond its charge, over the processes alive
+-- (each says its own largest: a hold lives as long as its process's heartbeat)
+local top = held
+local hs = redis.call('HGETALL', KEYS[3])
+for j = 1, #hs, 2 do
+  if hs[j] ~= proc then
+    if alive(hs[j]) then top = math.max(top, tonumber(hs[j + 1])) else redis.call('HDEL', KEYS[3], hs[j]) end
   end
 end
 local admitted, hint = {}, -1
@@ -132,13 +121,7 @@ while true do
       wake(KEYS[5] .. p, true)  -- (redis_call.WAKE_LUA)
       break
     end
-    -- a call over a full bucket goes when it is full; with calls unsent, the key's bucket must hold it
-    -- beside them (else it waits for their sends: -2, told when this process's own are sent)
-    if full < math.min(c, cap) then
-      hint = -2
-      break
-    end
-    local need = math.min(c + h + top, full)
+    local need = math.min(c + h + top, cap)
     if level < need then
       hint = math.ceil((need - level) / rate * 1000000)
       break
@@ -146,19 +129,15 @@ while true do
     level = level - c
     held = math.max(held, h)
     top = math.max(top, h)
-    unsent = unsent + c
-    pend = pend + c
-    full = full - c
     redis.call('ZREM', KEYS[2], m)
     admitted[#admitted + 1] = m
   end
 end
-if held > 0 or unsent > 0 then redis.call('HSET', KEYS[3], proc, held .. ' ' .. unsent)
-else redis.call('HDEL', KEYS[3], proc) end
+if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
 redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
            'ceil', tostring(ceil))
 for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
-return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth), tostring(pend)}
+return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth)}
 """
 
 
@@ -181,8 +160,6 @@ class Reply:
     held: float  # the largest rest a call in flight (in any process) holds beyond its charge
     admitted: list[str]
     depth: float  # the key's bucket as its answers showed it (0: unknown), halved by refusals for tokens
-    unsent: float  # charges of calls admitted and not yet sent, in every process (as they last said)
-    blocked: bool  # this process's call heading the queue waits for calls admitted before it to be sent
 
 
 def _seen(t: asyncio.Task[Any]) -> None:
@@ -204,8 +181,6 @@ class Account:
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
         self._unsent: dict[Any, tuple[int, int, int, float]] = {}
         """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted)}."""
-        self._p = 0  # ... their charges
-        self._told = 0  # ... as Redis last heard them (an answer says again what fell since: `settle`)
         self._defer = 0.0  # a refusal for tokens: no token admitted for this long (s), not yet sent
         self.n_open = 0  # its calls charged on Redis, not yet settled
         self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
@@ -260,7 +235,6 @@ class Account:
                 ok = await fut
                 if ok:  # charged; the key charges it only when it is sent (`sent`)
                     self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic())
-                    self._p += c
                 if ok or self.draining:
                     return
             except BaseException:
@@ -313,20 +287,14 @@ class Account:
             top = self.held
             unhold(self._holds, h)
             self._delta += c - actual
-            self._dirty = self._dirty or self.held != top or self._told > self._p  # (only its largest is sent;
-            # its calls sent since Redis heard of them: the key's bucket no longer waits for them)
+            self._dirty = self._dirty or self.held != top  # (only its largest is sent)
         if self._delta or self._dirty:
             self._kick()
 
     def sent(self) -> None:
-        """The current task's call goes now: the key charges it from now, so it is no longer unsent (said
-        with the next script call; at once if a call waits for the key's bucket to hold it beside them)."""
-        e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
-        if e is not None:
-            self._p -= e[0]
-            if self.last is not None and self.last.blocked and self._waiting:
-                self._dirty = True
-                self._kick()
+        """The current task's call goes now: the key charges it from now."""
+        if self._unsent:
+            self._unsent.pop(asyncio.current_task(), None)
 
     def dropped(self) -> bool:
         """The current task's attempt ended unsent (the run halted, the lane stopped): its charge and its
@@ -334,7 +302,6 @@ class Account:
         e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
         if e is None:
             return False
-        self._p -= e[0]
         if self.b._local is None:
             self.n_open = max(0, self.n_open - 1)
             unhold(self._holds, e[1])
@@ -396,7 +363,7 @@ class Account:
         self._waiting.clear()
         self._delta = 0  # (settlements made before it: lost with Redis, the conservative way for a credit)
         self._unsent.clear()  # (charged on Redis already: sent or not, nothing more to say of them)
-        self._p, self._told, self._defer = 0, 0, 0.0
+        self._defer = 0.0
 
     def _kick(self) -> None:
         b = self.b
@@ -434,7 +401,7 @@ class Account:
         delta, held, seen, shallow, defer = self._delta, self.held, self._seen_new, self._shallow, self._defer
         self._gone, self._delta, self._dirty, self._seen_new, self._shallow, self._defer = [], 0, False, 0, 0, 0.0
         args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
-                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, self._p, repr(defer)]
+                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, repr(defer)]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -450,10 +417,9 @@ class Account:
         self.calls += 1
         hint = float(res[0])
         r = Reply(hint / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
-                                                             for m in res[3]], float(res[4]), float(res[5]), hint == -2)
+                                                             for m in res[3]], float(res[4]))
         self.last = r
         mine = {w.member: w for w in waiting}
-        self._told = self._p + sum(mine[m].charge for m in r.admitted if m in mine)
         for m in r.admitted:
             w = mine.get(m)
             if w is not None and not w.fut.done():
@@ -495,7 +461,6 @@ class Account:
         self._waiting, self._gone = [], gone
         self._holds.clear()
         self._unsent.clear()
-        self._p = self._told = 0
         if self.b._local is None and (gone or self.calls):
             try:
                 await self._eval()
