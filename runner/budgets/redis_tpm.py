@@ -17,8 +17,9 @@ when it is full, as locally.
 
 The key charges a call when it is sent, the account when it admits it: a call admitted and then held back
 (a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4 processes) met a
-key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before:
-those were the 4-8 refusals in 160 calls. A call sent more than STALE_S after its admission gives its
+key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before
+(every refusal the trace of two runs on main showed: `python -m bench.shared_limits_tpm --diagnose 4`;
+other refusals remain, of calls sent at once, their cause not found). A call sent more than STALE_S after its admission gives its
 tokens back and takes them again first, at the head of the queue (`stale`): it goes if the bucket still
 holds it, else when it does. (Counting such calls as unsent in Redis, the bucket taken as full that much
 sooner, also held the key to what the others said last, stale by an answer's latency: 1.27x its tokens /
