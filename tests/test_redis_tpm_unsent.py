@@ -105,8 +105,7 @@ async def test_a_call_sent_long_after_its_tokens_were_admitted_takes_them_again(
     wire; A's call of 300 is admitted for its tokens (50 left) and waits 3 s for its slot (the key's requests
     paused). Meanwhile B's answer settles a debt of 500 (its reasoning): the key, which charges A's call only
     when it goes, holds ~100 of the 300 then. A's call does not go at the pause's end on the tokens it was
-    admitted for: it gives them back and queues for them again, at the head (before, it went, and the key
-    refused it)."""
+    admitted for: it queues for them again, at the head (before, it went, and the key refused it)."""
     tpm = 600
     a, b = _lane(redis_server.url, "stale", "a", tpm), _lane(redis_server.url, "stale", "b", tpm)
     sent: list[str] = []

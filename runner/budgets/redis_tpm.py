@@ -18,12 +18,13 @@ when it is full, as locally.
 The key charges a call when it is sent, the account when it admits it: a call admitted and then held back
 (a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4 processes) met a
 key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before
-(every refusal the trace of two runs on main showed: `python -m bench.shared_limits_tpm --diagnose 4`;
-other refusals remain, of calls sent at once, their cause not found). A call sent more than STALE_S after its admission gives its
-tokens back and takes them again first, at the head of the queue (`stale`): it goes if the bucket still
-holds it, else when it does. (Counting such calls as unsent in Redis, the bucket taken as full that much
-sooner, also held the key to what the others said last, stale by an answer's latency: 1.27x its tokens /
-TPM at 4 processes, against 1.06x.)
+(every refusal the trace of two runs on main showed: `python -m bench.shared_limits_tpm --diagnose 4`).
+A call sent more than STALE_S after its admission takes its tokens again first, at the head of the queue
+(`stale`): it goes if the bucket still holds it, else when it does. Its first charge is kept: the key's
+bucket, not charged for it, may have been full meanwhile and lost that refill where the account's did not
+(given back, it put the account up to a call's charge above the key: refusals of calls sent at once).
+(Counting such calls as unsent in Redis, the bucket taken as full that much sooner, held the key to what
+the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x.)
 A refusal for tokens defers token admission for every process (`defer`), not requests.
 
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
@@ -315,13 +316,18 @@ class Account:
         """A wait for the current task's tokens again if they were admitted more than STALE_S ago and its call
         is about to go (its lease or slot came late), else None. The key charges it only now: answers
         settled meanwhile (reasoning's debts, beyond what the account held) may have taken the tokens the
-        account kept for it, and it would be refused. Given back and taken again at the head of the queue,
-        it goes at once if the bucket still holds it, else when it does (one more script call, for these
-        calls only)."""
-        e = self._unsent.get(asyncio.current_task()) if self._unsent else None
+        account kept for it, and it would be refused. Taken again at the head of the queue, it goes at once
+        if the bucket still holds it, else when it does (one more script call, for these calls only)."""
+        task = asyncio.current_task()
+        e = self._unsent.get(task) if self._unsent else None
         if e is None or time.monotonic() - e[3] < STALE_S or self.b._local is not None:
             return None
-        self.dropped()
+        del self._unsent[task]
+        # Its first charge is not given back: while it waited the key's bucket, not charged for it, may have
+        # been full and lost that refill, the account's (charged) not (crediting it back put the account up
+        # to a call's charge above the key: refusals of calls sent at once, bench --diagnose 4)
+        self.n_open = max(0, self.n_open - 1)
+        unhold(self._holds, e[1])
         return self.take(e[2], e[0], True)
 
     def defer(self, seconds: float) -> None:
