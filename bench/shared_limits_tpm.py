@@ -2,12 +2,21 @@
 (the budget is what is measured): one process on a LocalBudget, then 1 and 2 processes sharing the key
 through Redis; wall time against tokens/TPM, TPM used while calls wait, and the 429s the key would send.
 Then a reasoning workload (`REASONING`: each call expected to use 1.5 x its admission charge, the rest held in
-flight until its answer settles it) on a LocalBudget and on 1, 2, 4 processes; and each run's CPU per call."""
+flight until its answer settles it) on a LocalBudget and on 1, 2, 4 processes; and each run's CPU per call.
+
+Why a run's 429s came (the reasoning workload on K processes, each process's TPM script calls traced):
+
+    python -m bench.shared_limits_tpm --diagnose 4 [--runs 3]     (from the repo's root)
+
+prints each call the key would refuse (uncascaded): its process, the key's level then, the account's as its
+admission's reply said, how long after that admission it was sent, and the settlements the key counted
+before it that Redis heard only after its admission."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from bench.shared_limits_common import budget_lane, close_budget, ready_then_start, spawn_workers
 from tests.helpers import key_refusals
@@ -65,6 +74,7 @@ async def worker(spec: dict) -> dict:
     b, lane = await budget_lane(spec, None, spec["tpm"])  # on the key from now
     start = await ready_then_start()
     events: list[list[float]] = []
+    trace = _trace(b) if spec.get("trace") else None
     cpu = time.process_time()
 
     async def one(i: int) -> None:
@@ -78,13 +88,36 @@ async def worker(spec: dict) -> dict:
 
         await lane.call(call, expect, None, charge)
         lane.reconcile(expect, used, charge)
-        events.append([*ev, charge, used])
+        events.append([*ev, charge, used] + ([trace[1].get(asyncio.current_task(), -1)] if trace else []))
 
     await asyncio.gather(*(one(i) for i in range(spec["first"], spec["calls"], spec["step"])))
     cpu = time.process_time() - cpu
     trips = b.calls + getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0
     await close_budget(b, spec)
-    return {"events": events, "start": start, "trips": trips, "cpu": cpu}
+    return {"events": events, "start": start, "trips": trips, "cpu": cpu, **({"trace": trace[0]} if trace else {})}
+
+
+def _trace(b: Any) -> tuple[list[list[Any]], dict[Any, int]]:
+    """--trace (the 429s' diagnosis): each TPM script call of this process as [sent, answered (wall clock),
+    credit sent, level after, hold, numbers of the calls it admitted], and each task's call number."""
+    acc = b._tpm
+    calls: list[list[Any]] = []
+    mine: dict[Any, int] = {}
+    script, take = acc._script, acc.take
+
+    async def traced(keys: list[str], args: list[Any]) -> Any:
+        s = time.time()
+        res = await script(keys=keys, args=args)
+        calls.append([s, time.time(), args[4], float(res[1]), float(res[2]),
+                      [int((m.decode() if isinstance(m, bytes) else m).split("|")[1]) for m in res[3]]])
+        return res
+
+    async def taking(*a: Any) -> None:
+        mine[asyncio.current_task()] = acc._n + 1  # (its queue entry's number: take makes it before it waits)
+        await take(*a)
+
+    acc._script, acc.take = traced, taking
+    return calls, mine
 
 
 def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
@@ -118,3 +151,66 @@ def _runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: floa
               f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)} "
               f"({_refused_alone(events, tpm)} uncascaded), "
               f"CPU/call {cpu:.3f} ms" + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
+
+
+def _traced(outs: list[dict]) -> list[tuple[Any, ...]]:
+    """Each call as (process, sent, answered, charge, usage, its admission's script call sent / answered,
+    the script call that carried its settlement sent, the account's level after its admission)."""
+    calls = []
+    for p, o in enumerate(outs):
+        tr = o["trace"]
+        for t0, t1, c, u, n in o["events"]:
+            adm = next(x for x in tr if n in x[5])
+            st = next((x for x in tr if x[0] >= t1), None)
+            calls.append((p, t0, t1, c, u, adm[0], adm[1], st[0] if st else t1, adm[3]))
+    return calls
+
+
+def diagnose(url: str, k: int, tpm: float = 600_000, calls: int = 160, charge: int = 1000,
+             latency: float = 2.0) -> None:
+    """The reasoning workload on `k` processes, traced; each refusal of the key's (uncascaded) explained."""
+    key = f"d{time.time_ns()}"
+    specs = [{"url": url, "key": key, "tpm": tpm, "cap": 16, "charge": charge, "calls": calls, "first": i,
+              "step": k, "latency": latency, "mix": REASONING, "trace": True} for i in range(k)]
+    cs = _traced(spawn_workers(specs, "--tpm-worker"))
+    events = [(x[1], x[2], x[3], x[4]) for x in cs]
+    late = sorted(x[1] - x[6] for x in cs)
+    print(f"{k} processes: 429s {key_refusals(events, tpm, slack=0.999)} ({_refused_alone(events, tpm)} uncascaded); "
+          f"sent after its admission's reply: median {late[len(late) // 2] * 1e3:.1f} ms, max {late[-1] * 1e3:.0f} ms, "
+          f"{sum(x > STALE for x in late)} calls > {STALE * 1e3:.0f} ms")
+    per_s = tpm / 60
+    moves = sorted([(x[1], 0, i) for i, x in enumerate(cs)] + [(x[2], 1, i) for i, x in enumerate(cs)])
+    level, at, out, t00 = per_s, moves[0][0], set(), moves[0][0]
+    for t, kind, i in moves:
+        level, at = min(per_s, level + (t - at) * per_s), t
+        x = cs[i]
+        if kind == 1:
+            level += 0 if i in out else x[3] - x[4]
+        elif level >= x[3] * 0.999:
+            level -= x[3]
+        else:
+            out.add(i)
+            unheard = [cs[j][4] - cs[j][3] for j in range(len(cs)) if cs[j][2] < t and cs[j][7] > x[5]]
+            print(f"  refused at {t - t00:6.3f} s: process {x[0]}, the key's level {level:.0f}, the account's after "
+                  f"its admission {x[8]:.0f}, sent {(t - x[6]) * 1e3:.0f} ms after it; {len(unheard)} settlements "
+                  f"the key counted before it, Redis after its admission: {sum(unheard):+d} tokens")
+
+
+STALE = 0.25  # (a send this long after its admission's reply: it waited for a lease, redis_tpm.STALE_S)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from tests.servers import RedisServer
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--diagnose", type=int, default=4, metavar="K")
+    ap.add_argument("--runs", type=int, default=1)
+    a = ap.parse_args()
+    redis = RedisServer().start()
+    try:
+        for _ in range(a.runs):
+            diagnose(redis.url, a.diagnose)
+    finally:
+        redis.close()

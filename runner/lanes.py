@@ -235,6 +235,10 @@ class Lane:
                 own, est_tokens = (own[0], b.near[1]), 0
                 if self.halted:
                     raise Halted(HALTED)
+            if not local and (stale := b.stale()) is not None:  # its tokens admitted long before this
+                await stale  # send (it waited for a lease): taken again, as the key counts them now
+                if self.halted:
+                    raise Halted(HALTED)
             wait = b.confirm()
             if wait <= 0:
                 return (b.on_sent() if local and self._reports_send else None), own
@@ -410,9 +414,9 @@ class Lane:
             self._defer_tokens(min(reset, 1.0))  # (a 429 for tokens: `_on_answer` defers by its reset)
 
     def _defer_tokens(self, seconds: float) -> None:
-        """(A shared budget has no token slots of its own: there the key as a whole waits.)"""
-        b = self.budget
-        (b.defer_tokens if isinstance(b, LocalBudget) else b.pause)(min(seconds, MAX_PAUSE_S))
+        """Token admission waits, requests do not (a shared budget's for every process on the key: its
+        account admits no token meanwhile; pausing the key as a whole stopped calls that need no tokens)."""
+        self.budget.defer_tokens(min(seconds, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 

@@ -218,6 +218,17 @@ class RedisBudget:
         """An answer's remaining-tokens: how deep the key's token bucket is (redis_tpm, for every process)."""
         self._tpm.learn_depth(remaining)
 
+    def stale(self) -> Any:
+        """A wait for this task's tokens again if they were admitted long before its send (redis_tpm), else None."""
+        return self._tpm.stale()
+
+    def defer_tokens(self, seconds: float) -> None:
+        """Refused for tokens: no token admitted for `seconds`, in any process; requests still go (redis_tpm)."""
+        if self._local is not None:
+            self._local.defer_tokens(seconds)
+        else:
+            self._tpm.defer(seconds)
+
     def shallow(self) -> None:
         """Refused for tokens: the key's bucket believed half as deep (redis_tpm, for every process)."""
         self._tpm.shallow()
@@ -226,7 +237,10 @@ class RedisBudget:
         return slots.reserve(self, tokens)
 
     def confirm(self) -> float:
-        return slots.confirm(self)
+        wait = slots.confirm(self)
+        if wait <= 0:
+            self._tpm.sent()  # (the key charges its tokens from now: redis_tpm)
+        return wait
 
     def granted(self) -> asyncio.Future[None] | None:
         """What the current task waits on while its ticket has no slot (redis_slots.granted)."""
@@ -240,6 +254,7 @@ class RedisBudget:
         await turns.acquire(self)
 
     def release(self) -> None:
+        self._tpm.dropped()  # (an attempt that ended unsent: its tokens back)
         turns.release(self)
 
     # --- talking to Redis ------------------------------------------------------------------------

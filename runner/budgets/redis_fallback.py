@@ -77,6 +77,8 @@ def fall_back(b: Any, e: BaseException) -> None:
     local.set_factor(b.factor)
     if b.probing:
         local.set_probing(True)
+    if b._tpm.depth:  # the key's bucket as learnt so far, its share of it (credited nothing: paced_from)
+        local.learn_depth(b._tpm.depth / n)
     # Sends paced by Redis may fill the last second up to the key's limit: start after it, on spaced
     # slots (every process falls back at once: their fresh-lane bursts would meet a window later).
     local.paced_from(max(1.0, b.paused_until - time.monotonic()))

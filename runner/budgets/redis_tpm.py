@@ -15,6 +15,18 @@ comes back (the credit wakes the process whose call heads the queue); an attempt
 429 settles at its charge (runner/lanes.py), its hold given back too. A call over a full bucket goes
 when it is full, as locally.
 
+The key charges a call when it is sent, the account when it admits it: a call admitted and then held back
+(a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4 processes) met a
+key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before
+(every refusal the trace of two runs on main showed: `python -m bench.shared_limits_tpm --diagnose 4`).
+A call sent more than STALE_S after its admission takes its tokens again first, at the head of the queue
+(`stale`): it goes if the bucket still holds it, else when it does. Its first charge is kept: the key's
+bucket, not charged for it, may have been full meanwhile and lost that refill where the account's did not
+(given back, it put the account up to a call's charge above the key: refusals of calls sent at once).
+(Counting such calls as unsent in Redis, the bucket taken as full that much sooner, held the key to what
+the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x.)
+A refusal for tokens defers token admission for every process (`defer`), not requests.
+
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
 process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
 its wake list (BLPOP, no polling), or from its own timer for the refill it was told. Every script call
@@ -26,11 +38,15 @@ process's calls take tokens from its fallback's local budget at 1/N of the key (
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from runner.budgets.redis_call import WAKE_LUA, WAKE_S, woken
 from runner.budgets.tokens import TPM_SHARE, WINDOW_S, hold, unhold
+
+STALE_S = 0.25  # a call sent this long after its tokens were admitted takes them again first (`stale`): beyond
+# the slots granted ahead (redis_slots.AHEAD_S), it waited for a lease
 
 LUA = WAKE_LUA + r"""
 local t = redis.call('TIME')
@@ -38,6 +54,7 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local defer = tonumber(ARGV[10])
 local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
@@ -62,16 +79,18 @@ for _ = 1, shallow do
 end
 cap = bucket()
 level = math.min(cap, level)
+-- refused for tokens until `defer` s from now: no token for anyone before then (requests still go)
+if defer > 0 then level = math.min(level, -defer * rate) end
 -- this process's calls that left the queue without being admitted (cancelled, or it fell back)
-local i = 10 + 2 * n_wait
+local i = 11 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
 for j = 0, n_wait - 1 do
-  local m = ARGV[10 + 2 * j]
+  local m = ARGV[11 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
     local s
-    if ARGV[11 + 2 * j] == '1' then
+    if ARGV[12 + 2 * j] == '1' then
       local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
       s = (tonumber(head[2]) or seq) - 1
     else
@@ -100,11 +119,11 @@ while true do
     redis.call('ZREM', KEYS[2], m)
   else
     c, h = tonumber(c), tonumber(h)
-    local need = math.min(c + h + top, cap)
     if p ~= proc then  -- its process takes it, or learns how long its refill takes (its own timer)
       wake(KEYS[5] .. p, true)  -- (redis_call.WAKE_LUA)
       break
     end
+    local need = math.min(c + h + top, cap)
     if level < need then
       hint = math.ceil((need - level) / rate * 1000000)
       break
@@ -120,7 +139,7 @@ if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL',
 redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
            'ceil', tostring(ceil))
 for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
-return {tostring(hint), tostring(level), tostring(top), admitted}
+return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth)}
 """
 
 
@@ -142,6 +161,7 @@ class Reply:
     level: float  # tokens in the bucket after this call
     held: float  # the largest rest a call in flight (in any process) holds beyond its charge
     admitted: list[str]
+    depth: float  # the key's bucket as its answers showed it (0: unknown), halved by refusals for tokens
 
 
 def _seen(t: asyncio.Task[Any]) -> None:
@@ -161,6 +181,9 @@ class Account:
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
+        self._unsent: dict[Any, tuple[int, int, int, float]] = {}
+        """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted)}."""
+        self._defer = 0.0  # a refusal for tokens: no token admitted for this long (s), not yet sent
         self.n_open = 0  # its calls charged on Redis, not yet settled
         self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
         self._delta = 0  # settlements not yet sent: charges minus real usage
@@ -211,7 +234,10 @@ class Account:
             self._waiting.append(w)
             self._kick()
             try:
-                if await fut or self.draining:
+                ok = await fut
+                if ok:  # charged; the key charges it only when it is sent (`sent`)
+                    self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic())
+                if ok or self.draining:
                     return
             except BaseException:
                 if w in self._waiting:
@@ -267,6 +293,55 @@ class Account:
         if self._delta or self._dirty:
             self._kick()
 
+    def sent(self) -> None:
+        """The current task's call goes now: the key charges it from now."""
+        if self._unsent:
+            self._unsent.pop(asyncio.current_task(), None)
+
+    def dropped(self) -> bool:
+        """The current task's attempt ended unsent (the run halted, the lane stopped): its charge and its
+        hold are given back, as the key never counted it. False: it had none unsent."""
+        e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
+        if e is None:
+            return False
+        if self.b._local is None:
+            self.n_open = max(0, self.n_open - 1)
+            unhold(self._holds, e[1])
+            self._delta += e[0]
+            self._dirty = True
+            self._kick()
+        return True
+
+    def stale(self) -> Any:
+        """A wait for the current task's tokens again if they were admitted more than STALE_S ago and its call
+        is about to go (its lease or slot came late), else None. The key charges it only now: answers
+        settled meanwhile (reasoning's debts, beyond what the account held) may have taken the tokens the
+        account kept for it, and it would be refused. Taken again at the head of the queue, it goes at once
+        if the bucket still holds it, else when it does (one more script call, for these calls only)."""
+        task = asyncio.current_task()
+        e = self._unsent.get(task) if self._unsent else None
+        if e is None or time.monotonic() - e[3] < STALE_S or self.b._local is not None:
+            return None
+        del self._unsent[task]
+        # Its first charge is not given back: while it waited the key's bucket, not charged for it, may have
+        # been full and lost that refill, the account's (charged) not (crediting it back put the account up
+        # to a call's charge above the key: refusals of calls sent at once, bench --diagnose 4)
+        self.n_open = max(0, self.n_open - 1)
+        unhold(self._holds, e[1])
+        return self.take(e[2], e[0], True)
+
+    def defer(self, seconds: float) -> None:
+        """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
+        then (`TokenAccount.defer`: requests that need none still go)."""
+        self._defer = max(self._defer, seconds)
+        self._dirty = True
+        self._kick()
+
+    @property
+    def depth(self) -> float:
+        """The key's bucket as the last reply said (0: unknown): a fallback keeps its share of it."""
+        return self.last.depth if self.last is not None else 0.0
+
     def learn_depth(self, remaining: float) -> None:
         """An answer's remaining-tokens: the key's bucket held at least that (`LocalBudget.learn_depth`:
         a bucket of one second forgot the credit of every call charged more than it spent). Kept in
@@ -294,6 +369,8 @@ class Account:
                 w.fut.set_result(False)
         self._waiting.clear()
         self._delta = 0  # (settlements made before it: lost with Redis, the conservative way for a credit)
+        self._unsent.clear()  # (charged on Redis already: sent or not, nothing more to say of them)
+        self._defer = 0.0
 
     def _kick(self) -> None:
         b = self.b
@@ -328,10 +405,10 @@ class Account:
     async def _eval(self) -> Reply:
         per_s, depth = self.rate()
         waiting, gone = list(self._waiting), self._gone
-        delta, held, seen, shallow = self._delta, self.held, self._seen_new, self._shallow
-        self._gone, self._delta, self._dirty, self._seen_new, self._shallow = [], 0, False, 0, 0
+        delta, held, seen, shallow, defer = self._delta, self.held, self._seen_new, self._shallow, self._defer
+        self._gone, self._delta, self._dirty, self._seen_new, self._shallow, self._defer = [], 0, False, 0, 0, 0.0
         args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
-                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow]
+                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, repr(defer)]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -341,11 +418,13 @@ class Account:
             self._delta += delta
             self._seen_new = max(self._seen_new, seen)
             self._shallow += shallow
+            self._defer = max(self._defer, defer)
             self._dirty = True
             raise
         self.calls += 1
-        r = Reply(float(res[0]) / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
-                                                                       for m in res[3]])
+        hint = float(res[0])
+        r = Reply(hint / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
+                                                             for m in res[3]], float(res[4]))
         self.last = r
         mine = {w.member: w for w in waiting}
         for m in r.admitted:
@@ -388,6 +467,7 @@ class Account:
                 w.fut.cancel()
         self._waiting, self._gone = [], gone
         self._holds.clear()
+        self._unsent.clear()
         if self.b._local is None and (gone or self.calls):
             try:
                 await self._eval()
