@@ -47,6 +47,14 @@ async def _on_wire(lane: Lane, tokens: int, charge: int, end: asyncio.Event) -> 
     return task
 
 
+async def _told(lane: Lane) -> None:
+    """Wait until this process's account has told Redis what changed (its script call for a settlement is
+    sent by a task of its own: another process's script call may otherwise reach Redis first)."""
+    task = lane.budget._tpm._task
+    if task is not None:
+        await asyncio.wait_for(task, GUARD_S)
+
+
 async def _reply_held(lane: Lane) -> float:
     """The account's `held` as a fresh script call of this process reads it (a call of no tokens' cost:
     one that waits for nothing and is settled at once)."""
@@ -81,6 +89,7 @@ async def test_two_processes_calls_in_flight_hold_the_largest_rest_not_the_sum(r
     for t in calls[:2]:
         await asyncio.wait_for(t, GUARD_S)
         a.reconcile(350, 350, 150)
+    await _told(a)  # (A's settlement reaches Redis on its own connection: B's read must come after it)
     assert await _reply_held(b) == 0
     for lane in (a, b):
         await lane.budget.aclose()
