@@ -213,8 +213,8 @@ class ScriptCall:
         self._learnt = t1
 
 
-async def _send(conn: Any, data: bytes) -> Any:
-    """Write the packed script call and read its reply; the script loaded first if Redis lacks it (a
+async def _send(conn: Any, data: bytes, lua: str = LUA) -> Any:
+    """Write the packed script call and read its reply; the script (`lua`) loaded first if Redis lacks it (a
     restart). A write to a connected socket is buffered at once: a dead or frozen Redis shows in the
     read, which disconnects on any error or its timeout, as redis-py's own commands do."""
     from redis.exceptions import NoScriptError
@@ -227,7 +227,7 @@ async def _send(conn: Any, data: bytes) -> Any:
     try:
         return await conn.read_response()
     except NoScriptError:
-        await conn.send_packed_command(conn.pack_command("SCRIPT", "LOAD", LUA), check_health=False)
+        await conn.send_packed_command(conn.pack_command("SCRIPT", "LOAD", lua), check_health=False)
         await conn.read_response()
         await conn.send_packed_command(data, check_health=False)
         return await conn.read_response()

@@ -38,11 +38,12 @@ process's calls take tokens from its fallback's local budget at 1/N of the key (
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from runner.budgets.redis_call import WAKE_LUA, WAKE_S, woken
+from runner.budgets.redis_call import WAKE_LUA, WAKE_S, _bulk, _get, _send, pack, woken
 from runner.budgets.tokens import TPM_SHARE, WINDOW_S, hold, unhold
 
 STALE_S = 0.25  # a call sent this long after its tokens were admitted takes them again first (`stale`): beyond
@@ -143,6 +144,31 @@ return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth
 """
 
 
+SHA = hashlib.sha1(LUA.encode()).hexdigest()
+
+
+class Script:
+    """The account's script, called as redis_call.ScriptCall calls the slot script (a packed EVALSHA on a
+    pooled connection, its keys packed once, within the connection's retry): redis-py's command machinery
+    (per-argument encoding, observability hooks, a task per send) cost ~100 us of CPU a call, and the
+    account calls it about once per API call. `await script(keys=..., args=...)`, as a redis-py Script."""
+
+    def __init__(self, client: Any, keys: list[str]) -> None:
+        self.client, self.keys = client, keys
+        head = (b"EVALSHA", SHA.encode(), b"%d" % len(keys), *(k.encode() for k in keys))
+        self._head, self._n_head = b"".join(_bulk(x) for x in head), len(head)
+
+    async def __call__(self, keys: list[str], args: list[Any]) -> Any:
+        assert keys is self.keys or keys == self.keys  # (packed once)
+        data = pack(self._head, self._n_head, args)
+        pool = self.client.connection_pool
+        conn = await _get(pool)
+        try:
+            return await conn.retry.call_with_retry(lambda: _send(conn, data, LUA), lambda _e: conn.disconnect())
+        finally:
+            await pool.release(conn)
+
+
 @dataclass
 class _Wait:
     """One call waiting for its tokens: its queue entry (process|n|charge|hold) and the future that lets
@@ -177,7 +203,7 @@ class Account:
         pre = b.keys[0].removesuffix("state")
         self.keys = [pre + "tpm", pre + "tpmq", pre + "tpmheld", b.keys[1], pre + "tpmwake:"]
         self.wake_key = self.keys[4] + b.proc
-        self._script = b.client.register_script(LUA)
+        self._script = Script(b.client, self.keys)
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
