@@ -203,3 +203,24 @@ def lease_order(works: list[tuple[str, Any]]) -> str:
         return "".join(order)
 
     return asyncio.run(go())
+
+
+def redis_tpm_lane(url: str, key: str, name: str, tpm: float, lease_s: float = 5.0) -> Any:
+    """A lane on a key shared through the Redis at `url` (no RPM, a concurrency of 16), paced by `tpm`: the
+    Redis TPM account's tests' process, one per `name`."""
+    from runner.budgets.redis import RedisBudget, lane_id
+    from runner.budgets.redis_call import connect
+    from runner.config import Endpoint
+    from runner.lanes import Lane
+
+    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
+    lane.budget = RedisBudget(connect(url), lane_id("u", key), name, None, tpm, 16, lease_s, local_factory=LocalBudget)
+    return lane
+
+
+async def close_lanes(*lanes: Any) -> None:
+    """Close `redis_tpm_lane`s: their budgets (heartbeats, queue entries), then their Redis clients."""
+    for lane in lanes:
+        await lane.budget.aclose()
+    for lane in lanes:
+        await lane.budget.client.aclose()

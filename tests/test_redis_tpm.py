@@ -11,13 +11,11 @@ import time
 
 import pytest
 
-from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import connect
+from runner.budgets.redis import lane_id
 from runner.budgets.tokens import TPM_SHARE
 from runner.calls.halt import Halted
-from runner.config import Endpoint
-from runner.lanes import Lane, LocalBudget
-from tests.helpers import key_refusals
+from runner.lanes import Lane
+from tests.helpers import close_lanes, key_refusals, redis_tpm_lane
 from tests.servers import RedisServer
 
 GUARD_S = 30.0  # a hang guard only: what is waited for comes at once, or after ~10,000 s of refill
@@ -26,16 +24,7 @@ TINY_TPM = 0.6  # ~0.01 tokens a second: a call of 100 tokens comes back only as
 
 
 def _lane(url: str, key: str, tpm: float, name: str) -> Lane:
-    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
-    lane.budget = RedisBudget(connect(url), lane_id("u", key), name, None, tpm, 16, 5.0, local_factory=LocalBudget)
-    return lane
-
-
-async def _close(*lanes: Lane) -> None:
-    for lane in lanes:
-        await lane.budget.aclose()
-    for lane in lanes:
-        await lane.budget.client.aclose()
+    return redis_tpm_lane(url, key, name, tpm)
 
 
 async def test_two_processes_never_pass_the_keys_tpm(redis_server: RedisServer):
@@ -80,7 +69,7 @@ async def test_two_processes_never_pass_the_keys_tpm(redis_server: RedisServer):
                 worst = max(worst, total / bound)
     assert worst <= 1.0, worst
     assert key_refusals(calls, tpm) == 0
-    await _close(a, b)
+    await close_lanes(a, b)
 
 
 async def test_a_reservation_given_back_is_used_by_a_call_waiting_in_another_process(redis_server: RedisServer):
@@ -100,7 +89,7 @@ async def test_a_reservation_given_back_is_used_by_a_call_waiting_in_another_pro
     a.reconcile(100, 0)  # A's answer: it used nothing
     await asyncio.wait_for(waiting, GUARD_S)
     assert order == ["a", "b"]
-    await _close(a, b)
+    await close_lanes(a, b)
 
 
 async def test_calls_waiting_for_tokens_are_admitted_first_come_first_served_across_processes(
@@ -149,7 +138,7 @@ async def test_calls_waiting_for_tokens_are_admitted_first_come_first_served_acr
     first.set()  # A1's answer: its tokens come back, the first waiting call goes, and so on
     await asyncio.wait_for(asyncio.gather(*tasks), GUARD_S)
     assert order == ["A1", "B1", "C1", "B2", "C2", "A2"]
-    await _close(*lanes.values())
+    await close_lanes(*lanes.values())
 
 
 async def test_calls_waiting_for_tokens_when_redis_goes_take_them_locally_within_a_share(
@@ -223,4 +212,4 @@ async def test_a_call_waiting_for_tokens_is_not_sent_when_the_run_stops(redis_se
     while await a.budget.client.zcard(queue) and time.monotonic() - t0 < 5.0:
         await asyncio.sleep(0.01)
     assert await a.budget.client.zcard(queue) == 0
-    await _close(a)
+    await close_lanes(a)

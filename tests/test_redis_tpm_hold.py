@@ -13,10 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import connect
-from runner.config import Endpoint
-from runner.lanes import Lane, LocalBudget
+from runner.lanes import Lane
+from tests.helpers import redis_tpm_lane
 from tests.servers import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +23,7 @@ TPM = 60_000  # 1,000 tokens a second for the key: the account's bucket holds 97
 
 
 def _lane(url: str, key: str, name: str, lease_s: float = 5.0) -> Lane:
-    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
-    lane.budget = RedisBudget(connect(url), lane_id("u", key), name, None, TPM, 16, lease_s,
-                              local_factory=LocalBudget)
-    return lane
+    return redis_tpm_lane(url, key, name, TPM, lease_s)
 
 
 async def _on_wire(lane: Lane, tokens: int, charge: int, end: asyncio.Event) -> asyncio.Task[object]:

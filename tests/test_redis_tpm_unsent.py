@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from runner.budgets.redis import RedisBudget, lane_id
-from runner.budgets.redis_call import connect
 from runner.budgets.tokens import TPM_SHARE
-from runner.config import Endpoint
-from runner.lanes import Lane, LocalBudget
+from runner.lanes import Lane
+from tests.helpers import close_lanes, redis_tpm_lane
 from tests.servers import RedisServer
 
 GUARD_S = 30.0  # a hang guard only
@@ -21,15 +19,7 @@ TPM = 60_000  # 1,000 tokens a second for the key: the account's bucket holds 97
 
 
 def _lane(url: str, key: str, name: str, tpm: float = TPM) -> Lane:
-    lane = Lane(Endpoint(name="e", kind="sim"), None, None, provider=None)
-    lane.budget = RedisBudget(connect(url), lane_id("u", key), name, None, tpm, 16, 5.0, local_factory=LocalBudget)
-    return lane
-
-
-async def _close(*lanes: Lane) -> None:
-    for lane in lanes:
-        await lane.budget.aclose()
-        await lane.budget.client.aclose()
+    return redis_tpm_lane(url, key, name, tpm)
 
 
 async def test_a_429_for_tokens_on_a_shared_key_defers_tokens_for_every_process_not_requests(
@@ -60,7 +50,7 @@ async def test_a_429_for_tokens_on_a_shared_key_defers_tokens_for_every_process_
     assert sent == ["b", "b"] and not taken.done()  # B's tokens wait for the key's reset too
     taken.cancel()
     await asyncio.gather(taken, return_exceptions=True)
-    await _close(a, b)
+    await close_lanes(a, b)
 
 
 async def _reply(lane: Lane) -> None:
@@ -146,4 +136,4 @@ async def test_a_call_sent_long_after_its_tokens_were_admitted_takes_them_again(
     assert await a.budget.client.zcard(queue) == 1  # ... queued for them again
     waiting.cancel()
     await asyncio.gather(waiting, return_exceptions=True)
-    await _close(a, b)
+    await close_lanes(a, b)
