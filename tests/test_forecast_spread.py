@@ -130,22 +130,6 @@ def test_the_live_eta_takes_the_spread_of_this_run_s_rows_before_the_history_s()
     assert t.calls == 8 and t.token_var == {"answer": pytest.approx(20_000)}
 
 
-def test_a_paced_lane_s_last_call_ends_within_its_law_s_range_cut_at_the_longest_seen():
-    """runner.forecast.end_spread: 10 calls sent at once (a span of 0), latencies lognormal of mean 1 and sigma
-    0.5 (mu = -0.125): the last ends at exp(mu + 0.5 x the normal's quantile of q^(1/10)): 1.331, 1.867, 2.799 s
-    at q = 0.1, 0.5, 0.9 (scipy), so 0.536 s below its median and 0.932 s above. A law cut at the longest latency
-    seen (1.2 s, below the 10th percentile): the last call ends there, no spread."""
-    from runner.forecast import Law, end_spread
-
-    down, up = end_spread([(Law(1.0, 0.5), 10.0)], 0.0)
-    assert (down, up) == (pytest.approx(0.5363, abs=2e-3), pytest.approx(0.9321, abs=2e-3))
-    assert end_spread([(Law(1.0, 0.5, cap=1.2), 10.0)], 0.0) == (pytest.approx(0.0, abs=1e-6),
-                                                                  pytest.approx(0.0, abs=1e-6))
-    assert end_spread([(Law(1.0), 10.0)], 0.0) == (0.0, 0.0)  # (no spread known: none said)
-    spread_out = end_spread([(Law(1.0, 0.5), 10.0)], 5.0)  # sent over 5 s: most end long before the last send
-    assert spread_out[1] < up
-
-
 def test_history_keeps_a_pass_s_longest_latency_merged_by_max(tmp_path: Path):
     from runner.eta import _add
 
