@@ -71,7 +71,7 @@ def estimate(
         todo = remaining(plans, models, in_cache,
                          prior=lambda m, out: history.prior(cache_dir, models[m].cache_id, out))
     FORECAST.clear()
-    fc = wall(todo, models)
+    fc = wall(todo, models, fresh=True)
     if fc is not None:
         FORECAST.append(fc)
     rows = []

@@ -96,6 +96,9 @@ class LaneWork:
     """Its unsent requests by law (expected): (a pass's latencies, requests), where the law's spread is known: its
     last calls' end (`tail_past`, `tpm_end`)."""
     _tail: tuple[float, float, float] | None = field(default=None, repr=False)
+    depth: float = 0.0
+    """Tokens its key's bucket holds at the start (a fresh run: runner.history.DEPTH), spent at once (at most a
+    minute's, as runner.budgets.tokens.TokenAccount.span): its tokens' time counts those past them."""
     _tpm_end: tuple[float, float, float] | None = field(default=None, repr=False)
     parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
     """Per (run, model) whose calls it carries, [expected, most, least] of [calls, tokens, call-seconds, its
@@ -118,15 +121,18 @@ class LaneWork:
     def tpm_seconds(self, k: int, z: float = 0.0) -> float:
         """The TPM bound: its tokens at the key's paced rate, then its last request's call. [expected, most, least]
         (`most` and `least` no nearer than the LEVEL range: `tpm_spread`); `z` > 0 or < 0: the range's ends."""
-        rate = (self.tpm or 1.0) * TPM_SHARE / 60.0
-        t = self.tokens[k] / rate + self.tpm_end()[0]
+        t = self.paced(self.tokens[k]) + self.tpm_end()[0]
         if not z and k == 0:
             return t
-        point = self.tokens[0] / rate + self.tpm_end()[0]
+        point = self.paced(self.tokens[0]) + self.tpm_end()[0]
         down, up = self.tpm_spread()
         if z > 0 or k == 1:
             return point + up if z else max(t, point + up)
         return max(0.0, point - down) if z else min(t, point - down)
+
+    def paced(self, tokens: float) -> float:
+        """Seconds `tokens` take at the key's paced rate, its bucket's depth spent at once."""
+        return max(0.0, tokens - min(self.depth, self.tpm or 0.0)) / ((self.tpm or 1.0) * TPM_SHARE / 60.0)
 
     def tpm_end(self) -> tuple[float, float, float]:
         """A TPM lane's end past its tokens at its rate: (expected, below, above at the LEVEL range). Paced, its
@@ -137,8 +143,7 @@ class LaneWork:
         tokens' time, and the lane ends with the longest of what they have left (`last_residual`). With fewer
         than 2 at once: its longest typical call (`tail_s`)."""
         if self._tpm_end is None:
-            rate = (self.tpm or 1.0) * TPM_SHARE / 60.0
-            k = min(self.concurrency, self.busy_s[0] / max(1e-9, self.tokens[0] / rate))
+            k = min(self.concurrency, self.busy_s[0] / max(1e-9, self.paced(self.tokens[0])))
             e_max, _one, low, high = last_residual(self.laws, k)
             if not e_max:
                 self._tpm_end = (self.tail_s[0], 0.0, 0.0)
@@ -385,9 +390,10 @@ def call_latency(plan: Any, pass_: str, out_per_call: float) -> float:
 
 
 def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None = None,
-         laws: dict[tuple[str, str, str], Law] | None = None) -> Forecast | None:
+         laws: dict[tuple[str, str, str], Law] | None = None, fresh: bool = False) -> Forecast | None:
     """The sweep's wall time from its remaining plans (runner.remaining.Plan) and its calls on the wire
-    (`flights`), None with nothing to do; `laws`: per (run, model, pass), its latencies' law (the range)."""
+    (`flights`), None with nothing to do; `laws`: per (run, model, pass), its latencies' law (the range); `fresh`:
+    a run not started yet (the dry run), whose TPM lanes spend their keys' buckets at once (`LaneWork.depth`)."""
     lanes: dict[int, LaneWork] = {}
     laws = laws or {}
 
@@ -409,6 +415,8 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
             ep = ln.endpoint
             w = lanes.setdefault(id(ln), LaneWork(ln.name, ep.rpm, ep.tpm, ep.max_concurrency or 1))
             share = 1.0 / len(paced)
+            if fresh:
+                w.depth = max(w.depth, plan.tpm_depth)
             w.tokens_var += plan.output_var(pass_, share)  # (a model's lanes split its calls: each its share's draws)
             sigma = law.sigma if law is not None else plan.latency_sigma.get(pass_)
             if req3[0] and sigma:
