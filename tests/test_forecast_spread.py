@@ -112,7 +112,7 @@ def test_the_dry_run_prints_the_80_range_of_the_wall_and_the_bill_from_history(
     assert f.expected_s - f.least_s == pytest.approx(0.92, abs=0.03)  # (skewed: the lower side nearer)
     assert dry_run([plan], cfg, cache_dir=cache) == 0
     said = capsys.readouterr().out
-    assert "forecast wall: ~12s (80% range 11s-13s, from the TPM lanes' token totals and last calls)" in said, said
+    assert "forecast wall: ~12s (80% range 11s-13s, from the lanes' token totals, call-seconds and last calls)" in said, said
     assert f"(80% range ${lo:.2f}-${hi:.2f}, from the output tokens' spread in earlier runs)" in said, said
     assert not math.isclose(lo, hi)
 
