@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 from runner.batch.plan import LATENCY_S, OUT_TOKENS_PER_S
@@ -349,6 +350,16 @@ class Law:
         return (1.0, 1.0 + 2 * se, max(0.5, 1.0 - 2 * se))
 
 
+def cut(law: Law) -> Law:
+    """`law` cut where `n` draws of it would end (its 1 - 1 / (n + 1) quantile) when no longest latency is known:
+    a lognormal fit of n calls says nothing past them, and a lane's last calls' tail (`last_residual`: E[L^2] grows
+    as e^(sigma^2)) would run off with a fit's upper tail."""
+    if law.cap is not None or not law.sigma or law.n < 2:
+        return law
+    mu = math.log(law.mean) - law.sigma ** 2 / 2
+    return Law(law.mean, law.sigma, law.n, math.exp(mu + law.sigma * NormalDist().inv_cdf(1 - 1 / (law.n + 1))))
+
+
 def latest(flights: list[tuple[float, Law]], q: float) -> float:
     """Seconds until the last of calls on the wire ends, at probability `q`: the t where the product of
     each's P(left <= t | its age) reaches q (bisection; `flights`: (age, law) of each)."""
@@ -420,8 +431,8 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
             w.tokens_var += plan.output_var(pass_, share)  # (a model's lanes split its calls: each its share's draws)
             sigma = law.sigma if law is not None else plan.latency_sigma.get(pass_)
             if req3[0] and sigma:
-                lat_law = Law(chain[0] - before[0], sigma, plan.latency_seen.get(pass_, [0, 0])[1],
-                           plan.latency_cap.get(pass_))
+                lat_law = cut(Law(chain[0] - before[0], sigma, plan.latency_seen.get(pass_, [0, 0])[1],
+                                  (law.cap if law is not None else None) or plan.latency_cap.get(pass_)))
                 w.laws.append((lat_law, req3[0] * share))
             for k in (0, 1, 2):
                 if not calls3[k]:

@@ -56,9 +56,9 @@ def test_a_concurrency_lane_ends_its_longest_residual_past_its_work_over_its_slo
     E[(L - x)+] / E[L] over 1 - (1 - P(R > x))^4) 2.453648 - E[L^2] / 2E[L] = 2 e^0.25 / 2 = 1.284025: 51.1696 s.
     Its 80% range: that longest's 10th and 90th percentiles (1.181360, 4.005614 s, scipy) and the call-seconds'
     spread (sd sqrt(100 x 4 (e^0.25 - 1) x (1 + 100 / 100)) / 4 = 3.76845 s, times 1.28155), in quadrature:
-    46.1753-56.2424 s."""
+    46.1753-56.2424 s. (The longest latency seen far out: the law as fitted, uncut.)"""
     plan = Plan("r", "m", calls=100, requests=100, max_output_tokens=25_600, out_tokens_seen=[100_000, 100],
-                latency_seen={"answer": [200.0, 100]}, latency_sigma={"answer": 0.5})
+                latency_seen={"answer": [200.0, 100]}, latency_sigma={"answer": 0.5}, latency_cap={"answer": 1e6})
     f = wall([plan], _lane(conc=4))
     assert f is not None and f.bound == "concurrency"
     assert f.expected_s == pytest.approx(51.16962, abs=2e-3)
@@ -78,10 +78,22 @@ def test_a_tpm_lane_ends_with_the_longest_call_in_progress_at_its_last_send():
     much earlier: 10.3093 + 1.641944 - 0.284025 = 11.6672 s (main: + the typical call's 1 s, 11.3093). Its range:
     that longest's 10th and 90th percentiles, 0.966474 and 2.465954 s (scipy); no token spread known."""
     plan = Plan("r", "m", calls=100, requests=100, max_output_tokens=25_600, out_tokens_seen=[100_000, 100],
-                latency_seen={"answer": [100.0, 100]}, latency_sigma={"answer": 0.5})
+                latency_seen={"answer": [100.0, 100]}, latency_sigma={"answer": 0.5}, latency_cap={"answer": 1e6})
     f = wall([plan], _lane(tpm=600_000))
     assert f is not None and f.bound == "TPM"
     point = 100_000 / 9_700 + 1.641944 - 0.284025
     assert f.expected_s == pytest.approx(point, abs=2e-3)
     assert (f.least_s, f.high_s) == (pytest.approx(point - (1.641944 - 0.966474), abs=2e-3),
                                      pytest.approx(point + (2.465954 - 1.641944), abs=2e-3))
+
+
+def test_a_fit_without_a_longest_seen_is_cut_where_its_calls_would_end():
+    """The live ETA's laws had no cut (runner.eta._law): a lognormal fit's E[L^2] = mean^2 e^(sigma^2) ran the last
+    calls' tail off (bench seed 9, live ETA at mid-run: 5x the real time left). A law fitted on 9 calls, mean 1, sigma
+    0.5 (mu = -0.125), is cut at its 1 - 1/10 quantile: exp(-0.125 + 0.5 x 1.281552) = 1.674937 s; a longest seen is
+    kept; fewer than 2 calls or no sigma: as it was."""
+    from runner.forecast import Law, cut
+
+    assert cut(Law(1.0, 0.5, 9)).cap == pytest.approx(1.674937, abs=1e-6)
+    assert cut(Law(1.0, 0.5, 9, cap=3.0)).cap == 3.0
+    assert cut(Law(1.0, 0.5, 1)).cap is None and cut(Law(1.0, None, 9)).cap is None
