@@ -28,7 +28,7 @@ from runner.forecast import (
     three,
     wall,
 )
-from runner.history import LATMAX, at_n, latency_cap, latency_sigma, token_var
+from runner.history import LATMAX, at_n, latency_sigma, token_var
 
 log = logging.getLogger(__name__)
 
@@ -254,19 +254,15 @@ def _law(t: Any, pass_: str, bases: tuple[dict[str, list[Any]], ...], flying: li
          ) -> Law:
     """A pass's latency law: its mean the forecast's (`t.latency_seen`, else the prior) with its calls on the
     wire counted at their age plus what they have left (the finished calls alone are the short ones), its
-    sigma from the nearest basis (`bases`: this run's tally, the sweep's, the lanes') with two rows, and its cut at
-    the longest latency seen there (or on the wire): a lane's last calls' tail (runner.forecast.last_residual) is
-    its long calls', which a lognormal fit runs far past."""
+    sigma from the nearest basis (`bases`: this run's tally, the sweep's, the lanes') with two rows."""
     sigma = next((v for b in bases if (v := latency_sigma(b, pass_)) is not None), None)
-    cap = next((v for b in bases if (v := latency_cap(b, pass_)) is not None), None)
     total, n = t.latency_seen.get(pass_, [0.0, 0])
     if not n:
-        return Law(call_latency(t, pass_, 0.0), sigma, 0.0, cap)
-    law = Law(total / n, sigma, n, cap)
+        return Law(call_latency(t, pass_, 0.0), sigma, 0.0)
+    law = Law(total / n, sigma, n)
     if flying:
         rows = sum(k for _, _, k in flying)
-        law = Law((total + sum(k * (a + law.residual(a)) for _, a, k in flying)) / (n + rows), sigma, n + rows,
-                  None if cap is None else max([cap, *(a for _, a, _ in flying)]))
+        law = Law((total + sum(k * (a + law.residual(a)) for _, a, k in flying)) / (n + rows), sigma, n + rows)
     return law
 
 

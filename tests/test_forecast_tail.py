@@ -88,10 +88,10 @@ def test_a_tpm_lane_ends_with_the_longest_call_in_progress_at_its_last_send():
 
 
 def test_a_fit_without_a_longest_seen_is_cut_where_its_calls_would_end():
-    """The live ETA's laws had no cut (runner.eta._law): a lognormal fit's E[L^2] = mean^2 e^(sigma^2) ran the last
-    calls' tail off (bench seed 9, live ETA at mid-run: 5x the real time left). A law fitted on 9 calls, mean 1, sigma
-    0.5 (mu = -0.125), is cut at its 1 - 1/10 quantile: exp(-0.125 + 0.5 x 1.281552) = 1.674937 s; a longest seen is
-    kept; fewer than 2 calls or no sigma: as it was."""
+    """A law whose longest latency is not known (the live ETA's on a first night: runner.eta._law fits this run's
+    rows) was not cut, and a lognormal fit's E[L^2] = mean^2 e^(sigma^2) ran the last calls' tail off (bench seed 9,
+    --eta: 5x the real time left at mid-run). A law fitted on 9 calls, mean 1, sigma 0.5 (mu = -0.125), is cut at its
+    1 - 1/10 quantile: exp(-0.125 + 0.5 x 1.281552) = 1.674937 s; a longest seen is kept; fewer than 2 calls or no sigma: as it was."""
     from runner.forecast import Law, cut
 
     assert cut(Law(1.0, 0.5, 9)).cap == pytest.approx(1.674937, abs=1e-6)
