@@ -338,7 +338,8 @@ def main() -> None:
 
     def setup(key: str) -> tuple[int, list[tuple[float, float, int]]]:
         _srv, rpm, tpm, conc, window = rs.KEYS[key]
-        return conc, [(rpm / 60, rpm / 60, 0)] * bool(rpm) + [(tpm / 60, tpm / 60 * window, 1)] * bool(tpm)
+        rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # (as reasoning_sweep.lane_table: RPM holds 1 s)
+        return conc, rates + ([(tpm / 60, tpm / 60 * window, 1)] if tpm else [])
 
     if a.synthetic:
         ms, got = rs.lineup(), {}
