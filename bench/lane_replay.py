@@ -1,6 +1,13 @@
 """List scheduling replayed on a lane's logged calls (bench/reasoning_sweep.py's `blind`, `by model` and
 `clairvoyant` columns): what an order of the same draws reaches on the lane's slots and token bucket with no
-overhead, so a lane's ratio can be read against what any scheduler could do."""
+overhead, so a lane's ratio can be read against what any scheduler could do.
+
+Run alone, it says why a kept sweep's lanes ended where they did (`decompose`: the runner's own cost, the luck of
+its order, what blind orders reach and their spread), or how single orders spread on synthetic draws:
+
+    python bench/lane_replay.py DIR... [--lane shared]     # DIR: a sweep kept with reasoning_sweep.py --keep
+    python bench/lane_replay.py --synthetic 200 --lane shared
+"""
 
 from __future__ import annotations
 
