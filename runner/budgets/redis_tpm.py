@@ -396,15 +396,17 @@ class Account:
         return True
 
     def _tell(self, kind: bytes, e: tuple[int, int, int, float, bytes, bytes]) -> None:
-        """A call sent or dropped, for the next script call (within FLUSH_S): until Redis hears of it the key is
-        taken to hold its charge still (its bucket fuller, so more of it lost: the safe side)."""
+        """A call sent or dropped, for the next script call (within FLUSH_S, or WAKE_S while calls of ours wait):
+        until Redis hears of it the key is taken to hold its charge still (its bucket fuller, so more of it
+        lost, charged at its telling: the safe side)."""
         self._sends += (kind, e[0], e[4], e[5], self._delta)  # (after the settlements made before it)
         if self._flush is None:
             self._flush = asyncio.get_running_loop().call_later(FLUSH_S, self._flushed)
 
     def _flushed(self) -> None:
+        """(While calls of ours wait, the script call that serves them next tells them: none of its own.)"""
         self._flush = None
-        if self._sends:
+        if self._sends and not self._waiting:
             self._dirty = True
             self._kick()
 
@@ -496,7 +498,7 @@ class Account:
         try:
             while b._local is None and not b.closed:
                 self._waiting = [w for w in self._waiting if not w.fut.done()]
-                if not (self._waiting or self._gone or self._delta or self._dirty or self._sends):
+                if not (self._waiting or self._gone or self._delta or self._dirty):
                     return
                 self._news.clear()
                 r = await self._eval()
