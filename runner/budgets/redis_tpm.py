@@ -131,6 +131,7 @@ local i = w0 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
+local new = {}  -- (entered by this call)
 for j = 0, n_wait - 1 do
   local m = ARGV[w0 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
@@ -143,6 +144,7 @@ for j = 0, n_wait - 1 do
       s = seq
     end
     redis.call('ZADD', KEYS[2], s, m)
+    new[m] = true
   end
 end
 -- the largest rest a call in flight is expected to settle beyond its charge, over the processes alive
@@ -159,7 +161,7 @@ while true do
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)
   if #head == 0 then break end
   local m = head[1]
-  local p, c, h = string.match(m, '^(.*)|%d+|(%d+)|(%d+)$')
+  local p, c, h, r = string.match(m, '^(.*)|%d+|(%d+)|(%d+)r?(%d*)$')
   if not p or not alive(p) then
     redis.call('ZREM', KEYS[2], m)
   else
@@ -169,6 +171,10 @@ while true do
       break
     end
     local need = math.min(c + h + top, cap)
+    -- a call late for its send (`r`, Account.stale), what the key still held of it given back above: at once
+    -- if the key's bucket holds it (the account's level and what it holds of its process's other calls not yet
+    -- sent, as the process counted them: the others' it may have sent meanwhile), else as any call
+    if r ~= '' and new[m] then need = need - tonumber(r) end
     if level < need then
       hint = math.ceil((need - level) / rate * 1000000)
       break
@@ -235,8 +241,8 @@ class Reply:
     held: float  # the largest rest a call in flight (in any process) holds beyond its charge
     admitted: list[str]
     depth: float  # the key's bucket as its answers showed it (0: unknown), halved by refusals for tokens
-    ep: bytes  # the calls not yet sent: the count of their shares (a new one once the key holds none) ...
-    lf: float  # ... and the log of what the key still holds of a charge admitted at 0 (LUA's `unsent`)
+    ep: bytes  # the calls not yet sent: the count of their shares (a new one once the key holds none) and ...
+    lf: float  # ... the log of what the key's bucket still holds of a charge admitted at 0 (LUA's `unsent`)
 
 
 def _seen(t: asyncio.Task[Any]) -> None:
@@ -260,7 +266,7 @@ class Account:
         """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted, ep, lf)}."""
         self._sends: list[Any] = []  # calls sent ('s') or dropped ('d') not yet told: kind, charge, ep, lf, delta then ...
         self._flush: asyncio.TimerHandle | None = None
-        self._room = 0.0  # the bucket's level at the last reply, less what calls sent since were charged ...
+        self._room = 0.0  # the account's level at the last reply, less the calls sent since ...
         self._top = 0.0  # ... and the largest hold in flight then, with theirs
         self._last_at = -1.0  # (monotonic) when the last reply came
         self._defer = 0.0  # a refusal for tokens: no token admitted for this long (s), not yet sent
@@ -292,9 +298,11 @@ class Account:
         as `LocalBudget._owed` says why)."""
         return max(self._holds, default=0)
 
-    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False, again: int = -1) -> None:
         """Wait in the key's queue until its bucket holds this call's charge and the holds in flight,
-        then charge it (`LocalBudget.take`'s contract: `tokens` expected, `charge` counted at admission)."""
+        then charge it (`LocalBudget.take`'s contract: `tokens` expected, `charge` counted at admission).
+        `again` >= 0: a call late for its send (`stale`), at the head of the queue; it goes at once if the
+        account's level and `again` (what the key's bucket holds of this process's other unsent calls) hold it."""
         b = self.b
         c = tokens if charge is None else charge
         h = max(0, tokens - c)
@@ -310,7 +318,7 @@ class Account:
                 return
             self._n += 1
             fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            w = _Wait(f"{b.proc}|{self._n}|{c}|{h}", c, h, first, fut)
+            w = _Wait(f"{b.proc}|{self._n}|{c}|{h}{f'r{again}' if again >= 0 else ''}", c, h, first, fut)
             self._waiting.append(w)
             self._kick()
             try:
@@ -378,6 +386,8 @@ class Account:
         call: the account charges it what the key lost of it meanwhile)."""
         e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
         if e is not None and self.b._local is None:
+            if e[3] != math.inf:  # (one `stale` let go is out of it already)
+                self._room -= e[0]
             self._tell(b"s", e)
 
     def dropped(self) -> bool:
@@ -412,13 +422,14 @@ class Account:
 
     def stale(self) -> Any:
         """A wait for the current task's tokens again if they were admitted more than STALE_S ago and its call
-        is about to go (its slot or lease came late) and the bucket may not hold what the key will take of it,
-        else None. The key charges it only now: while it waited, the key's bucket, not charged for it, lost
-        what refill it could not hold when full (the account's, charged, did not: LUA's `unsent`), and answers
-        settled meanwhile (reasoning's debts, beyond what the account held) may have taken the tokens the
-        account kept for it. It goes if the bucket holds that loss, its hold and the holds in flight, as the
-        last reply (FRESH_S) showed (no script call: it is told with the next one, `sent`); else what the key
-        still holds of it is given back and it queues again for its charge, at the head."""
+        is about to go (its slot or lease came late) and the key's bucket may not hold it, else None. The key
+        charges it only now: answers settled meanwhile (reasoning's debts, beyond what the account held) may
+        have taken the tokens the account kept for it. It goes if the key's bucket holds it, its hold and the
+        holds in flight, as the last reply (FRESH_S) showed: the account's level and what the key holds of the
+        calls not yet sent (LUA's `unsent`), less the calls sent since (no script call: it is told with the
+        next one, `sent`, and charged what the key lost of it: the refill its bucket, full, could not hold,
+        not the account's whole charge again). Else what the key still holds of it is given back and it
+        queues again for its charge at the head, until the key's bucket holds it."""
         task = asyncio.current_task()
         e = self._unsent.get(task) if self._unsent else None
         now = time.monotonic()
@@ -426,18 +437,27 @@ class Account:
             return None
         c, h = e[0], e[1]
         r = self.last
-        if r is not None and now - self._last_at <= FRESH_S and not (self._defer or self._shallow):
-            kept = c * math.exp(min(0.0, r.lf - float(e[5]))) if e[4] == r.ep else 0.0
-            if self._room >= c - kept + h + self._top:
-                self._room -= c - kept
-                self._top = max(self._top, h)
-                self._unsent[task] = (*e[:3], now, *e[4:])  # (looked at: `sent` tells it)
-                return None
+        own = self._held_unsent(r) if r is not None else 0.0  # (this call's part in it)
+        if r is not None and now - self._last_at <= FRESH_S and not (self._defer or self._shallow) \
+                and self._room + own >= c + h + self._top:
+            self._top = max(self._top, h)
+            self._room -= c
+            self._unsent[task] = (*e[:3], math.inf, *e[4:])  # (let go: `sent` tells it)
+            return None
         del self._unsent[task]
         self.n_open = max(0, self.n_open - 1)
         unhold(self._holds, h)
         self._tell(b"d", e)
-        return self.take(e[2], c, True)
+        return self.take(e[2], c, True, int(max(0.0, own - self._held_of(e, r)) if r is not None else 0))
+
+    def _held_of(self, e: tuple[int, int, int, float, bytes, bytes], r: Reply) -> float:
+        """What the key's bucket held of an unsent call's charge beyond the account at reply `r` (LUA's `unsent`)."""
+        return e[0] * math.exp(min(0.0, r.lf - float(e[5]))) if e[4] == r.ep else 0.0
+
+    def _held_unsent(self, r: Reply) -> float:
+        """... of all this process's calls not yet sent: tokens the key's bucket holds for sure beyond the
+        account's level (its calls told sent since are out of `_room` already)."""
+        return sum(self._held_of(e, r) for e in self._unsent.values())
 
     def defer(self, seconds: float) -> None:
         """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
