@@ -19,13 +19,20 @@ The key charges a call when it is sent, the account when it admits it: a call ad
 (a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4 processes) met a
 key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before
 (every refusal the trace of two runs on main showed: `python -m bench.shared_limits_tpm --diagnose 4`).
-A call sent more than STALE_S after its admission takes its tokens again first, at the head of the queue
-(`stale`): it goes if the bucket still holds it, else when it does. Its first charge is kept: the key's
-bucket, not charged for it, may have been full meanwhile and lost that refill where the account's did not
-(given back, it put the account up to a call's charge above the key: refusals of calls sent at once).
-(Counting such calls as unsent in Redis, the bucket taken as full that much sooner, held the key to what
-the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x.)
-A refusal for tokens defers token admission for every process (`defer`), not requests.
+The script keeps what the key's bucket holds beyond the account's level (`unsent`: the charges of calls
+admitted and not yet sent, in every process) and shrinks it by the refill the key's bucket could not hold
+when full (the account's, charged, kept it), each call's part in proportion (`ep`, `lf`). A call sent is told
+with the next script call (`sent`, within FLUSH_S: in order with the settlements) and charged what the key
+lost of it, nothing if its bucket was never full meanwhile: a call that waited for its RPM slot is not
+counted twice (it was, whole, before: tokens then bound early on a key whose calls queue for RPM slots,
+`bench/shared_limits.py --tpm 600000 --tpm-rpm 420`: 2.27x calls/RPM at 2 processes). A call sent more than
+STALE_S after its admission goes only if the key's bucket holds it (`stale`: the account's level and what
+the key holds of its process's other unsent calls, as the last reply of FRESH_S showed, with no script call
+of its own); else what the key still holds of it is given back and it queues again for its charge, at the
+head. (Counting unsent calls against the account's bucket, full that much sooner, held the key to what
+the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x;
+giving the first charge back whole put the account up to a call above the key: refusals of calls sent at
+once.) A refusal for tokens defers token admission for every process (`defer`), not requests.
 
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
 process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
