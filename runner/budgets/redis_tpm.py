@@ -26,10 +26,9 @@ with the next script call (`sent`, within FLUSH_S: in order with the settlements
 lost of it, nothing if its bucket was never full meanwhile: a call that waited for its RPM slot is not
 counted twice (it was, whole, before: tokens then bound early on a key whose calls queue for RPM slots,
 `bench/shared_limits.py --tpm 600000 --tpm-rpm 420`: 2.27x calls/RPM at 2 processes). A call sent more than
-STALE_S after its admission goes only if the key's bucket holds it (`stale`: the account's level and what
-the key holds of its process's other unsent calls, as the last reply of FRESH_S showed, with no script call
-of its own); else what the key still holds of it is given back and it queues again for its charge, at the
-head. (Counting unsent calls against the account's bucket, full that much sooner, held the key to what
+STALE_S after its admission goes if the account's level holds it (`stale`: as the last reply of FRESH_S
+showed, with no script call of its own); else what the key still holds of it is given back and it queues
+again for its charge, at the head. (Counting unsent calls against the account's bucket, full that much sooner, held the key to what
 the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x;
 giving the first charge back whole put the account up to a call above the key: refusals of calls sent at
 once.) A refusal for tokens defers token admission for every process (`defer`), not requests.
@@ -138,7 +137,6 @@ local i = w0 + 2 * n_wait
 while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
 -- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
 -- whose reset passed goes first
-local new = {}  -- (entered by this call)
 for j = 0, n_wait - 1 do
   local m = ARGV[w0 + 2 * j]
   if not redis.call('ZSCORE', KEYS[2], m) then
@@ -151,7 +149,6 @@ for j = 0, n_wait - 1 do
       s = seq
     end
     redis.call('ZADD', KEYS[2], s, m)
-    new[m] = true
   end
 end
 -- the largest rest a call in flight is expected to settle beyond its charge, over the processes alive
@@ -168,7 +165,7 @@ while true do
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)
   if #head == 0 then break end
   local m = head[1]
-  local p, c, h, r = string.match(m, '^(.*)|%d+|(%d+)|(%d+)r?(%d*)$')
+  local p, c, h = string.match(m, '^(.*)|%d+|(%d+)|(%d+)$')
   if not p or not alive(p) then
     redis.call('ZREM', KEYS[2], m)
   else
@@ -178,10 +175,6 @@ while true do
       break
     end
     local need = math.min(c + h + top, cap)
-    -- a call late for its send (`r`, Account.stale), what the key still held of it given back above: at once
-    -- if the key's bucket holds it (the account's level and what it holds of its process's other calls not yet
-    -- sent, as the process counted them: the others' it may have sent meanwhile), else as any call
-    if r ~= '' and new[m] then need = need - tonumber(r) end
     if level < need then
       hint = math.ceil((need - level) / rate * 1000000)
       break
@@ -248,8 +241,6 @@ class Reply:
     held: float  # the largest rest a call in flight (in any process) holds beyond its charge
     admitted: list[str]
     depth: float  # the key's bucket as its answers showed it (0: unknown), halved by refusals for tokens
-    ep: bytes  # the calls not yet sent: the count of their shares (a new one once the key holds none) and ...
-    lf: float  # ... the log of what the key's bucket still holds of a charge admitted at 0 (LUA's `unsent`)
 
 
 def _seen(t: asyncio.Task[Any]) -> None:
@@ -305,11 +296,9 @@ class Account:
         as `LocalBudget._owed` says why)."""
         return max(self._holds, default=0)
 
-    async def take(self, tokens: int, charge: int | None = None, first: bool = False, again: int = -1) -> None:
+    async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
         """Wait in the key's queue until its bucket holds this call's charge and the holds in flight,
-        then charge it (`LocalBudget.take`'s contract: `tokens` expected, `charge` counted at admission).
-        `again` >= 0: a call late for its send (`stale`), at the head of the queue; it goes at once if the
-        account's level and `again` (what the key's bucket holds of this process's other unsent calls) hold it."""
+        then charge it (`LocalBudget.take`'s contract: `tokens` expected, `charge` counted at admission)."""
         b = self.b
         c = tokens if charge is None else charge
         h = max(0, tokens - c)
@@ -325,7 +314,7 @@ class Account:
                 return
             self._n += 1
             fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            w = _Wait(f"{b.proc}|{self._n}|{c}|{h}{f'r{again}' if again >= 0 else ''}", c, h, first, fut)
+            w = _Wait(f"{b.proc}|{self._n}|{c}|{h}", c, h, first, fut)
             self._waiting.append(w)
             self._kick()
             try:
@@ -429,24 +418,23 @@ class Account:
 
     def stale(self) -> Any:
         """A wait for the current task's tokens again if they were admitted more than STALE_S ago and its call
-        is about to go (its slot or lease came late) and the key's bucket may not hold it, else None. The key
-        charges it only now: answers settled meanwhile (reasoning's debts, beyond what the account held) may
-        have taken the tokens the account kept for it. It goes if the key's bucket holds it, its hold and the
-        holds in flight, as the last reply (FRESH_S) showed: the account's level and what the key holds of the
-        calls not yet sent (LUA's `unsent`), less the calls sent since (no script call: it is told with the
-        next one, `sent`, and charged what the key lost of it: the refill its bucket, full, could not hold,
-        not the account's whole charge again). Else what the key still holds of it is given back and it
-        queues again for its charge at the head, until the key's bucket holds it."""
+        is about to go (its slot or lease came late) and the bucket may not hold it, else None. The key charges
+        it only now: answers settled meanwhile (reasoning's debts, beyond what the account held) may have
+        taken the tokens the account kept for it. It goes if the account's level (less the calls sent since)
+        holds it, its hold and the holds in flight, as the last reply (FRESH_S) showed, with no script call
+        of its own (told with the next one, `sent`, it is charged what the key lost of it: the refill its
+        bucket, full, could not hold, not its whole charge again). Else what the key still holds of it is
+        given back and it queues again for its charge, at the head: it goes if the bucket holds it, else when
+        it does. (Counting what the key holds of this process's other unsent calls as room too made a late
+        call go early: 4 refusals in 4 runs of the reasoning workload at 2 processes, against 0.)"""
         task = asyncio.current_task()
         e = self._unsent.get(task) if self._unsent else None
         now = time.monotonic()
         if e is None or now - e[3] < STALE_S or self.b._local is not None:
             return None
         c, h = e[0], e[1]
-        r = self.last
-        own = self._held_unsent(r) if r is not None else 0.0  # (this call's part in it)
-        if r is not None and now - self._last_at <= FRESH_S and not (self._defer or self._shallow) \
-                and self._room + own >= c + h + self._top:
+        if self.last is not None and now - self._last_at <= FRESH_S and not (self._defer or self._shallow) \
+                and self._room >= c + h + self._top:
             self._top = max(self._top, h)
             self._room -= c
             self._unsent[task] = (*e[:3], math.inf, *e[4:])  # (let go: `sent` tells it)
@@ -455,16 +443,7 @@ class Account:
         self.n_open = max(0, self.n_open - 1)
         unhold(self._holds, h)
         self._tell(b"d", e)
-        return self.take(e[2], c, True, int(max(0.0, own - self._held_of(e, r)) if r is not None else 0))
-
-    def _held_of(self, e: tuple[int, int, int, float, bytes, bytes], r: Reply) -> float:
-        """What the key's bucket held of an unsent call's charge beyond the account at reply `r` (LUA's `unsent`)."""
-        return e[0] * math.exp(min(0.0, r.lf - float(e[5]))) if e[4] == r.ep else 0.0
-
-    def _held_unsent(self, r: Reply) -> float:
-        """... of all this process's calls not yet sent: tokens the key's bucket holds for sure beyond the
-        account's level (its calls told sent since are out of `_room` already)."""
-        return sum(self._held_of(e, r) for e in self._unsent.values())
+        return self.take(e[2], c, True)
 
     def defer(self, seconds: float) -> None:
         """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
@@ -568,7 +547,7 @@ class Account:
         self.calls += 1
         hint = float(res[0])
         r = Reply(hint / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
-                                                             for m in res[3]], float(res[4]), res[5], float(res[6]))
+                                                             for m in res[3]], float(res[4]))
         self.last = r
         self._room, self._top, self._last_at = r.level, r.held, time.monotonic()
         mine = {w.member: w for w in waiting}
