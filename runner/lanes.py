@@ -236,7 +236,7 @@ class Lane:
                 if self.halted:
                     raise Halted(HALTED)
             if not local and (stale := b.stale()) is not None:  # its tokens admitted long before this
-                await stale  # send (it waited for a lease): taken again, as the key counts them now
+                await stale  # send (it waited for its slot or a lease), the key's bucket not holding them: again
                 if self.halted:
                     raise Halted(HALTED)
             wait = b.confirm()
