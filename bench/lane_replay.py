@@ -141,7 +141,7 @@ def replay(
 
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
-    min_n: int = 1, explore: int = 0, pool: bool = False, items: list[str] | None = None,
+    min_n: int = 1, explore: int = 0, pool: bool = False, items: list[str] | None = None, width: int = 0,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
@@ -153,7 +153,9 @@ def learned(
     its one answer is then all its kinds know); a call of n > 1 ranked at least its model's one-sample figure x (1 + ln n),
     by its own alone while its model has no one-sample answer (runner.calls.estimates.Spend.seconds). Candidates: `explore`, a kind granted fewer leases ranks as unseen; `pool`,
     an n call's latency / (1 + ln n) counts as a one-sample answer of its model; `items` (each call's item), within the
-    chosen kind the call of the hardest item seen so far goes (`hardest`), not the next in `order`. Given the live lane's order within
+    chosen kind the call of the hardest item seen so far goes (`hardest`), not the next in `order`; `width` > 0, among
+    only the kind's next `width` less its model's calls in flight in `order` (the runner's scheduler streams a model's
+    items through a window of its lanes' concurrency: a lane's queue holds no more of them). Given the live lane's order within
     each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
     learning as it goes reaches, beside `by model`'s laws."""
@@ -169,6 +171,7 @@ def learned(
     opened: set[str] = set()  # models whose first call ended
     ended: list[tuple[float, Any, float, int]] = []  # (when, kind, latency, index) of calls started
     hard: dict[str, tuple[float, int]] = {}  # item: (sum, count) of its ended calls' log(latency / their kind's median)
+    flying: dict[str, int] = {}  # a model's calls in flight (`width`)
     later: list[tuple[float, int]] = []
     slots = [0.0] * conc
     spent, last, end, top = 0.0, 0.0, 0.0, 0.0
@@ -193,6 +196,7 @@ def learned(
             _, k, lat, j = heapq.heappop(ended)
             v = seen.setdefault(k, [])
             bisect.insort(v, lat)
+            flying[k[0]] -= 1
             if items is not None and items[j]:
                 s, c = hard.get(items[j], (0.0, 0))
                 hard[items[j]] = (s + math.log(max(lat, 1e-3) / max(v[len(v) // 2], 1e-3)), c + 1)
@@ -226,7 +230,11 @@ def learned(
         k = max(ex, key=lambda k: (paced and k[2], min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
         probing.add(k[0])
         granted[k] = granted.get(k, 0) + 1
-        i = heapq.heappop(waiting[k])[1] if items is None else hardest(waiting[k], items, hard)
+        if items is None:
+            i = heapq.heappop(waiting[k])[1]
+        else:
+            i = hardest(waiting[k], items, hard, max(1, width - flying.get(k[0], 0)) if width else 0)
+        flying[k[0]] = flying.get(k[0], 0) + 1
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)
         last = start
@@ -239,15 +247,18 @@ def learned(
     return end
 
 
-def hardest(queue: list[tuple[float, int]], items: list[str], hard: dict[str, tuple[float, int]]) -> int:
+def hardest(
+    queue: list[tuple[float, int]], items: list[str], hard: dict[str, tuple[float, int]], width: int = 0
+) -> int:
     """Take from a kind's waiting `queue` (a heap of (order, index)) the call of the hardest item seen so far: the
-    mean of its ended calls' log-ratio to their kind's median, an unseen item 0 (the middle); equals in order."""
+    mean of its ended calls' log-ratio to their kind's median, an unseen item 0 (the middle); equals in order.
+    `width` > 0: among the first `width` in order only."""
     def score(x: tuple[float, int]) -> tuple[float, float]:
         s, c = hard.get(items[x[1]], (0.0, 0))
         return (s / c if c else 0.0, -x[0])
 
-    j = max(range(len(queue)), key=lambda j: score(queue[j]))
-    got = queue[j]
+    got = max(heapq.nsmallest(width, queue) if width else queue, key=score)
+    j = queue.index(got)
     queue[j] = queue[-1]
     queue.pop()
     heapq.heapify(queue)
@@ -263,7 +274,8 @@ def schedules(
     order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
     `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them); `ours`, our
     ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls); `item`, the same
-    with a kind's calls taken hardest item seen first (`learned`'s `items`: the log names each call's item)."""
+    with a kind's calls taken hardest item seen first (`learned`'s `items`: the log names each call's item), `item@w`
+    among the kind's next calls its model's window holds only (`learned`'s `width`: the lane's concurrency)."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -273,14 +285,16 @@ def schedules(
     for _ in range(shuffles):
         blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
         by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
-    ours = item = 0.0
+    ours = item = item_w = 0.0
     items = lane_items(entries)
-    for _ in range(shuffles // 5):  # (the same orders for both)
+    for _ in range(shuffles // 5):  # (the same orders for all three)
         o = [rng.random() for _ in jobs]
         ours += learned(jobs, held, conc, rates, o)
         item += learned(jobs, held, conc, rates, o, items=items)
+        item_w += learned(jobs, held, conc, rates, o, items=items, width=conc)
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {"blind": blind, "by model": by_model, "ours": ours / (shuffles // 5), "item": item / (shuffles // 5),
+    k = shuffles // 5
+    return {"blind": blind, "by model": by_model, "ours": ours / k, "item": item / k, "item@w": item_w / k,
             "clairvoyant": replay(jobs, held, conc, rates, lpt)}
 
 
@@ -290,6 +304,13 @@ def spread(xs: list[float]) -> dict[str, float]:
     s = sorted(xs)
     return {"mean": sum(s) / len(s), "p10": s[len(s) // 10], "p90": s[min(len(s) - 1, len(s) * 9 // 10)],
             "over": sum(x > 1.15 for x in s) / len(s)}
+
+
+def paired(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Mean of xs - ys (the same draws and orders) and its standard error."""
+    d = [x - y for x, y in zip(xs, ys, strict=True)]
+    m = sum(d) / len(d)
+    return m, math.sqrt(sum((x - m) ** 2 for x in d) / max(1, len(d) - 1) / len(d))
 
 
 def lost_tpm(entries: list[list[Any]], rate: float, cap: float, per_choice: float = ADMIT) -> tuple[float, float]:
@@ -400,6 +421,8 @@ def main() -> None:
                     by.setdefault("blind", []).append(replay(jobs, held, conc, rates, o) / limits[key])
                     by.setdefault("ours", []).append(learned(jobs, held, conc, rates, o) / limits[key])
                     by.setdefault("item", []).append(learned(jobs, held, conc, rates, o, items=items) / limits[key])
+                    by.setdefault("item@w", []).append(
+                        learned(jobs, held, conc, rates, o, items=items, width=conc) / limits[key])
                 lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
                 by.setdefault("clairvoyant", []).append(replay(jobs, held, conc, rates, lpt) / limits[key])
         print(f"single orders on {a.synthetic} synthetic draws (x {max(1, a.orders // 10)} orders; clairvoyant: one), "
@@ -407,6 +430,10 @@ def main() -> None:
         for key, by in got.items():
             print(f"{key:<6} " + "  ".join(f"{k} {s['mean']:.3f} {s['p10']:.2f}-{s['p90']:.2f} {s['over']:.0%}"
                                            for k, v in by.items() for s in [spread(v)]))
+        print("paired on the same draws and orders, vs ours: mean difference +- 2 standard errors")
+        for key, by in got.items():
+            print(f"{key:<6} " + "  ".join(f"{k} {m:+.3f} +- {2 * se:.3f}" for k in ("item", "item@w")
+                                           for m, se in [paired(by[k], by["ours"])]))
         return
     print(f"{'run':<28} {'lane':<6} {'live':>5} {'order':>5} {'ours':>5} {'p90':>5} {'blind':>5} {'p90':>5} "
           f"{'bymod':>5} {'clair':>5} {'1st s':>5} {'last':>5} {'o.last':>6} {'lost':>5} {'@cap':>5}  tail")
