@@ -48,3 +48,14 @@ def test_without_a_shared_item_nothing_changes():
     order = [float((7 * i) % 13) for i in range(13)]
     for conc in (1, 2, 3):
         assert learned(jobs, held, conc, [], order, items=lane_items(entries)) == learned(jobs, held, conc, [], order)
+
+
+def test_width_sees_only_the_next_calls_of_the_models_window():
+    # the same lane: at 3 b has nothing in flight, so a window of 2 shows b's next two in order (u, v), not z: z goes
+    # last as without items; a window of 4 shows z
+    entries = [_call("a", 1.0, "x"), _call("a", 1.0, "y"), _call("a", 2.0, "z")]
+    entries += [_call("b", 8.0 if i == "z" else 1.0, i) for i in "xyzuvw"]
+    jobs, held = lane_jobs(entries)
+    order = [0.0, 1.0, 2.0, 3.0, 4.0, 100.0, 6.0, 7.0, 8.0]
+    assert learned(jobs, held, 2, [], order, items=lane_items(entries), width=2) == 12.0
+    assert learned(jobs, held, 2, [], order, items=lane_items(entries), width=4) == 11.0
