@@ -142,6 +142,7 @@ def replay(
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
     min_n: int = 1, explore: int = 0, pool: bool = False, items: list[str] | None = None, width: int = 0,
+    lift: float = 0.0,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
@@ -155,7 +156,10 @@ def learned(
     an n call's latency / (1 + ln n) counts as a one-sample answer of its model; `items` (each call's item), within the
     chosen kind the call of the hardest item seen so far goes (`hardest`), not the next in `order`; `width` > 0, among
     only the kind's next `width` less its model's calls in flight in `order` (the runner's scheduler streams a model's
-    items through a window of its lanes' concurrency: a lane's queue holds no more of them). Given the live lane's order within
+    items through a window of its lanes' concurrency: a lane's queue holds no more of them); `lift` G > 0, across kinds
+    too: a kind's expectation x exp(G x the difficulty of its hardest item in view, if > 0), G < 0 fitted as it goes (the
+    regression of each ended call's log-ratio on its item's mean before it, in [0, 1], 0 before 20 such pairs, and no
+    item order while 0: on independent draws it stays near 0). Given the live lane's order within
     each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
     learning as it goes reaches, beside `by model`'s laws."""
@@ -172,6 +176,7 @@ def learned(
     ended: list[tuple[float, Any, float, int]] = []  # (when, kind, latency, index) of calls started
     hard: dict[str, tuple[float, int]] = {}  # item: (sum, count) of its ended calls' log(latency / their kind's median)
     flying: dict[str, int] = {}  # a model's calls in flight (`width`)
+    fit = [0.0, 0.0, 0]  # sum x m, sum m^2, pairs: an ended call's log-ratio x on its item's mean m before it
     later: list[tuple[float, int]] = []
     slots = [0.0] * conc
     spent, last, end, top = 0.0, 0.0, 0.0, 0.0
@@ -199,7 +204,12 @@ def learned(
             flying[k[0]] -= 1
             if items is not None and items[j]:
                 s, c = hard.get(items[j], (0.0, 0))
-                hard[items[j]] = (s + math.log(max(lat, 1e-3) / max(v[len(v) // 2], 1e-3)), c + 1)
+                x = math.log(max(lat, 1e-3) / max(v[len(v) // 2], 1e-3))
+                if c:  # (the regression of an answer's log-ratio on its item's mean so far: `lift` < 0)
+                    fit[0] += x * s / c
+                    fit[1] += (s / c) ** 2
+                    fit[2] += 1
+                hard[items[j]] = (s + x, c + 1)
             if pool and k[1] > 1:
                 bisect.insort(seen.setdefault((k[0], 1, k[2]), []), lat / (1.0 + math.log(k[1])))
             opened.add(k[0])
@@ -226,11 +236,19 @@ def learned(
 
         ex = {k: expect(k, groups) for k, q in waiting.items() if q and (k[0] in opened or k[0] not in probing
                                                                          and (k[1] == 1 or not waiting.get((k[0], 1, False))))}
+        gain = lift if lift >= 0 else min(1.0, max(0.0, fit[0] / fit[1])) if fit[2] >= 20 and fit[1] > 0 else 0.0
+        if gain and items is not None:  # a kind's expectation x exp(gain x its hardest visible item's difficulty)
+            for kk in ex:
+                if ex[kk] != math.inf:
+                    vis = heapq.nsmallest(max(1, width - flying.get(kk[0], 0)), waiting[kk]) if width else waiting[kk]
+                    best = max((hard[items[x[1]]][0] / hard[items[x[1]]][1] for x in vis if items[x[1]] in hard),
+                               default=0.0)
+                    ex[kk] *= math.exp(gain * max(best, 0.0))
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
         k = max(ex, key=lambda k: (paced and k[2], min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
         probing.add(k[0])
         granted[k] = granted.get(k, 0) + 1
-        if items is None:
+        if items is None or lift < 0 and not gain:  # (adaptive: items no sign of sharing difficulty yet)
             i = heapq.heappop(waiting[k])[1]
         else:
             i = hardest(waiting[k], items, hard, max(1, width - flying.get(k[0], 0)) if width else 0)
@@ -275,7 +293,8 @@ def schedules(
     `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them); `ours`, our
     ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls); `item`, the same
     with a kind's calls taken hardest item seen first (`learned`'s `items`: the log names each call's item), `item@w`
-    among the kind's next calls its model's window holds only (`learned`'s `width`: the lane's concurrency)."""
+    among the kind's next calls its model's window holds only (`learned`'s `width`: the lane's concurrency); `item+`,
+    `item+@w` the same with the item's difficulty also lifting its kind's rank, by a gain fitted as it goes (`lift` -1)."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -285,17 +304,18 @@ def schedules(
     for _ in range(shuffles):
         blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
         by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
-    ours = item = item_w = 0.0
+    got = dict.fromkeys(("ours", "item", "item@w", "item+", "item+@w"), 0.0)
     items = lane_items(entries)
-    for _ in range(shuffles // 5):  # (the same orders for all three)
-        o = [rng.random() for _ in jobs]
-        ours += learned(jobs, held, conc, rates, o)
-        item += learned(jobs, held, conc, rates, o, items=items)
-        item_w += learned(jobs, held, conc, rates, o, items=items, width=conc)
-    lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
     k = shuffles // 5
-    return {"blind": blind, "by model": by_model, "ours": ours / k, "item": item / k, "item@w": item_w / k,
-            "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    for _ in range(k):  # (the same orders for all)
+        o = [rng.random() for _ in jobs]
+        got["ours"] += learned(jobs, held, conc, rates, o) / k
+        got["item"] += learned(jobs, held, conc, rates, o, items=items) / k
+        got["item@w"] += learned(jobs, held, conc, rates, o, items=items, width=conc) / k
+        got["item+"] += learned(jobs, held, conc, rates, o, items=items, lift=-1.0) / k
+        got["item+@w"] += learned(jobs, held, conc, rates, o, items=items, width=conc, lift=-1.0) / k
+    lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
+    return {"blind": blind, "by model": by_model, **got, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
 
 
 def spread(xs: list[float]) -> dict[str, float]:
@@ -394,6 +414,8 @@ def main() -> None:
     ap.add_argument("--lane", action="append", help="these lanes only (default: every lane)")
     ap.add_argument("--orders", type=int, default=50, help="random orders per replay")
     ap.add_argument("--synthetic", type=int, metavar="N", help="N synthetic draws (seeds 10000+), quick scale")
+    ap.add_argument("--lift", type=float, default=0.0, metavar="G",
+                    help="--synthetic: also `lift` and `lift@w` (learned's lift: G < 0 fitted as it goes)")
     ap.add_argument("--item-corr", type=float, default=0.0, metavar="RHO",
                     help="--synthetic: the items' difficulty shared across models (reasoning_server's item_corr)")
     a = ap.parse_args()
@@ -423,6 +445,11 @@ def main() -> None:
                     by.setdefault("item", []).append(learned(jobs, held, conc, rates, o, items=items) / limits[key])
                     by.setdefault("item@w", []).append(
                         learned(jobs, held, conc, rates, o, items=items, width=conc) / limits[key])
+                    if a.lift:
+                        by.setdefault("lift", []).append(
+                            learned(jobs, held, conc, rates, o, items=items, lift=a.lift) / limits[key])
+                        by.setdefault("lift@w", []).append(
+                            learned(jobs, held, conc, rates, o, items=items, lift=a.lift, width=conc) / limits[key])
                 lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
                 by.setdefault("clairvoyant", []).append(replay(jobs, held, conc, rates, lpt) / limits[key])
         print(f"single orders on {a.synthetic} synthetic draws (x {max(1, a.orders // 10)} orders; clairvoyant: one), "
@@ -432,7 +459,7 @@ def main() -> None:
                                            for k, v in by.items() for s in [spread(v)]))
         print("paired on the same draws and orders, vs ours: mean difference +- 2 standard errors")
         for key, by in got.items():
-            print(f"{key:<6} " + "  ".join(f"{k} {m:+.3f} +- {2 * se:.3f}" for k in ("item", "item@w")
+            print(f"{key:<6} " + "  ".join(f"{k} {m:+.3f} +- {2 * se:.3f}" for k in ("item", "item@w", "lift", "lift@w")[:2 + 2 * bool(a.lift)]
                                            for m, se in [paired(by[k], by["ours"])]))
         return
     print(f"{'run':<28} {'lane':<6} {'live':>5} {'order':>5} {'ours':>5} {'p90':>5} {'blind':>5} {'p90':>5} "

@@ -247,7 +247,7 @@ def synthetic_logs(
 
 def reach_keys(row: dict[str, Any]) -> list[str]:
     """The replays' columns (bench/lane_replay.schedules)."""
-    return [k for k in row if k in ("blind", "by model", "ours", "item", "item@w", "clairvoyant")]
+    return [k for k in row if k in ("blind", "by model", "ours", "item", "item@w", "item+", "item+@w", "clairvoyant")]
 
 
 def reachable(

@@ -59,3 +59,14 @@ def test_width_sees_only_the_next_calls_of_the_models_window():
     order = [0.0, 1.0, 2.0, 3.0, 4.0, 100.0, 6.0, 7.0, 8.0]
     assert learned(jobs, held, 2, [], order, items=lane_items(entries), width=2) == 12.0
     assert learned(jobs, held, 2, [], order, items=lane_items(entries), width=4) == 11.0
+
+
+def test_a_fitted_lift_without_evidence_is_our_order():
+    # lift < 0 fits its gain from pairs (an ended call, its item's mean before it): under 20 pairs it is 0 and the
+    # kind's calls go in order, as ours; the lane above has 3 such pairs, so b's z goes last (12), as without items
+    entries = [_call("a", 1.0, "x"), _call("a", 1.0, "y"), _call("a", 2.0, "z")]
+    entries += [_call("b", 8.0 if i == "z" else 1.0, i) for i in "xyzuvw"]
+    jobs, held = lane_jobs(entries)
+    order = [0.0, 1.0, 2.0, 3.0, 4.0, 100.0, 6.0, 7.0, 8.0]
+    assert learned(jobs, held, 2, [], order, items=lane_items(entries), lift=-1.0) == 12.0
+    assert learned(jobs, held, 2, [], order, items=lane_items(entries), lift=0.5) == 11.0
