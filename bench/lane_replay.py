@@ -6,7 +6,7 @@ Run alone, it says why a kept sweep's lanes ended where they did (`decompose`: t
 its order, what blind orders reach and their spread), or how single orders spread on synthetic draws:
 
     python bench/lane_replay.py DIR... [--lane shared]     # DIR: a sweep kept with reasoning_sweep.py --keep
-    python bench/lane_replay.py --synthetic 200 --lane shared
+    python bench/lane_replay.py --synthetic 200 --lane shared [--item-corr 0.7]   # `item`: hardest item seen first
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ def lane_jobs(entries: list[list[Any]]) -> tuple[list[Job], set[int]]:
         nxt = follows.get((e[2], e[7]), []) if e[7] and e[6] != "follow" else []
         jobs.append((e[4], e[5], e[2], e[3], nxt.pop(0) if nxt else -1))
     return jobs, {i for j in jobs if j[4] >= 0 for i in [j[4]]}
+
+
+def lane_items(entries: list[list[Any]]) -> list[str]:
+    """Each logged call's item, whose difficulty every model's draw shares (the server's `subject` column, else a
+    chain's item; "" where the log says none: an old log's one-sample calls)."""
+    return [e[8] if len(e) > 8 else e[7] for e in entries]
 
 
 ADMIT = 77 + 1024
@@ -135,7 +141,8 @@ def replay(
 
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
-    min_n: int = 1, explore: int = 0, pool: bool = False,
+    min_n: int = 1, explore: int = 0, pool: bool = False, items: list[str] | None = None, width: int = 0,
+    lift: float = 0.0,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
@@ -146,7 +153,13 @@ def learned(
     first call alone (a one-sample answer: a sweep's first run), its others once it ended (runner.calls.gate's probe:
     its one answer is then all its kinds know); a call of n > 1 ranked at least its model's one-sample figure x (1 + ln n),
     by its own alone while its model has no one-sample answer (runner.calls.estimates.Spend.seconds). Candidates: `explore`, a kind granted fewer leases ranks as unseen; `pool`,
-    an n call's latency / (1 + ln n) counts as a one-sample answer of its model. Given the live lane's order within
+    an n call's latency / (1 + ln n) counts as a one-sample answer of its model; `items` (each call's item), within the
+    chosen kind the call of the hardest item seen so far goes (`hardest`), not the next in `order`; `width` > 0, among
+    only the kind's next `width` less its model's calls in flight in `order` (the runner's scheduler streams a model's
+    items through a window of its lanes' concurrency: a lane's queue holds no more of them); `lift` G > 0, across kinds
+    too: a kind's expectation x exp(G x the difficulty of its hardest item in view, if > 0), G < 0 fitted as it goes (the
+    regression of each ended call's log-ratio on its item's mean before it, in [0, 1], 0 before 20 such pairs, and no
+    item order while 0: on independent draws it stays near 0). Given the live lane's order within
     each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
     learning as it goes reaches, beside `by model`'s laws."""
@@ -160,7 +173,10 @@ def learned(
     granted: dict[Any, int] = {}
     probing: set[str] = set()  # models whose first call is out (the gate: none of their others goes meanwhile)
     opened: set[str] = set()  # models whose first call ended
-    ended: list[tuple[float, Any, float]] = []  # (when, kind, latency) of calls started
+    ended: list[tuple[float, Any, float, int]] = []  # (when, kind, latency, index) of calls started
+    hard: dict[str, tuple[float, int]] = {}  # item: (sum, count) of its ended calls' log(latency / their kind's median)
+    flying: dict[str, int] = {}  # a model's calls in flight (`width`)
+    fit = [0.0, 0.0, 0]  # sum x m, sum m^2, pairs: an ended call's log-ratio x on its item's mean m before it
     later: list[tuple[float, int]] = []
     slots = [0.0] * conc
     spent, last, end, top = 0.0, 0.0, 0.0, 0.0
@@ -182,8 +198,18 @@ def learned(
     def end_by(t: float) -> None:
         """The calls ended by `t` counted (`pool`: an n call's also as its model's one-sample calls', / (1 + ln n))."""
         while ended and ended[0][0] <= t:
-            _, k, lat = heapq.heappop(ended)
-            bisect.insort(seen.setdefault(k, []), lat)
+            _, k, lat, j = heapq.heappop(ended)
+            v = seen.setdefault(k, [])
+            bisect.insort(v, lat)
+            flying[k[0]] -= 1
+            if items is not None and items[j]:
+                s, c = hard.get(items[j], (0.0, 0))
+                x = math.log(max(lat, 1e-3) / max(v[len(v) // 2], 1e-3))
+                if c:  # (the regression of an answer's log-ratio on its item's mean so far: `lift` < 0)
+                    fit[0] += x * s / c
+                    fit[1] += (s / c) ** 2
+                    fit[2] += 1
+                hard[items[j]] = (s + x, c + 1)
             if pool and k[1] > 1:
                 bisect.insort(seen.setdefault((k[0], 1, k[2]), []), lat / (1.0 + math.log(k[1])))
             opened.add(k[0])
@@ -210,21 +236,51 @@ def learned(
 
         ex = {k: expect(k, groups) for k, q in waiting.items() if q and (k[0] in opened or k[0] not in probing
                                                                          and (k[1] == 1 or not waiting.get((k[0], 1, False))))}
+        gain = lift if lift >= 0 else min(1.0, max(0.0, fit[0] / fit[1])) if fit[2] >= 20 and fit[1] > 0 else 0.0
+        if gain and items is not None:  # a kind's expectation x exp(gain x its hardest visible item's difficulty)
+            for kk in ex:
+                if ex[kk] != math.inf:
+                    vis = heapq.nsmallest(max(1, width - flying.get(kk[0], 0)), waiting[kk]) if width else waiting[kk]
+                    best = max((hard[items[x[1]]][0] / hard[items[x[1]]][1] for x in vis if items[x[1]] in hard),
+                               default=0.0)
+                    ex[kk] *= math.exp(gain * max(best, 0.0))
         top = max(top, max((e for e in ex.values() if e != math.inf), default=0.0))
         k = max(ex, key=lambda k: (paced and k[2], min(ex[k], top), ex[k] <= top, -waiting[k][0][0]))
         probing.add(k[0])
         granted[k] = granted.get(k, 0) + 1
-        i = heapq.heappop(waiting[k])[1]
+        if items is None or lift < 0 and not gain:  # (adaptive: items no sign of sharing difficulty yet)
+            i = heapq.heappop(waiting[k])[1]
+        else:
+            i = hardest(waiting[k], items, hard, max(1, width - flying.get(k[0], 0)) if width else 0)
+        flying[k[0]] = flying.get(k[0], 0) + 1
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)
         last = start
         done = start + lat
         heapq.heappush(slots, done)
-        heapq.heappush(ended, (done, kinds[i], lat))
+        heapq.heappush(ended, (done, kinds[i], lat, i))
         if nxt >= 0:
             heapq.heappush(later, (done, nxt))
         end = max(end, done)
     return end
+
+
+def hardest(
+    queue: list[tuple[float, int]], items: list[str], hard: dict[str, tuple[float, int]], width: int = 0
+) -> int:
+    """Take from a kind's waiting `queue` (a heap of (order, index)) the call of the hardest item seen so far: the
+    mean of its ended calls' log-ratio to their kind's median, an unseen item 0 (the middle); equals in order.
+    `width` > 0: among the first `width` in order only."""
+    def score(x: tuple[float, int]) -> tuple[float, float]:
+        s, c = hard.get(items[x[1]], (0.0, 0))
+        return (s / c if c else 0.0, -x[0])
+
+    got = max(heapq.nsmallest(width, queue) if width else queue, key=score)
+    j = queue.index(got)
+    queue[j] = queue[-1]
+    queue.pop()
+    heapq.heapify(queue)
+    return got[1]
 
 
 def schedules(
@@ -235,7 +291,10 @@ def schedules(
     chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
     order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
     `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them); `ours`, our
-    ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls)."""
+    ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls); `item`, the same
+    with a kind's calls taken hardest item seen first (`learned`'s `items`: the log names each call's item), `item@w`
+    among the kind's next calls its model's window holds only (`learned`'s `width`: the lane's concurrency); `item+`,
+    `item+@w` the same with the item's difficulty also lifting its kind's rank, by a gain fitted as it goes (`lift` -1)."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -245,10 +304,18 @@ def schedules(
     for _ in range(shuffles):
         blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
         by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
-    ours = sum(learned(jobs, held, conc, rates, [rng.random() for _ in jobs]) for _ in range(shuffles // 5))
+    got = dict.fromkeys(("ours", "item", "item@w", "item+", "item+@w"), 0.0)
+    items = lane_items(entries)
+    k = shuffles // 5
+    for _ in range(k):  # (the same orders for all)
+        o = [rng.random() for _ in jobs]
+        got["ours"] += learned(jobs, held, conc, rates, o) / k
+        got["item"] += learned(jobs, held, conc, rates, o, items=items) / k
+        got["item@w"] += learned(jobs, held, conc, rates, o, items=items, width=conc) / k
+        got["item+"] += learned(jobs, held, conc, rates, o, items=items, lift=-1.0) / k
+        got["item+@w"] += learned(jobs, held, conc, rates, o, items=items, width=conc, lift=-1.0) / k
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {"blind": blind, "by model": by_model, "ours": ours / (shuffles // 5),
-            "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    return {"blind": blind, "by model": by_model, **got, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
 
 
 def spread(xs: list[float]) -> dict[str, float]:
@@ -257,6 +324,13 @@ def spread(xs: list[float]) -> dict[str, float]:
     s = sorted(xs)
     return {"mean": sum(s) / len(s), "p10": s[len(s) // 10], "p90": s[min(len(s) - 1, len(s) * 9 // 10)],
             "over": sum(x > 1.15 for x in s) / len(s)}
+
+
+def paired(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Mean of xs - ys (the same draws and orders) and its standard error."""
+    d = [x - y for x, y in zip(xs, ys, strict=True)]
+    m = sum(d) / len(d)
+    return m, math.sqrt(sum((x - m) ** 2 for x in d) / max(1, len(d) - 1) / len(d))
 
 
 def lost_tpm(entries: list[list[Any]], rate: float, cap: float, per_choice: float = ADMIT) -> tuple[float, float]:
@@ -340,6 +414,10 @@ def main() -> None:
     ap.add_argument("--lane", action="append", help="these lanes only (default: every lane)")
     ap.add_argument("--orders", type=int, default=50, help="random orders per replay")
     ap.add_argument("--synthetic", type=int, metavar="N", help="N synthetic draws (seeds 10000+), quick scale")
+    ap.add_argument("--lift", type=float, default=0.0, metavar="G",
+                    help="--synthetic: also `lift` and `lift@w` (learned's lift: G < 0 fitted as it goes)")
+    ap.add_argument("--item-corr", type=float, default=0.0, metavar="RHO",
+                    help="--synthetic: the items' difficulty shared across models (reasoning_server's item_corr)")
     a = ap.parse_args()
     lanes = a.lane or list(rs.KEYS)
 
@@ -351,24 +429,38 @@ def main() -> None:
     if a.synthetic:
         ms, got = rs.lineup(), {}
         for seed in range(a.synthetic):
-            logs = rs.synthetic_logs(ms, 10_000 + seed, 0.5, (30, 5, 10))
+            logs = rs.synthetic_logs(ms, 10_000 + seed, 0.5, (30, 5, 10), a.item_corr)
             limits = {r["lane"]: r["limit_s"] for r in rs.lane_table(logs, 0.0)[0]}
             rng = random.Random(seed)
             for key in lanes:
                 conc, rates = setup(key)
-                jobs, held = lane_jobs([e for e in logs[rs.KEYS[key][0]]["log"] if e[1] == f"k-{key}"])
+                entries = [e for e in logs[rs.KEYS[key][0]]["log"] if e[1] == f"k-{key}"]
+                jobs, held = lane_jobs(entries)
+                items = lane_items(entries)
                 by = got.setdefault(key, {})
                 for _ in range(max(1, a.orders // 10)):
                     o = [rng.random() for _ in jobs]
                     by.setdefault("blind", []).append(replay(jobs, held, conc, rates, o) / limits[key])
                     by.setdefault("ours", []).append(learned(jobs, held, conc, rates, o) / limits[key])
+                    by.setdefault("item", []).append(learned(jobs, held, conc, rates, o, items=items) / limits[key])
+                    by.setdefault("item@w", []).append(
+                        learned(jobs, held, conc, rates, o, items=items, width=conc) / limits[key])
+                    if a.lift:
+                        by.setdefault("lift", []).append(
+                            learned(jobs, held, conc, rates, o, items=items, lift=a.lift) / limits[key])
+                        by.setdefault("lift@w", []).append(
+                            learned(jobs, held, conc, rates, o, items=items, lift=a.lift, width=conc) / limits[key])
                 lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
                 by.setdefault("clairvoyant", []).append(replay(jobs, held, conc, rates, lpt) / limits[key])
-        print(f"single orders on {a.synthetic} synthetic draws (x {max(1, a.orders // 10)} orders; clairvoyant: one): "
-              "mean  p10-p90  share > 1.15x")
+        print(f"single orders on {a.synthetic} synthetic draws (x {max(1, a.orders // 10)} orders; clairvoyant: one), "
+              f"item_corr {a.item_corr}: mean  p10-p90  share > 1.15x")
         for key, by in got.items():
             print(f"{key:<6} " + "  ".join(f"{k} {s['mean']:.3f} {s['p10']:.2f}-{s['p90']:.2f} {s['over']:.0%}"
                                            for k, v in by.items() for s in [spread(v)]))
+        print("paired on the same draws and orders, vs ours: mean difference +- 2 standard errors")
+        for key, by in got.items():
+            print(f"{key:<6} " + "  ".join(f"{k} {m:+.3f} +- {2 * se:.3f}" for k in ("item", "item@w", "lift", "lift@w")[:2 + 2 * bool(a.lift)]
+                                           for m, se in [paired(by[k], by["ours"])]))
         return
     print(f"{'run':<28} {'lane':<6} {'live':>5} {'order':>5} {'ours':>5} {'p90':>5} {'blind':>5} {'p90':>5} "
           f"{'bymod':>5} {'clair':>5} {'1st s':>5} {'last':>5} {'o.last':>6} {'lost':>5} {'@cap':>5}  tail")

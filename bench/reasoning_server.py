@@ -22,7 +22,10 @@ answer is done, so a key spent by long reasoning goes into debt. A request is ad
 buckets hold its admission charge (at most a full bucket), else HTTP 429 with the reset of the
 exhausted one. Answers carry x-ratelimit-* headers stamped
 at admission, as providers send them: by the time the answer arrives they are stale.
-GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens, pass, item], 429 counts
+Optional "item_corr": rho (default 0, independent draws): an item's difficulty shared by every model (`draw`),
+the item being the chain's tag, else the prompt.
+GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens, pass, item, subject] (subject:
+the item whose difficulty the draw shares, the tag's item or a hash of the prompt), 429 counts
 (per key and budget) and each 429: [arrival, key, model, n, budget, reset_s, charge].
 """
 
@@ -51,22 +54,40 @@ def _normal(u: float, v: float) -> float:
     return math.sqrt(-2.0 * math.log(u)) * math.cos(2.0 * math.pi * v)
 
 
+def _phi(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
 def draw(
-    m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0, seed: int = 0
+    m: dict[str, Any], model: str, prompt: str, i: int, scale: float = 1.0, seed: int = 0,
+    item: str = "", rho: float = 0.0,
 ) -> tuple[float, int]:
     """(latency_s, output tokens) of choice `i` of `model` on `prompt` (another `seed`: other draws of
-    the same laws)."""
+    the same laws). `rho` > 0: a hard item is hard for every model (a Gaussian copula): the call's normal
+    is rho x its item's (`item`, else the prompt: a hash of it and `seed`) + sqrt(1 - rho^2) x its own, fed
+    through each law as its own normal (lomax: its uniform; mixture: also the long-thinker pick, from a second normal of
+    the item), so each
+    model's law is unchanged and two models' log-latencies on an item correlate ~rho^2. 0: today's draws."""
     s = (seed,) if seed else ()
     u, v, w = (_unit(model, prompt, i, x, *s) for x in "uvw")
     med, shape = m["median"], m["shape"]
+    z = _normal(u, v)
+    if rho:
+        d = _normal(_unit("item", item or prompt, "u", seed), _unit("item", item or prompt, "v", seed))
+        own = math.sqrt(1.0 - rho * rho)
+        z = rho * d + own * z
+        u = _phi(-z)  # (lomax: a long latency is a small u)
+        d2 = _normal(_unit("item", item or prompt, "w", seed), _unit("item", item or prompt, "x", seed))
+        w = _phi(rho * d2 + own * _normal(w, _unit(model, prompt, i, "x", *s)))  # (its own item normal: a call's
+        # pick and its lognormal stay independent, the mixture's law unchanged)
     if m["law"] == "lognormal":
-        lat = med * math.exp(shape * _normal(u, v))
+        lat = med * math.exp(shape * z)
     elif m["law"] == "lomax":  # P(L > x) = (1 + x/lam)^-a, median at `med`
         lam = med / (2 ** (1 / shape) - 1)
         lat = lam * (u ** (-1 / shape) - 1)
     else:  # mixture
         base = med * (SLOW if w > QUICK else 1.0)
-        lat = base * math.exp(shape * _normal(u, v))
+        lat = base * math.exp(shape * z)
     lat = min(max(lat, 0.05), 30 * med)
     tokens = int(lat * m["tok_s"]) + m["answer"]
     return lat * scale, tokens
@@ -93,6 +114,7 @@ class Server:
         self.models: dict[str, dict[str, Any]] = spec["models"]
         self.scale = float(spec.get("scale", 1.0))
         self.seed = int(spec.get("seed", 0))
+        self.rho = float(spec.get("item_corr", 0.0))
         self.port = int(spec.get("port", 0))  # 0: any free one
         self.keys: dict[str, tuple[Bucket | None, Bucket | None, dict[str, Any]]] = {}
         for k, lim in spec["keys"].items():
@@ -129,7 +151,9 @@ class Server:
         )
         n = int(body.get("n", 1)) if m.get("n", True) else 1
         first = self.seen[(model, prompt)]
-        draws = [draw(m, model, prompt, first + i, self.scale, self.seed) for i in range(n)]
+        pass_, item = self.tag(prompt)
+        subject = item or hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
+        draws = [draw(m, model, prompt, first + i, self.scale, self.seed, subject, self.rho) for i in range(n)]
         lat = max(d[0] for d in draws)
         out = sum(d[1] for d in draws)
         p_tok = len(prompt) // 4 + 1
@@ -176,7 +200,7 @@ class Server:
             tb.level -= charge
             hdr["x-ratelimit-reset-tokens"] = f"{max(0.0, tb.cap - tb.level) / tb.rate * 1000:.0f}ms"
         self.seen[(model, prompt)] += n
-        self.log.append([now, key, model, n, lat, p_tok + out, *self.tag(prompt)])
+        self.log.append([now, key, model, n, lat, p_tok + out, pass_, item, subject])
         await asyncio.sleep(lat)
         if tb is not None:  # settled: the bucket pays what the call really used (reasoning included)
             tb.fill(time.monotonic())

@@ -220,10 +220,11 @@ def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, 
 
 
 def synthetic_logs(
-    ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int]
+    ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int], rho: float = 0.0
 ) -> list[dict[str, Any]]:
     """The two servers' logs a sweep of `counts` would admit on draws of `seed` (`reasoning_server.draw`, on
-    prompts of their own: other draws of the same laws), every call arriving at 0: for `--reachable`."""
+    prompts of their own: other draws of the same laws; `rho`: the items' difficulty shared across models, as the
+    server's `item_corr`), every call arriving at 0: for `--reachable`."""
     sys.path.insert(0, str(REPO / "bench"))
     from reasoning_server import draw
 
@@ -236,30 +237,34 @@ def synthetic_logs(
         for i in range(chain_items if m["chain"] else 0):
             calls += [(f"chain {i}", 0, 1, "answer", f"c{i}"), (f"critique {i}", 0, 1, "follow", f"c{i}")]
         for prompt, k, n, pass_, item in calls:
-            got = [draw(m, name, prompt, k + j, scale, seed) for j in range(n)]
+            got = [draw(m, name, prompt, k + j, scale, seed, item or prompt, rho) for j in range(n)]
             logs[KEYS[m["key"]][0]]["log"].append(
-                [0.0, f"k-{m['key']}", name, n, max(g[0] for g in got), 77 + sum(g[1] for g in got), pass_, item]
+                [0.0, f"k-{m['key']}", name, n, max(g[0] for g in got), 77 + sum(g[1] for g in got), pass_, item,
+                 item or prompt]
             )
     return logs
 
 
 def reach_keys(row: dict[str, Any]) -> list[str]:
     """The replays' columns (bench/lane_replay.schedules)."""
-    return [k for k in row if k in ("blind", "by model", "ours", "clairvoyant")]
+    return [k for k in row if k in ("blind", "by model", "ours", "item", "item@w", "item+", "item+@w", "clairvoyant")]
 
 
-def reachable(ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, int, int], seeds: int) -> None:
+def reachable(
+    ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, int, int], seeds: int, rho: float = 0.0
+) -> None:
     """Per lane, over `seeds` synthetic draws of the laws: the mean and worst ratio to the limit `blind`, `by
     model` and `clairvoyant` reach, and how many seeds they keep <= 1.15x (no sweep is run)."""
     got: dict[str, dict[str, list[float]]] = {}
     for seed in range(seeds):
-        rows, _ = lane_table(synthetic_logs(ms, 10_000 + seed, scale, counts), 0.0, ms, scale)
+        rows, _ = lane_table(synthetic_logs(ms, 10_000 + seed, scale, counts, rho), 0.0, ms, scale)
         for r in rows:
             for k in reach_keys(r):
                 got.setdefault(r["lane"], {}).setdefault(k, []).append(r[k])
         for k in reach_keys(rows[0]):  # the sweep's worst lane
             got.setdefault("worst", {}).setdefault(k, []).append(max(r[k] for r in rows))
-    print(f"list scheduling on {seeds} synthetic draws, latency scale {scale}: mean / worst / seeds <= 1.15x")
+    print(f"list scheduling on {seeds} synthetic draws, latency scale {scale}, item_corr {rho}: mean / worst / "
+          "seeds <= 1.15x")
     for lane, by in got.items():
         print(f"{lane:<6} " + "  ".join(
             f"{k} {sum(v) / len(v):.3f} / {max(v):.2f} / {sum(x <= 1.15 for x in v)}" for k, v in by.items()
@@ -335,7 +340,7 @@ def lane_table(
 
 def sweep_once(
     tmp: Path, ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int], tag: str = "",
-    before: Any = None, ports_from: list[int] | None = None,
+    before: Any = None, ports_from: list[int] | None = None, rho: float = 0.0,
 ) -> dict[str, Any]:
     """Start the servers (`seed`: their draws), write the sweep in `tmp` and run it: wall, server logs, rusage.
     `before(sweep)`: called with the sweep file once the servers are up, before the launch (the forecast)."""
@@ -347,7 +352,8 @@ def sweep_once(
                 f"k-{k}": {"rpm": v[1], "tpm": v[2], "window_s": v[4]} for k, v in KEYS.items() if v[0] == srv
             }
             spec = {"keys": keys, "models": {n: m for n, m in ms.items()}, "scale": scale, "seed": seed, "chain": CHAIN,
-                    "port": ports_from[srv] if ports_from else 0}  # (the same endpoints: a model's history is its URL's)
+                    "port": ports_from[srv] if ports_from else 0,  # (the same endpoints: a model's history is its URL's)
+                    "item_corr": rho}
             tmp.mkdir(parents=True, exist_ok=True)
             p, port = start_server(spec, tmp, srv)
             procs.append(p)
@@ -490,6 +496,10 @@ def main() -> None:
     ap.add_argument("--table", type=Path, help="print the lane table again from a kept folder's server_logs.json")
     ap.add_argument("--reachable", type=int, metavar="SEEDS",
                     help="no sweep: what list scheduling reaches per lane on this many synthetic draws of the laws")
+    ap.add_argument("--item-corr", type=float, default=0.0, metavar="RHO",
+                    help="an item's difficulty shared by every model (reasoning_server's item_corr: two models' "
+                         "log-latencies on an item correlate ~RHO^2; released JEEBench responses: ~0.47, so RHO ~0.7); "
+                         "0: independent draws, as before")
     ap.add_argument("--eta", action="store_true", help="summary lines every 2 s; the live ETA at 10/50/90%% of "
                     "the run vs the real remaining time printed (eta_printout)")
     a = ap.parse_args()
@@ -500,7 +510,7 @@ def main() -> None:
     counts = (a.items or (30 if a.quick else 60), a.sc_items or (5 if a.quick else 9), a.chain_items or (10 if a.quick else 20))
     ms = lineup()
     if a.reachable:
-        reachable(ms, scale, counts, a.reachable)
+        reachable(ms, scale, counts, a.reachable, a.item_corr)
         return
     if a.table is not None:  # the same draws: the servers' spec says their seed and scale
         spec = json.loads((a.table / "server0.json").read_text())
@@ -518,7 +528,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="reasoning-sweep-")) if a.keep is None else a.keep
     tmp.mkdir(parents=True, exist_ok=True)
     if not a.forecast:
-        out = sweep_once(tmp, ms, a.seed, scale, counts)
+        out = sweep_once(tmp, ms, a.seed, scale, counts, rho=a.item_corr)
         report(out, ms, counts, scale, a.seed)
         if a.eta:
             eta_printout(tmp, out["wall"])
@@ -529,7 +539,7 @@ def main() -> None:
         if night:  # the second night's cache holds only the first's history (new questions: no answers to reuse)
             shutil.copytree(tmp / "night1" / "cache" / "history", d / "cache" / "history")
         out = sweep_once(d, ms, seed, scale, counts, tag, before=forecast,
-                         ports_from=nights[0][3] if nights else None)
+                         ports_from=nights[0][3] if nights else None, rho=a.item_corr)
         print(f"--- night {night + 1}{' (priors from night 1)' if night else ' (no history: priors)'}")
         lanes = report(out, ms, counts, scale, seed)
         if a.eta:
