@@ -120,6 +120,67 @@ def replay(
     return end
 
 
+HEDGE_X = 3.0
+"""A call is re-sent at the lane's drain once it has run this many times its kind's median (`hedged`)."""
+
+
+def hedged(
+    jobs: list[Job], held: set[int], conc: int, rank: list[Any], redraw: Callable[[int], float],
+    after: float = HEDGE_X,
+) -> tuple[float, int, float]:
+    """Makespan of list scheduling `jobs` in `rank` order on `conc` slots (as `replay`, for a lane bound by
+    concurrency: its rates are not replayed) where a slot freed with nothing ready to send re-sends a call in
+    flight that has run over `after` x its kind's median (the longest-running such call, each once): the call
+    ends at the earlier of its two copies, the other cancelled and its slot freed. `redraw(i)`: the copy's
+    latency, a new draw of job i's law (a reasoning model's thought is a draw: the server's next sample of
+    that prompt). Why: a lane bound by concurrency ends on the long thinkers sent last, which no order that
+    does not know latencies avoids, while its slots idle at the drain. The kind's median is its logged calls'
+    (the runner's own median settles on it within a kind's first answers). Returns (makespan, copies sent,
+    their seconds)."""
+    kinds: dict[tuple[str, int], list[float]] = {}
+    for j in jobs:
+        kinds.setdefault((j[2], j[3]), []).append(j[0])
+    typical = {k: sorted(v)[len(v) // 2] for k, v in kinds.items()}
+    ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
+    heapq.heapify(ready)
+    later: list[tuple[float, int]] = []  # critiques: (release, index)
+    ends: list[tuple[float, int]] = []  # (end of a copy, index)
+    flight: dict[int, list[Any]] = {}  # index -> [due to be re-sent at, its end (the earlier copy's), re-sent]
+    free, t, left, end, copies, copy_s = conc, 0.0, len(jobs), 0.0, 0, 0.0
+    while left:
+        while later and later[0][0] <= t:
+            heapq.heappush(ready, (rank[later[0][1]], heapq.heappop(later)[1]))
+        while free and ready:
+            i = heapq.heappop(ready)[1]
+            j = jobs[i]
+            flight[i] = [t + after * typical[j[2], j[3]], t + j[0], False]
+            heapq.heappush(ends, (t + j[0], i))
+            free -= 1
+        due = [(f[0], i) for i, f in flight.items() if not f[2]] if free else []
+        for _, i in sorted(d for d in due if d[0] <= t)[:free]:  # (the longest running first)
+            lat = redraw(i)
+            f = flight[i]
+            f[1], f[2] = min(f[1], t + lat), True
+            heapq.heappush(ends, (t + lat, i))
+            copies, copy_s, free = copies + 1, copy_s + lat, free - 1
+        nxt = ends[0][0] if ends else math.inf
+        if free:
+            nxt = min([nxt, *(d[0] for d in due if d[0] > t), *(later[:1] and [later[0][0]])])
+        t = nxt
+        while ends and ends[0][0] <= t:
+            when, i = heapq.heappop(ends)
+            f = flight.get(i)
+            if f is None or when > f[1]:  # (the other copy's end, already counted)
+                continue
+            del flight[i]
+            free += 2 if f[2] else 1
+            left -= 1
+            end = max(end, when)
+            if jobs[i][4] >= 0:
+                heapq.heappush(later, (when, jobs[i][4]))
+    return end, copies, copy_s
+
+
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
     min_n: int = 1, explore: int = 0, pool: bool = False,
@@ -216,13 +277,15 @@ def learned(
 
 def schedules(
     entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
-    shuffles: int = 50,
+    shuffles: int = 50, redraw: Callable[[str, int, int], float] | None = None,
 ) -> dict[str, float]:
     """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order; `by model`,
     chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
     order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
     `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them); `ours`, our
-    ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls)."""
+    ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls); with
+    `redraw(model, n, i)` (a new draw of a call's law), `hedged`: `by model`'s order re-sending a long call at
+    the lane's drain (`hedged`, over `shuffles` / 5 orders), for a lane bound by concurrency only."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -234,5 +297,10 @@ def schedules(
         by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
     ours = sum(learned(jobs, held, conc, rates, [rng.random() for _ in jobs]) for _ in range(shuffles // 5))
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {"blind": blind, "by model": by_model, "ours": ours / (shuffles // 5),
-            "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    got = {"blind": blind, "by model": by_model, "ours": ours / (shuffles // 5),
+           "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    if redraw is not None:
+        k = shuffles // 5
+        got["hedged"] = sum(hedged(jobs, held, conc, [(*e, rng.random()) for e in expected],
+                                   lambda i: redraw(jobs[i][2], jobs[i][3], i))[0] for _ in range(k)) / k
+    return got

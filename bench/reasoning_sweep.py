@@ -219,6 +219,15 @@ def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, 
     return sum(max(draw(m, model, f"expect {j}", i, scale, 99991)[0] for i in range(n)) for j in range(k)) / k
 
 
+def redraw(ms: dict[str, dict[str, Any]], scale: float) -> Any:
+    """A new draw of a logged call's law (model, n, its index in the lane's log): the latency a re-sent call
+    would get (the server's next sample of its prompt), for the `hedged` replay."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from reasoning_server import draw
+
+    return lambda model, n, i: max(draw(ms[model], model, f"again {i}", k, scale, 77777)[0] for k in range(n))
+
+
 def synthetic_logs(
     ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int]
 ) -> list[dict[str, Any]]:
@@ -245,7 +254,7 @@ def synthetic_logs(
 
 def reach_keys(row: dict[str, Any]) -> list[str]:
     """The replays' columns (bench/lane_replay.schedules)."""
-    return [k for k in row if k in ("blind", "by model", "ours", "clairvoyant")]
+    return [k for k in row if k in ("blind", "by model", "ours", "hedged", "clairvoyant")]
 
 
 def reachable(ms: dict[str, dict[str, Any]], scale: float, counts: tuple[int, int, int], seeds: int) -> None:
@@ -307,7 +316,8 @@ def lane_table(
         end = max(e[0] + e[4] for e in entries)
         rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # the server's buckets: RPM holds 1 s, TPM `window`
         rates += [(tpm / 60, tpm / 60 * window, 1)] if tpm else []
-        reach = schedules(entries, conc, rates, expect) if ms else {}
+        again = redraw(ms or {}, scale) if bounds["concurrency"] == bounds[bound] else None
+        reach = schedules(entries, conc, rates, expect, redraw=again) if ms else {}
         rows.append(
             {
                 "lane": key,
