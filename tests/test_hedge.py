@@ -1,0 +1,84 @@
+"""#40: a lane paced by no tokens re-sends a call at its drain (runner.budgets.hedge), on hand-made calls: once no
+call waits and a lease is free, a call that has run HEDGE_X x its kind's median goes again and the first answer of
+the two is the call's, the other cancelled; never while a call waits for a lease, on a lane paced by tokens, or for
+a kind of too few answers; a copy's error leaves the call's own answer standing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from runner.budgets.hedge import HEDGE_MIN
+from runner.config import Endpoint
+from runner.lanes import Lane
+
+MEDIAN = 0.01  # the kind's median: a call is due for a copy after 0.03 s
+
+
+def _lane(**kw: Any) -> Lane:
+    return Lane(Endpoint(name="e", kind="sim", **kw), None, None, provider=None)
+
+
+def _work(answers: int = 20) -> tuple[str, Any, bool]:
+    return ("kind", lambda: (MEDIAN, answers, ("answer", 1)), False)
+
+
+class _Thinker:
+    """A call whose first send thinks until cancelled (or `end` is set); its later sends answer at once."""
+
+    def __init__(self, copy_fails: bool = False) -> None:
+        self.sends, self.cancelled, self.copy_fails = 0, 0, copy_fails
+        self.end = asyncio.Event()
+
+    async def __call__(self) -> str:
+        self.sends += 1
+        if self.sends > 1:
+            if self.copy_fails:
+                raise RuntimeError("the copy failed")
+            return "copy"
+        try:
+            await self.end.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return "own"
+
+
+async def test_a_long_call_at_the_drain_is_answered_by_its_copy_and_is_cancelled() -> None:
+    lane, fn = _lane(max_concurrency=4), _Thinker()
+    got, attempts, _ = await asyncio.wait_for(lane.call(fn, 0, _work()), 30)
+    assert (got, attempts, fn.sends, fn.cancelled, lane.hedges.sent) == ("copy", 1, 2, 1, 1)
+    assert lane.in_flight == 0 and lane.budget.idle() == 4 and not lane.hedges.flights  # both leases back
+
+
+async def test_no_copy_while_a_call_waits_for_a_lease() -> None:
+    lane, fn = _lane(max_concurrency=1), _Thinker()
+    first = asyncio.ensure_future(lane.call(fn, 0, _work()))
+    second = asyncio.ensure_future(lane.call(lambda: asyncio.sleep(0, "second"), 0, _work()))
+    await asyncio.sleep(0.3)  # 10x past the first call's due: the second waits for its lease all along
+    assert (fn.sends, lane.hedges.sent, lane.budget.idle()) == (1, 0, 0)
+    fn.end.set()
+    assert (await first)[0] == "own" and (await second)[0] == "second"
+
+
+async def test_no_copy_on_a_lane_paced_by_tokens_or_for_a_kind_of_few_answers() -> None:
+    for lane, work in ((_lane(max_concurrency=4, tpm=1_000_000), _work()),
+                       (_lane(max_concurrency=4), _work(HEDGE_MIN - 1))):
+        fn = _Thinker()
+        call = asyncio.ensure_future(lane.call(fn, 0, work))
+        await asyncio.sleep(0.3)
+        assert (fn.sends, lane.hedges.sent) == (1, 0)
+        fn.end.set()
+        assert (await call)[0] == "own"
+
+
+async def test_a_copys_error_leaves_the_calls_own_answer() -> None:
+    lane, fn = _lane(max_concurrency=4), _Thinker(copy_fails=True)
+    call = asyncio.ensure_future(lane.call(fn, 0, _work()))
+    while fn.sends < 2:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    fn.end.set()
+    got, attempts, _ = await asyncio.wait_for(call, 30)
+    assert (got, attempts, fn.cancelled, lane.hedges.sent) == ("own", 1, 0, 1)
+    assert lane.in_flight == 0 and lane.budget.idle() == 4
