@@ -44,11 +44,33 @@ class _Thinker:
         return "own"
 
 
+async def _bound(lane: Lane, fn: Any) -> asyncio.Future[Any]:
+    """`fn` sent on a lane of 2 leases that one call waited for (a lane bound by concurrency), then drained."""
+    held = asyncio.Event()
+    first = asyncio.ensure_future(lane.call(fn, 0, _work()))
+    other = asyncio.ensure_future(lane.call(held.wait, 0, _work()))
+    waited = asyncio.ensure_future(lane.call(lambda: asyncio.sleep(0), 0, _work()))
+    await asyncio.sleep(0.01)
+    assert lane.budget.idle() == 0  # (`waited` waits for a lease)
+    held.set()
+    await other, await waited
+    return first
+
+
 async def test_a_long_call_at_the_drain_is_answered_by_its_copy_and_is_cancelled() -> None:
-    lane, fn = _lane(max_concurrency=4), _Thinker()
-    got, attempts, _ = await asyncio.wait_for(lane.call(fn, 0, _work()), 30)
+    lane, fn = _lane(max_concurrency=2), _Thinker()
+    got, attempts, _ = await asyncio.wait_for(await _bound(lane, fn), 30)
     assert (got, attempts, fn.sends, fn.cancelled, lane.hedges.sent) == ("copy", 1, 2, 1, 1)
-    assert lane.in_flight == 0 and lane.budget.idle() == 4 and not lane.hedges.flights  # both leases back
+    assert lane.in_flight == 0 and lane.budget.idle() == 2 and not lane.hedges.flights  # both leases back
+
+
+async def test_no_copy_on_a_lane_no_call_waited_on() -> None:
+    lane, fn = _lane(max_concurrency=4), _Thinker()
+    call = asyncio.ensure_future(lane.call(fn, 0, _work()))
+    await asyncio.sleep(0.3)  # 10x past its due: leases free all along, but never short of them
+    assert (fn.sends, lane.hedges.sent) == (1, 0)
+    fn.end.set()
+    assert (await call)[0] == "own"
 
 
 async def test_no_copy_while_a_call_waits_for_a_lease() -> None:
@@ -66,6 +88,7 @@ async def test_no_copy_on_a_lane_paced_by_tokens_or_for_a_kind_of_few_answers() 
                        (_lane(max_concurrency=4), _work(HEDGE_MIN - 1))):
         fn = _Thinker()
         call = asyncio.ensure_future(lane.call(fn, 0, work))
+        lane.budget._seq += 1  # (as if a call had waited for a lease)
         await asyncio.sleep(0.3)
         assert (fn.sends, lane.hedges.sent) == (1, 0)
         fn.end.set()
@@ -73,12 +96,12 @@ async def test_no_copy_on_a_lane_paced_by_tokens_or_for_a_kind_of_few_answers() 
 
 
 async def test_a_copys_error_leaves_the_calls_own_answer() -> None:
-    lane, fn = _lane(max_concurrency=4), _Thinker(copy_fails=True)
-    call = asyncio.ensure_future(lane.call(fn, 0, _work()))
+    lane, fn = _lane(max_concurrency=2), _Thinker(copy_fails=True)
+    call = await _bound(lane, fn)
     while fn.sends < 2:
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     fn.end.set()
     got, attempts, _ = await asyncio.wait_for(call, 30)
     assert (got, attempts, fn.cancelled, lane.hedges.sent) == ("own", 1, 0, 1)
-    assert lane.in_flight == 0 and lane.budget.idle() == 4
+    assert lane.in_flight == 0 and lane.budget.idle() == 2

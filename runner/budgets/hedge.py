@@ -8,7 +8,8 @@ true laws 1.128, LPT knowing every latency 1.00), while the lane's slots idle fr
 A copy is a new draw (a sampled model's next thought; the bench's server serves a repeated prompt its next
 sample): re-sent after 3x its median, no-n 1.138 -> 1.034x, conc 1.091 -> 1.041 (replayed,
 bench/lane_replay.hedged, 30 draws), for ~2% more calls. Only on a lane paced by no tokens (a copy spends no
-TPM a queue waits for), whose calls waited for no one: the copy takes a lease no call wanted. The copy's
+TPM a queue waits for) whose calls once waited for a lease (a lane bound by concurrency: one never short of
+leases would only pay for copies), while none waits: the copy takes a lease no call wanted. The copy's
 tokens are the price (an answer cancelled may be billed as far as it went): `Hedges.sent` counts copies.
 """
 

@@ -322,8 +322,9 @@ class LocalBudget:
             raise
 
     def idle(self) -> int:
-        """Leases free that no call waits for (runner.budgets.hedge: a copy takes one no call wanted)."""
-        return 0 if self._waiters else max(0, self._cap - self._used)
+        """Leases free that no call waits for (runner.budgets.hedge: a copy takes one no call wanted); none until
+        a call has waited for one: a lane never short of leases is not bound by them, a copy would only cost."""
+        return 0 if self._waiters or not self._seq else max(0, self._cap - self._used)
 
     def release(self) -> None:
         """A lease frees and is handed over at once, ranked on the answers counted so far: not yet the
