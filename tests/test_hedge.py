@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from providers.base import ProviderError
 from runner.budgets.hedge import HEDGE_MIN
 from runner.config import Endpoint
 from runner.lanes import Lane
@@ -26,8 +27,8 @@ def _work(answers: int = 20) -> tuple[str, Any, bool]:
 class _Thinker:
     """A call whose first send thinks until cancelled (or `end` is set); its later sends answer at once."""
 
-    def __init__(self, copy_fails: bool = False) -> None:
-        self.sends, self.cancelled, self.copy_fails = 0, 0, copy_fails
+    def __init__(self, copy_fails: bool = False, converts: bool = False) -> None:
+        self.sends, self.cancelled, self.copy_fails, self.converts = 0, 0, copy_fails, converts
         self.end = asyncio.Event()
 
     async def __call__(self) -> str:
@@ -40,6 +41,8 @@ class _Thinker:
             await self.end.wait()
         except asyncio.CancelledError:
             self.cancelled += 1
+            if self.converts:  # (a client reporting its cancelled request as an error of its own)
+                raise ProviderError("connection closed", retryable=True) from None
             raise
         return "own"
 
@@ -62,6 +65,14 @@ async def test_a_long_call_at_the_drain_is_answered_by_its_copy_and_is_cancelled
     got, attempts, _ = await asyncio.wait_for(await _bound(lane, fn), 30)
     assert (got, attempts, fn.sends, fn.cancelled, lane.hedges.sent) == ("copy", 1, 2, 1, 1)
     assert lane.in_flight == 0 and lane.budget.idle() == 2 and not lane.hedges.flights  # both leases back
+
+
+async def test_the_copys_answer_stands_when_the_cancelled_call_reports_an_error() -> None:
+    lane, fn = _lane(max_concurrency=2), _Thinker(converts=True)
+    call = await _bound(lane, fn)
+    got, attempts, _ = await asyncio.wait_for(call, 30)
+    assert (got, attempts, fn.sends, fn.cancelled, lane.hedges.sent) == ("copy", 1, 2, 1, 1)
+    assert call.cancelling() == 0  # type: ignore[attr-defined]  # (the copy's cancel taken back)
 
 
 async def test_no_copy_on_a_lane_no_call_waited_on() -> None:

@@ -66,11 +66,15 @@ class Hedges:
         self.flights[id(f)] = f
         self._arm(f.due)
         try:
-            return await fn()
-        except asyncio.CancelledError:
-            if f.won and task.uncancel() == 0:  # cancelled by its copy's answer alone
-                return f.won[0]  # type: ignore[no-any-return]
-            raise
+            got = await fn()
+        except BaseException:  # (its own call cancelled by the copy's answer, as fn may have reported it)
+            if not f.won or task.uncancel() > 0:  # not only by the copy: the run is stopping
+                raise
+            return f.won[0]  # type: ignore[no-any-return]
+        else:
+            if f.won:  # (fn answered through the copy's cancel: its own answer stands)
+                task.uncancel()
+            return got
         finally:
             del self.flights[id(f)]
             if f.copy is not None and not f.copy.done():
@@ -78,7 +82,7 @@ class Hedges:
 
     def poke(self) -> None:
         """A lease freed: copies go if calls are due (the lane's release calls it)."""
-        if self._at <= time.monotonic():
+        if self._at <= time.monotonic() and self.idle() > 0:
             self._check()
 
     def _arm(self, at: float) -> None:
