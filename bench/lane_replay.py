@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (the runner's own rule: `learned`)
+from runner.budgets.hedge import HEDGE_X  # noqa: E402
 from runner.budgets.rank import blend  # noqa: E402
 
 Job = tuple[float, int, str, int, int]
@@ -120,10 +121,6 @@ def replay(
     return end
 
 
-HEDGE_X = 3.0
-"""A call is re-sent at the lane's drain once it has run this many times its kind's median (`hedged`)."""
-
-
 def hedged(
     jobs: list[Job], held: set[int], conc: int, rank: list[Any], redraw: Callable[[int], float],
     after: float = HEDGE_X,
@@ -183,7 +180,7 @@ def hedged(
 
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
-    min_n: int = 1, explore: int = 0, pool: bool = False,
+    min_n: int = 1, explore: int = 0, pool: bool = False, sent: list[int] | None = None,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
@@ -197,7 +194,7 @@ def learned(
     an n call's latency / (1 + ln n) counts as a one-sample answer of its model. Given the live lane's order within
     each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
-    learning as it goes reaches, beside `by model`'s laws."""
+    learning as it goes reaches, beside `by model`'s laws. `sent`: the calls' indices appended in the order sent."""
     kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]
     paced = any(what for _, _, what in rates)  # a TPM bucket
     waiting: dict[Any, list[tuple[float, int]]] = {}
@@ -263,6 +260,8 @@ def learned(
         probing.add(k[0])
         granted[k] = granted.get(k, 0) + 1
         i = heapq.heappop(waiting[k])[1]
+        if sent is not None:
+            sent.append(i)
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)
         last = start
@@ -284,8 +283,8 @@ def schedules(
     order (which of its draws comes last moves the lane's end by a tenth: both are means over `shuffles`);
     `clairvoyant`, longest path first knowing every latency (LPT: no real scheduler knows them); `ours`, our
     ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls); with
-    `redraw(model, n, i)` (a new draw of a call's law), `hedged`: `by model`'s order re-sending a long call at
-    the lane's drain (`hedged`, over `shuffles` / 5 orders), for a lane bound by concurrency only."""
+    `redraw(model, n, i)` (a new draw of a call's law), `hedged`: `ours`'s order re-sending a long call at the
+    lane's drain (`hedged`: runner.budgets.hedge), for a lane bound by concurrency only."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -295,12 +294,17 @@ def schedules(
     for _ in range(shuffles):
         blind += replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / shuffles
         by_model += replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected]) / shuffles
-    ours = sum(learned(jobs, held, conc, rates, [rng.random() for _ in jobs]) for _ in range(shuffles // 5))
+    ours = hedges = 0.0
+    for _ in range(shuffles // 5):
+        sent: list[int] = []
+        ours += learned(jobs, held, conc, rates, [rng.random() for _ in jobs], sent=sent)
+        if redraw is not None:  # our order, each call ranked at its place in it
+            at = {i: p for p, i in enumerate(sent)}
+            hedges += hedged(jobs, held, conc, [at[i] for i in range(len(jobs))],
+                             lambda i: redraw(jobs[i][2], jobs[i][3], i))[0]
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
     got = {"blind": blind, "by model": by_model, "ours": ours / (shuffles // 5),
            "clairvoyant": replay(jobs, held, conc, rates, lpt)}
     if redraw is not None:
-        k = shuffles // 5
-        got["hedged"] = sum(hedged(jobs, held, conc, [(*e, rng.random()) for e in expected],
-                                   lambda i: redraw(jobs[i][2], jobs[i][3], i))[0] for _ in range(k)) / k
+        got["hedged"] = hedges / (shuffles // 5)
     return got
