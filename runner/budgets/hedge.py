@@ -6,8 +6,10 @@ a heavy tail: bench no-n, 15% of answers think 6x the median). No order of a sch
 latencies avoids them (bench/lane_replay on 60 synthetic draws, no-n: our rank 1.151x its limit, ranked by the
 true laws 1.128, LPT knowing every latency 1.00), while the lane's slots idle from its last send to its end.
 A copy is a new draw (a sampled model's next thought; the bench's server serves a repeated prompt its next
-sample): re-sent after 3x its median, no-n 1.138 -> 1.034x, conc 1.091 -> 1.041 (replayed,
-bench/lane_replay.hedged, 30 draws), for ~2% more calls. Only on a lane paced by no tokens (a copy spends no
+sample). Re-sent after 3x its median: replayed (--reachable 20, our order) no-n 1.157 -> 1.048x, conc 1.102
+-> 1.057; in the sweep (--quick --forecast, seeds 1-5, main -> this, night 1 / night 2 means) no-n 1.184 /
+1.158 -> 1.066 / 1.080 (worst 1.28 / 1.20 -> 1.12 / 1.12), conc 1.134 / 1.092 -> 1.066 / 1.072, for 1-2%
+more calls and about the same tokens (the cancelled thoughts cut). Only on a lane paced by no tokens (a copy spends no
 TPM a queue waits for) whose calls once waited for a lease (a lane bound by concurrency: one never short of
 leases would only pay for copies), while none waits: the copy takes a lease no call wanted. The copy's
 tokens are the price (an answer cancelled may be billed as far as it went): `Hedges.sent` counts copies.
