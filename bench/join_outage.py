@@ -18,7 +18,8 @@ hand-backs, the most calls on the wire at once, tracebacks in the workers' stder
 cap. Printed: per worker, the share of the time it held units (sampled in Postgres every 0.1 s) with none
 of its calls on the wire (its rows tell which requests were its); the run's wall (first request to last
 answer) over its cap limit (requests x latency / cap); Redis round trips per call (INFO commandstats);
-requests paid twice (must be 0).
+requests paid twice (must be 0); per worker, from its first unit held, when the run's first request and its own
+went out and when it let its last unit go (whether a worker beyond the cap held units before anyone could send).
 
     python bench/join_outage.py --steady [--workers 6] [--cap 4] [--latency 1.0] [--seconds 60]
         [--keep DIR: also the requests as sent, arrivals.json: (seconds from the first, worker pid)]
@@ -309,6 +310,15 @@ def steady(a: argparse.Namespace) -> None:
         print("per worker, idle while holding units (share of the time held; seconds held): "
               + ", ".join(f"{s:.2f} ({h:.0f}s)" for s, h in idle)
               + f"; all workers: {sum(s * h for s, h in idle):.1f}s of {sum(h for _s, h in idle):.0f}s held")
+        starts = []  # from a worker's first unit held: the run's first request, its own, its last unit let go
+        for pid in pids:
+            holding = [t for t, owners in held if pid in owners]
+            own = min((lo for lo, _hi in wire[pid]), default=None)
+            if holding:
+                starts.append(f"{times[0] - holding[0]:+.1f}/" + ("-" if own is None else f"{own - holding[0]:+.1f}")
+                              + f"/{holding[-1] - holding[0]:.1f}")
+        print("per worker, seconds from its first unit held to the run's first request / its own / its last unit "
+              "let go: " + ", ".join(starts))
         sent = sum(v for k, v in trips.items() if k in ("evalsha", "eval", "blpop", "ping", "client", "hello",
                                                          "select", "script"))
         print(f"Redis round trips per call {sent / calls:.2f} (evalsha {trips.get('evalsha', 0) / calls:.2f}, "

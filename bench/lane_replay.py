@@ -1,15 +1,24 @@
 """List scheduling replayed on a lane's logged calls (bench/reasoning_sweep.py's `blind`, `by model` and
 `clairvoyant` columns): what an order of the same draws reaches on the lane's slots and token bucket with no
-overhead, so a lane's ratio can be read against what any scheduler could do."""
+overhead, so a lane's ratio can be read against what any scheduler could do.
+
+Run alone, it says why a kept sweep's lanes ended where they did (`decompose`: the runner's own cost, the luck of
+its order, what blind orders reach and their spread), or how single orders spread on synthetic draws:
+
+    python bench/lane_replay.py DIR... [--lane shared]     # DIR: a sweep kept with reasoning_sweep.py --keep
+    python bench/lane_replay.py --synthetic 200 --lane shared
+"""
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import json
 import math
 import random
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +97,15 @@ def _admit(start: float, spent: float, job: Job, rates: list[Any], buckets: list
 
 
 def replay(
-    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[Any]
+    jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], rank: list[Any],
+    sends: list[float] | None = None,
 ) -> float:
     """Makespan of list scheduling `jobs` on `conc` slots with zero overhead: whenever a slot frees, the
     ready call of lowest `rank` starts (a critique is ready once its answer ended), in that order (a call
     waiting for its tokens holds its slot, as a lane's lease does). `rates`: (per s, bucket capacity, 0
     requests / 1 tokens): RPM as a fluid bucket starting full, charged a request at admission; TPM as the
-    server's bucket (`_Tokens`), with ADMIT a choice as the admission charge."""
+    server's bucket (`_Tokens`), with ADMIT a choice as the admission charge. `sends`: each call's start, in order.
+    """
     slots = [0.0] * conc
     ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
     heapq.heapify(ready)
@@ -113,6 +124,8 @@ def replay(
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)  # admitted in order
         last = start
+        if sends is not None:
+            sends.append(start)
         done = start + lat
         heapq.heappush(slots, done)
         if nxt >= 0:
@@ -308,3 +321,153 @@ def schedules(
     if redraw is not None:
         got["hedged"] = hedges / (shuffles // 5)
     return got
+
+
+def spread(xs: list[float]) -> dict[str, float]:
+    """A ratio's spread over orders: mean, p10, p90 and the share above 1.15x (a live lane is one order: the
+    `blind` column, a mean over orders, hides that one random order is itself a draw)."""
+    s = sorted(xs)
+    return {"mean": sum(s) / len(s), "p10": s[len(s) // 10], "p90": s[min(len(s) - 1, len(s) * 9 // 10)],
+            "over": sum(x > 1.15 for x in s) / len(s)}
+
+
+def lost_tpm(entries: list[list[Any]], rate: float, cap: float, per_choice: float = ADMIT) -> tuple[float, float]:
+    """Seconds of TPM the server's bucket lost full (refill beyond its cap) between the lane's first and last
+    request, and how much of it with the lane's concurrency all in flight (the slots, not the tokens, binding):
+    replayed from the log as the server charges (`_Tokens`: ADMIT a choice at admission, settled at the end)."""
+    events = sorted([(e[0], 0, -per_choice * e[3]) for e in entries]
+                    + [(e[0] + e[4], 1, per_choice * e[3] - e[5]) for e in entries])
+    last = max(e[0] for e in entries)
+    level, t, flying, lost, peak = cap, events[0][0], 0, 0.0, 0.0
+    top = max_flying(entries)
+    for when, end, delta in events:
+        if when > last:
+            break
+        level += (when - t) * rate
+        if level > cap:
+            lost += level - cap
+            peak += level - cap if flying >= top else 0.0
+            level = cap
+        level, t = level + delta, when
+        flying += -1 if end else 1
+    return lost / rate, peak / rate
+
+
+def max_flying(entries: list[list[Any]]) -> int:
+    """The most calls the lane had in flight at once (its concurrency, as the server saw it)."""
+    events = sorted([(e[0], 1) for e in entries] + [(e[0] + e[4], -1) for e in entries], key=lambda x: (x[0], x[1]))
+    now = top = 0
+    for _, d in events:
+        now += d
+        top = max(top, now)
+    return top
+
+
+def decompose(
+    entries: list[list[Any]], t_launch: float, conc: int, rates: list[tuple[float, float, int]], limit_s: float,
+    expect: Callable[[str, int], float], orders: int = 50,
+) -> dict[str, Any]:
+    """Why a live lane ended where it did, each figure over its limit: `live`; `order`, the live order of sends
+    replayed with no overhead (live - order: the runner's own cost, its start and pacing share); `ours`, our rule
+    (`learned`) over random orders within each kind (order - ours: the luck of the items' order, e.g. which
+    heavy draw came last); `blind`, `by model` and `clairvoyant` as in `schedules`, `blind` and `ours` with their
+    spread over orders (`spread`). Also: the call that ended last, when the last request went (live and in
+    `order`) and the TPM the server's bucket lost full (`lost_tpm`)."""
+    entries = sorted(entries, key=lambda e: e[0])
+    jobs, held = lane_jobs(entries)
+    rng = random.Random(0)
+    blind = [replay(jobs, held, conc, rates, [rng.random() for _ in jobs]) / limit_s for _ in range(orders)]
+    ours = [learned(jobs, held, conc, rates, [rng.random() for _ in jobs]) / limit_s for _ in range(orders)]
+    expected = [(j[4] < 0, -expect(j[2], j[3])) for j in jobs]
+    by_model = sum(replay(jobs, held, conc, rates, [(*e, rng.random()) for e in expected])
+                   for _ in range(orders)) / orders / limit_s
+    lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
+    sends: list[float] = []
+    order = replay(jobs, held, conc, rates, [e[0] for e in entries], sends)
+    tail = max(entries, key=lambda e: e[0] + e[4])
+    first = entries[0][0]
+    tpm = [(rate, cap) for rate, cap, what in rates if what]
+    lost = lost_tpm(entries, *tpm[0]) if tpm else (0.0, 0.0)
+    return {
+        "live": (max(e[0] + e[4] for e in entries) - t_launch) / limit_s,
+        "order": (order + first - t_launch) / limit_s,  # (from the live first send: the start is not replayed)
+        "order_0": order / limit_s,
+        "ours": spread(ours), "blind": spread(blind), "by model": by_model,
+        "clairvoyant": replay(jobs, held, conc, rates, lpt) / limit_s,
+        "first_s": first - t_launch, "last_send_s": entries[-1][0] - first, "order_last_send_s": max(sends),
+        "tail": (tail[2], tail[4], tail[0] - first), "lost_tpm_s": lost[0], "lost_tpm_full_s": lost[1],
+    }
+
+
+
+def main() -> None:
+    """Per lane of kept sweeps (bench/reasoning_sweep.py --keep DIR), why it ended where it did (`decompose`); or,
+    with --synthetic N, the spread over single orders on N synthetic draws of the laws (no sweep is run)."""
+    import argparse
+
+    import reasoning_sweep as rs
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("dirs", nargs="*", type=Path, help="kept sweeps (their server_logs.json and server0.json)")
+    ap.add_argument("--lane", action="append", help="these lanes only (default: every lane)")
+    ap.add_argument("--orders", type=int, default=50, help="random orders per replay")
+    ap.add_argument("--synthetic", type=int, metavar="N", help="N synthetic draws (seeds 10000+), quick scale")
+    a = ap.parse_args()
+    lanes = a.lane or list(rs.KEYS)
+
+    def setup(key: str) -> tuple[int, list[tuple[float, float, int]]]:
+        _srv, rpm, tpm, conc, window = rs.KEYS[key]
+        rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # (as reasoning_sweep.lane_table: RPM holds 1 s)
+        return conc, rates + ([(tpm / 60, tpm / 60 * window, 1)] if tpm else [])
+
+    if a.synthetic:
+        ms, got = rs.lineup(), {}
+        for seed in range(a.synthetic):
+            logs = rs.synthetic_logs(ms, 10_000 + seed, 0.5, (30, 5, 10))
+            limits = {r["lane"]: r["limit_s"] for r in rs.lane_table(logs, 0.0)[0]}
+            rng = random.Random(seed)
+            for key in lanes:
+                conc, rates = setup(key)
+                jobs, held = lane_jobs([e for e in logs[rs.KEYS[key][0]]["log"] if e[1] == f"k-{key}"])
+                by = got.setdefault(key, {})
+                for _ in range(max(1, a.orders // 10)):
+                    o = [rng.random() for _ in jobs]
+                    by.setdefault("blind", []).append(replay(jobs, held, conc, rates, o) / limits[key])
+                    by.setdefault("ours", []).append(learned(jobs, held, conc, rates, o) / limits[key])
+                lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
+                by.setdefault("clairvoyant", []).append(replay(jobs, held, conc, rates, lpt) / limits[key])
+        print(f"single orders on {a.synthetic} synthetic draws (x {max(1, a.orders // 10)} orders; clairvoyant: one): "
+              "mean  p10-p90  share > 1.15x")
+        for key, by in got.items():
+            print(f"{key:<6} " + "  ".join(f"{k} {s['mean']:.3f} {s['p10']:.2f}-{s['p90']:.2f} {s['over']:.0%}"
+                                           for k, v in by.items() for s in [spread(v)]))
+        return
+    print(f"{'run':<28} {'lane':<6} {'live':>5} {'order':>5} {'ours':>5} {'p90':>5} {'blind':>5} {'p90':>5} "
+          f"{'bymod':>5} {'clair':>5} {'1st s':>5} {'last':>5} {'o.last':>6} {'lost':>5} {'@cap':>5}  tail")
+    for d in a.dirs:
+        kept = json.loads((d / "server_logs.json").read_text())
+        spec = json.loads((d / "server0.json").read_text())
+        ms = spec["models"]
+        limits = {r["lane"]: r["limit_s"] for r in rs.lane_table(kept["logs"], kept["t_launch"])[0] if not r.get("empty")}
+        for key in lanes:
+            if key not in limits:
+                continue
+            conc, rates = setup(key)
+            entries = [e for e in kept["logs"][rs.KEYS[key][0]]["log"] if e[1] == f"k-{key}"]
+            r = decompose(entries, kept["t_launch"], conc, rates, limits[key],
+                          partial(rs.expected_s, ms, spec["scale"]), a.orders)
+            model, lat, sent = r["tail"]
+            run = f"{d.name} s{spec['seed']}"
+            print(f"{run:<28} {key:<6} {r['live']:>5.2f} {r['order']:>5.2f} "
+                  f"{r['ours']['mean']:>5.2f} {r['ours']['p90']:>5.2f} {r['blind']['mean']:>5.2f} {r['blind']['p90']:>5.2f} "
+                  f"{r['by model']:>5.2f} {r['clairvoyant']:>5.2f} {r['first_s']:>5.2f} {r['last_send_s']:>5.1f} "
+                  f"{r['order_last_send_s']:>6.1f} {r['lost_tpm_s']:>5.1f} {r['lost_tpm_full_s']:>5.1f}  "
+                  f"{model} {lat:.1f} s sent at {sent:.1f}")
+    print("(live: the lane's last answer / its limit; order: the live order of sends replayed with no overhead, from "
+          "the live first send; ours / blind: mean and p90 over random orders; last / o.last: the last request, s "
+          "after the first, live / in `order`; lost: s of TPM the server's bucket lost full before the last request, "
+          "@cap: of it with the lane's concurrency all in flight; tail: the call that ended last)")
+
+
+if __name__ == "__main__":
+    main()

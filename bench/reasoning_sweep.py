@@ -37,8 +37,8 @@ runs'). The starting bucket (10 s of tpm-a's rate) is not in the limit, so a TPM
 With --forecast, two nights: the sweep, then a sweep of new questions on other draws of the same laws, each
 forecast first by the dry run (cli.dryrun.estimate: the bill and the wall), the second from the first's history
 (runner.history); forecast vs actual printed for both: the bill's and the wall's point, their 80% range (from the
-output tokens' spread in the history: night 1, from priors, has none) and whether the actual is inside it, also per
-TPM lane.
+output tokens' and the latencies' spread in the history: night 1, from priors, has none) and whether the actual is
+inside it, also per lane.
 
     python bench/reasoning_sweep.py [--quick] [--seed 0] [--forecast] [--keep DIR]   # DIR: a new or empty folder
     python bench/reasoning_sweep.py --table DIR   # the lane table again from a kept run (its draws, new columns)
@@ -553,8 +553,8 @@ def main() -> None:
             f"={fc['lanes'].get(r['lane'], [0, 0])[0] / max(r['wall_s'], 1e-9):.2f}"
             + (f" [{lo:.1f}-{hi:.1f} {inside(r['wall_s'], lo, hi)}]" if (lo, hi) != (lo, lo) else "")
             for r in rows for lo, hi in [fc["lane_range"].get(r["lane"], (0.0, 0.0))]))
-    print("(per lane: bill fc / bill, wall fc / the lane's last answer, [its 80% range from the token spread, and "
-          "whether the lane's wall is inside] where it has one)")
+    print("(per lane: bill fc / bill, wall fc / the lane's last answer, [its 80% range from its token total, call-seconds "
+          "and last calls, and whether the lane's wall is inside] where it has one)")
 
 
 def forecast_printout(nights: list[tuple[dict[str, Any], float, float]]) -> None:

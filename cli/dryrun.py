@@ -6,8 +6,9 @@ expected (output tokens at this model's mean in the run so far, else the suite's
 half of a reasoning model's budget, else half of the limit) and max (every call writes its whole limit,
 reasoning budget included). A model without a price adds "+ unknown for models X" to the totals instead of
 making them disappear. Where the history knows how a model's output tokens spread (runner.history.token_var),
-the expected bill and the wall (on TPM-bound lanes) come with their 80% range (runner.forecast.LEVEL): reasoning
-models bill past their limit, so "max" does not bound them, and a TPM lane's end moves with its token total.
+the expected bill and the wall come with their 80% range (runner.forecast.LEVEL): reasoning models bill past their
+limit, so "max" does not bound them, a TPM lane's end moves with its token total, and every lane's with its last
+calls (where the history knows its latencies' spread).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def estimate(
         todo = remaining(plans, models, in_cache,
                          prior=lambda m, out: history.prior(cache_dir, models[m].cache_id, out))
     FORECAST.clear()
-    fc = wall(todo, models)
+    fc = wall(todo, models, fresh=True)
     if fc is not None:
         FORECAST.append(fc)
     rows = []
@@ -232,7 +233,7 @@ def dry_run(
     if FORECAST:
         f = FORECAST[0]
         band = ("" if f.high_s <= f.expected_s * 1.005 and f.least_s >= f.expected_s * 0.995 else
-                f" ({LEVEL:.0%} range {fmt_duration(f.least_s)}-{fmt_duration(f.high_s)}, from the TPM lanes' token totals and last calls)")
+                f" ({LEVEL:.0%} range {fmt_duration(f.least_s)}-{fmt_duration(f.high_s)}, from the lanes' token totals, call-seconds and last calls)")
         rng = ("" if f.most_s <= max(f.high_s, f.expected_s * 1.05) else
                f"; to {fmt_duration(f.most_s)} if every call writes its limit")
         print(f"forecast wall: ~{fmt_duration(f.expected_s)}{band}{rng}; the lane that ends last: {f.lane} "

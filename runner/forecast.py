@@ -23,10 +23,14 @@ one lane, where `most` said nothing: reasoning models bill past their limit). It
 total as `calls` draws of the spread seen (runner.history.token_var) around a mean known from `rows` of them (the
 prediction's variance calls * var * (1 + calls / rows)), the lane's total as a lognormal of that mean and variance
 (Fenton-Wilkinson: a sum of few heavy-tailed draws is skewed, its upper side further than a normal's), at its
-(1 - LEVEL) / 2 and (1 + LEVEL) / 2 quantiles: `least` and `high` (`most` no less than `high`). And its last
-call: on a heavy tail the lane ends with one long call sent late (the bench's tpm-b: 11 to 37 s past its last send),
-not with a typical one; `end_spread` says how far from its median that end may land, from the passes' latency laws
-(lognormal, cut at the longest latency seen), and the two parts add in quadrature.
+(1 - LEVEL) / 2 and (1 + LEVEL) / 2 quantiles: `least` and `high` (`most` no less than `high`).
+
+A lane's end past its binding work is its last calls' (#40, bench seeds 0-20: the concurrency lanes ended 1.09-1.17x
+their call-seconds over their slots, forecast at 1.00x; a TPM lane's end is one long call sent late, not a typical
+one): when it sends its last call, the calls in progress are picked by their length (renewal theory), and the lane
+ends with the longest of what they have left (`last_residual`): a concurrency lane at its work / slots plus that
+longest less the mean left (`tail_past`), a TPM lane at its tokens' time less what those long calls write beyond
+their charge, plus that longest (`LaneWork.tpm_end`); its LEVEL range from the longest's quantiles.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 from runner.batch.plan import LATENCY_S, OUT_TOKENS_PER_S
@@ -87,9 +92,15 @@ class LaneWork:
     """When the last of its calls on the wire ends (`latest`), and the passes chained after it."""
     tokens_var: float = 0.0
     """The variance of its expected token total (its passes' output totals: `Plan.output_var`)."""
-    sent: list[tuple[Law, float]] = field(default_factory=list)
-    """Its unsent requests by law (expected): (a pass's latencies, requests), where the law's spread is known."""
     _tpm_spread: tuple[float, float] | None = field(default=None, repr=False)
+    laws: list[tuple[Law, float]] = field(default_factory=list)
+    """Its unsent requests by law (expected): (a pass's latencies, requests), where the law's spread is known: its
+    last calls' end (`tail_past`, `tpm_end`)."""
+    _tail: tuple[float, float, float] | None = field(default=None, repr=False)
+    depth: float = 0.0
+    """Tokens its key's bucket holds at the start (a fresh run: runner.history.DEPTH), spent at once (at most a
+    minute's, as runner.budgets.tokens.TokenAccount.span): its tokens' time counts those past them."""
+    _tpm_end: tuple[float, float, float] | None = field(default=None, repr=False)
     parts: dict[tuple[str, str], list[list[float]]] = field(default_factory=dict)
     """Per (run, model) whose calls it carries, [expected, most, least] of [calls, tokens, call-seconds, its
     longest chain (in flight included), its calls on the wire's seconds left]."""
@@ -111,33 +122,78 @@ class LaneWork:
     def tpm_seconds(self, k: int, z: float = 0.0) -> float:
         """The TPM bound: its tokens at the key's paced rate, then its last request's call. [expected, most, least]
         (`most` and `least` no nearer than the LEVEL range: `tpm_spread`); `z` > 0 or < 0: the range's ends."""
-        rate = (self.tpm or 1.0) * TPM_SHARE / 60.0
-        t = self.tokens[k] / rate + self.tail_s[k]
+        t = self.paced(self.tokens[k]) + self.tpm_end()[0]
         if not z and k == 0:
             return t
-        point = self.tokens[0] / rate + self.tail_s[0]
+        point = self.paced(self.tokens[0]) + self.tpm_end()[0]
         down, up = self.tpm_spread()
         if z > 0 or k == 1:
             return point + up if z else max(t, point + up)
         return max(0.0, point - down) if z else min(t, point - down)
 
+    def paced(self, tokens: float) -> float:
+        """Seconds `tokens` take at the key's paced rate, its bucket's depth spent at once."""
+        return max(0.0, tokens - min(self.depth, self.tpm or 0.0)) / ((self.tpm or 1.0) * TPM_SHARE / 60.0)
+
+    def tpm_end(self) -> tuple[float, float, float]:
+        """A TPM lane's end past its tokens at its rate: (expected, below, above at the LEVEL range). Paced, its
+        calls go out at the rate its tokens allow, k of them in flight (its call-seconds over its token time,
+        Little's law; at most its slots); its last send finds k calls in progress, picked by their length: their
+        tokens beyond what a typical call was charged (a reasoning model writes as long as it runs: per call its
+        latency's variance over its mean, in seconds of the lane) let the last send come that much before the
+        tokens' time, and the lane ends with the longest of what they have left (`last_residual`). With fewer
+        than 2 at once: its longest typical call (`tail_s`)."""
+        if self._tpm_end is None:
+            k = min(self.concurrency, self.busy_s[0] / max(1e-9, self.paced(self.tokens[0])))
+            e_max, _one, low, high = last_residual(self.laws, k)
+            if not e_max:
+                self._tpm_end = (self.tail_s[0], 0.0, 0.0)
+            else:
+                work = sum(n * law.excess(0.0) for law, n in self.laws)
+                ahead = sum(n * law.var() for law, n in self.laws) / work
+                self._tpm_end = (max(0.0, e_max - ahead), e_max - low, high - e_max)
+        return self._tpm_end
+
     def tpm_spread(self) -> tuple[float, float]:
         """How far (below, above) a TPM lane's end may land from its point at the LEVEL range: its token total at
-        its quantiles (`around`), and its last calls' end (`end_spread`: on a heavy tail, one long call sent late
-        ends the lane), independent parts added in quadrature."""
+        its quantiles (`around`), and its last calls' end (`tpm_end`: on a heavy tail, one long call sent late
+        ends the lane). The two parts add: the same long calls make both (a reasoning model writes as long as it
+        runs; bench tpm-b, seeds 0-20: tokens over forecast and end past the tokens' time correlate at 0.57)."""
         if self._tpm_spread is None:
             rate = (self.tpm or 1.0) * TPM_SHARE / 60.0
             t = self.tokens[0]
             tok = ((t - around(t, self.tokens_var, -Z)) / rate, (around(t, self.tokens_var, Z) - t) / rate)
-            end = end_spread(self.sent, t / rate)
-            self._tpm_spread = (math.hypot(tok[0], end[0]), math.hypot(tok[1], end[1]))
+            end = self.tpm_end()[1:]
+            self._tpm_spread = (tok[0] + end[0], tok[1] + end[1])
         return self._tpm_spread
+
+    def tail(self) -> tuple[float, float, float]:
+        if self._tail is None:
+            self._tail = tail_past(self.laws, self.concurrency)
+        return self._tail
+
+    def conc_seconds(self, k: int, z: float = 0.0) -> float:
+        """The concurrency bound: its call-seconds over its slots, then the calls still running when its queue
+        empties (`tail_past`: a lane's end is no sooner than its busiest slot's). The LEVEL range: that tail's,
+        and its call-seconds' (`calls` draws of each law's variance, around a mean known from `n` of them),
+        in quadrature; `z`, `k` as `tpm_seconds`."""
+        m = max(1, self.concurrency)
+        tail = self.tail()
+        t = (self.busy_s[k] + self.held_s[k]) / m + tail[0]
+        if not z and k == 0:
+            return t
+        point = (self.busy_s[0] + self.held_s[0]) / m + tail[0]
+        sd = math.sqrt(sum(n * law.var() * (1.0 + n / max(law.n, n)) for law, n in self.laws)) / m
+        down, up = math.hypot(tail[0] - tail[1], Z * sd), math.hypot(tail[2] - tail[0], Z * sd)
+        if z > 0 or k == 1:
+            return point + up if z else max(t, point + up)
+        return max(0.0, point - down) if z else min(t, point - down)
 
     def seconds(self, k: int, z: float = 0.0) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it (its longest chain: an answer still to
         come, then the critique that quotes it, cannot overlap; the last of its calls on the wire);
         `z`: its token total at that quantile (`tpm_tokens`)."""
-        parts = [((self.busy_s[k] + self.held_s[k]) / max(1, self.concurrency), "concurrency"),
+        parts = [(self.conc_seconds(k, z), "concurrency"),
                  (self.chain_s[k], "longest chain"), (self.held_end[k], "calls in flight"),
                  (spread(self.busy_s[k], self.calls[k], self.concurrency), "last calls")]
         if self.rpm:
@@ -147,38 +203,49 @@ class LaneWork:
         return max(parts)
 
 
-END_STEPS = 24
-"""Points of the send span the last calls' end is integrated over (`end_spread`)."""
+TAIL_STEPS = 96
+"""Points the expected longest residual is integrated over (`tail_past`)."""
 
 
-def end_spread(sent: list[tuple[Law, float]], span: float) -> tuple[float, float]:
-    """How far (below, above) the last call's end past the last send lands from its median, at the LEVEL range,
-    requests sent evenly over `span` s (a paced lane), each law's `n` of them: P(all ended x s after the last send)
-    = prod F(x + age at the last send), in logs n / span * integral of ln F(x + u) du over the span."""
-    sent = [(law, n) for law, n in sent if n > 0 and law.sigma]
-    if not sent:
-        return (0.0, 0.0)
-    grid = [(i + 0.5) / END_STEPS * span for i in range(END_STEPS)]
+def last_residual(laws: list[tuple[Law, float]], k: float) -> tuple[float, float, float, float]:
+    """What is left of the calls in progress at a random moment of a lane busy with `k` of them at once: (the
+    longest's mean, one's mean, the longest's LEVEL low and high) s. A call in progress is picked by its length (a
+    long one covers more moments): its law by each law's share of the work (requests x mean), what is left of it
+    with P(R > x) = E[(L - x)+] / E[L] (renewal theory), the `k` of them independent. `laws`: (a pass's
+    latencies, its requests on the lane). (0, 0, 0, 0): no work, or fewer than 2 at once."""
+    laws = [(law, n) for law, n in laws if n > 0 and law.mean > 0]
+    k = min(k, sum(n for _, n in laws))
+    if not laws or k < 2:
+        return (0.0, 0.0, 0.0, 0.0)
+    work = sum(n * law.excess(0.0) for law, n in laws)
 
-    def log_p(x: float) -> float:
-        out = 0.0
-        for law, n in sent:
-            per = n / END_STEPS
-            for u in grid:
-                out += per * math.log(max(1e-300, 1.0 - law.survival(x + u)))
-        return out
+    def s_e(x: float) -> float:
+        return sum(n * law.excess(x) for law, n in laws) / work
 
-    def at(q: float) -> float:
-        lo, hi, want = 0.0, max(law.mean for law, _ in sent), math.log(q)
-        while log_p(hi) < want and hi < 1e7:
-            lo, hi = hi, hi * 2
+    hi = max(law.mean for law, _ in laws)
+    while k * s_e(hi) > 1e-6 and hi < 1e7:
+        hi *= 2
+    step = hi / TAIL_STEPS
+    pts = [1.0 - (1.0 - min(1.0, s_e(i * step))) ** k for i in range(TAIL_STEPS + 1)]
+    e_max = step * (sum(pts) - (pts[0] + pts[-1]) / 2)  # E[max] = integral of P(max > x)
+    e_one = sum(n * (law.var() + law.excess(0.0) ** 2) for law, n in laws) / (2 * work)  # E[R] = E[L^2] / 2E[L]
+
+    def at(q: float) -> float:  # P(max R <= x) = (1 - S_e(x))^k = q
+        want, lo, up = 1.0 - q ** (1.0 / k), 0.0, hi
         for _ in range(40):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if log_p(mid) < want else (lo, mid)
-        return hi
+            mid = (lo + up) / 2
+            lo, up = (mid, up) if s_e(mid) > want else (lo, mid)
+        return up
 
-    mid = at(0.5)
-    return (mid - at((1 - LEVEL) / 2), at((1 + LEVEL) / 2) - mid)
+    return (e_max, e_one, at((1 - LEVEL) / 2), at((1 + LEVEL) / 2))
+
+
+def tail_past(laws: list[tuple[Law, float]], slots: int) -> tuple[float, float, float]:
+    """How far past its work / slots a lane busy on all its slots ends: (expected, LEVEL low, LEVEL high) s.
+    When its queue empties (at T0) each slot is in a call, and the lane's work is slots * T0 plus what those
+    calls have left (R_i, `last_residual`), so it ends at work / slots + max R_i - mean R_i."""
+    e_max, e_one, low, high = last_residual(laws, slots)
+    return (e_max - e_one, low - e_one, high - e_one)
 
 
 def spread(busy_s: float, calls: float, concurrency: int) -> float:
@@ -228,6 +295,39 @@ class Law:
         mu = math.log(self.mean) - self.sigma ** 2 / 2
         return 0.5 * math.erfc((math.log(x) - mu) / (self.sigma * math.sqrt(2)))
 
+    def excess(self, x: float) -> float:
+        """E[(L - x)+], L cut at `cap`: the work past `x` (a lane's calls in progress at a random moment are its
+        long ones: what they have left is this over the mean, `tail_past`)."""
+        def uncut(y: float) -> float:
+            if y <= 0:
+                return self.mean - y
+            if not self.sigma:
+                return self.mean * math.exp(-y / self.mean)
+            s = self.sigma
+            mu = math.log(self.mean) - s * s / 2
+            z = (math.log(y) - mu) / s
+            return self.mean * 0.5 * math.erfc((z - s) / math.sqrt(2)) - y * 0.5 * math.erfc(z / math.sqrt(2))
+        if self.cap is not None and x >= self.cap:
+            return 0.0
+        return uncut(x) - (uncut(self.cap) if self.cap is not None else 0.0)
+
+    def var(self) -> float:
+        """The variance of a latency (cut at `cap`): E[min(L, c)^2] - E[min(L, c)]^2, a lognormal's in closed form."""
+        m = self.excess(0.0)
+        if not self.sigma:
+            sq = 2 * self.mean * self.mean
+            if self.cap is not None:  # E[min(L, c)^2] = 2 * integral of x S(x) over [0, c]
+                c, b = self.cap, self.mean
+                sq = 2 * b * (b - math.exp(-c / b) * (c + b))
+            return max(0.0, sq - m * m)
+        s = self.sigma
+        mu = math.log(self.mean) - s * s / 2
+        sq = self.mean * self.mean * math.exp(s * s)
+        if self.cap is not None:
+            zc = (math.log(self.cap) - mu) / s
+            sq = sq * 0.5 * math.erfc(-(zc - 2 * s) / math.sqrt(2)) + self.cap ** 2 * self.survival(self.cap * (1 - 1e-12))
+        return max(0.0, sq - m * m)
+
     def residual(self, age: float) -> float:
         """The expected seconds left of a call running for `age` s: E[L - a | L > a]. Memoryless: the mean;
         a lognormal's grows with age (its tail is heavy): a call long past the typical is long from done."""
@@ -248,6 +348,16 @@ class Law:
             return (1.0, 1.0, 1.0)
         se = math.sqrt(math.expm1(min(self.sigma ** 2, 50.0)) / self.n)
         return (1.0, 1.0 + 2 * se, max(0.5, 1.0 - 2 * se))
+
+
+def cut(law: Law) -> Law:
+    """`law` cut where `n` draws of it would end (its 1 - 1 / (n + 1) quantile) when no longest latency is known:
+    a lognormal fit of n calls says nothing past them, and a lane's last calls' tail (`last_residual`: E[L^2] grows
+    as e^(sigma^2)) would run off with a fit's upper tail."""
+    if law.cap is not None or not law.sigma or law.n < 2:
+        return law
+    mu = math.log(law.mean) - law.sigma ** 2 / 2
+    return Law(law.mean, law.sigma, law.n, math.exp(mu + law.sigma * NormalDist().inv_cdf(1 - 1 / (law.n + 1))))
 
 
 def latest(flights: list[tuple[float, Law]], q: float) -> float:
@@ -291,9 +401,10 @@ def call_latency(plan: Any, pass_: str, out_per_call: float) -> float:
 
 
 def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None = None,
-         laws: dict[tuple[str, str, str], Law] | None = None) -> Forecast | None:
+         laws: dict[tuple[str, str, str], Law] | None = None, fresh: bool = False) -> Forecast | None:
     """The sweep's wall time from its remaining plans (runner.remaining.Plan) and its calls on the wire
-    (`flights`), None with nothing to do; `laws`: per (run, model, pass), its latencies' law (the range)."""
+    (`flights`), None with nothing to do; `laws`: per (run, model, pass), its latencies' law (the range); `fresh`:
+    a run not started yet (the dry run), whose TPM lanes spend their keys' buckets at once (`LaneWork.depth`)."""
     lanes: dict[int, LaneWork] = {}
     laws = laws or {}
 
@@ -315,9 +426,14 @@ def wall(todo: list[Any], models: dict[str, Any], flights: list[Flight] | None =
             ep = ln.endpoint
             w = lanes.setdefault(id(ln), LaneWork(ln.name, ep.rpm, ep.tpm, ep.max_concurrency or 1))
             share = 1.0 / len(paced)
+            if fresh:
+                w.depth = max(w.depth, plan.tpm_depth)
             w.tokens_var += plan.output_var(pass_, share)  # (a model's lanes split its calls: each its share's draws)
-            if req3[0] and (sigma := (law.sigma if law is not None else plan.latency_sigma.get(pass_))):
-                w.sent.append((Law(chain[0] - before[0], sigma, cap=plan.latency_cap.get(pass_)), req3[0] * share))
+            sigma = law.sigma if law is not None else plan.latency_sigma.get(pass_)
+            if req3[0] and sigma:
+                lat_law = cut(Law(chain[0] - before[0], sigma, plan.latency_seen.get(pass_, [0, 0])[1],
+                                  (law.cap if law is not None else None) or plan.latency_cap.get(pass_)))
+                w.laws.append((lat_law, req3[0] * share))
             for k in (0, 1, 2):
                 if not calls3[k]:
                     continue

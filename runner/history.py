@@ -47,6 +47,10 @@ without these (written before them) has no spread: its range is its point."""
 
 LATMAX = "latmax:"
 """The key prefix of a pass's longest latency: [seconds, rows], merged by max (`prior`), not summed."""
+DEPTH = "depth:tpm"
+"""The key of how deep a model's key's token bucket was seen (runner.budgets.tokens.TokenAccount.depth, from its
+answers' remaining-tokens): [tokens, 1], merged by max. A fresh run spends it at once (`forecast.LaneWork.depth`:
+bench tpm-a, 10 s of its TPM deep, ended 0.95x its tokens' time and was forecast 1.17x its wall)."""
 OPEN = "open:"
 """The key prefix of a tally's call in progress (never written to a history file)."""
 
@@ -64,8 +68,17 @@ def _load(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) and isinstance(doc.get("runs"), dict) else {}
 
 
-def record(cache_dir: Path, run_dir: Path, seen: dict[str, Seen], cache_ids: dict[str, str]) -> None:
-    """Store this session's per-pass totals for each of its models (`seen`: by model name)."""
+def depths(models: dict[str, Any], names: Any) -> dict[str, float]:
+    """How deep each model's keys' token buckets were seen this session (the deepest of its lanes'; 0: no TPM, not
+    seen, or a budget keeping none, as a Redis-shared one)."""
+    return {m: max((getattr(getattr(ln.budget, "tokens", None), "depth", 0.0) or 0.0 for ln in models[m].lanes),
+                   default=0.0) for m in names if m in models}
+
+
+def record(cache_dir: Path, run_dir: Path, seen: dict[str, Seen], cache_ids: dict[str, str],
+           depth: dict[str, float] | None = None) -> None:
+    """Store this session's per-pass totals for each of its models (`seen`: by model name), and how deep its keys'
+    token buckets were seen (`depth`)."""
     key = f"{run_dir.resolve()}#{time.time_ns()}"
     for name, passes in seen.items():
         cid = cache_ids.get(name)
@@ -74,7 +87,10 @@ def record(cache_dir: Path, run_dir: Path, seen: dict[str, Seen], cache_ids: dic
         path = path_for(cache_dir, cid)
         try:
             doc = _load(path) or {"model": cid, "runs": {}}
-            doc["runs"][key] = {"at": time.time(), "seen": {k: v for k, v in passes.items() if not k.startswith(OPEN)}}
+            kept = {k: v for k, v in passes.items() if not k.startswith(OPEN)}
+            if (depth or {}).get(name):
+                kept[DEPTH] = [depth[name], 1]  # type: ignore[index]
+            doc["runs"][key] = {"at": time.time(), "seen": kept}
             keep = sorted(doc["runs"].items(), key=lambda kv: kv[1].get("at", 0))[-KEEP_RUNS:]
             doc["runs"] = dict(keep)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +113,7 @@ def prior(cache_dir: Path | None, cache_id: str, skip: Path | None = None) -> Se
         for k, v in (entry.get("seen") or {}).items():
             if isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
                 s = out.setdefault(k, [0, 0])
-                s[0] = max(s[0], v[0]) if k.startswith(LATMAX) else s[0] + v[0]
+                s[0] = max(s[0], v[0]) if k.startswith(LATMAX) or k == DEPTH else s[0] + v[0]
                 s[1] += v[1]
     return out
 

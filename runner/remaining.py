@@ -59,6 +59,8 @@ class Plan:
     latency_sigma): how far the last of a TPM lane's calls may end past its last send (runner.forecast.end_spread)."""
     latency_cap: dict[str, float] = field(default_factory=dict)
     """Per pass: the longest latency seen (runner.history.latency_cap): the law `latency_sigma` spreads ends there."""
+    tpm_depth: float = 0.0
+    """How deep its key's token bucket was seen in earlier runs (runner.history.DEPTH): a fresh run spends it at once."""
     token_var: dict[str, float] = field(default_factory=dict)
     """Per pass: the variance of a sample's output tokens, from the same rows as its mean (runner.history.token_var;
     none: unknown): the range of the pass's output total (`output_var`)."""
@@ -225,6 +227,7 @@ def remaining(
                     latency_seen={k.split(":", 1)[1]: v for k, v in seen.get(m, {}).items()
                                   if k.startswith("latency:")},
                     latency_from_history=from_history.get(m, set()),
+                    tpm_depth=seen.get(m, {}).get(history.DEPTH, [0.0, 0])[0],
                     token_var={q: v for q in seen.get(m, {}) if ":" not in q
                                and (v := history.token_var(seen[m], q)) is not None})
             for m in dict.fromkeys(p.models)

@@ -334,7 +334,8 @@ async def _main(
             finish_manifest(r, man_path, status, time.monotonic() - t0, sched.fault, lanes, batch_why, models,
                             spend.summary(ceilings) if ceilings else None, refused)
         if cache is not None and r.spent:  # tomorrow's dry run prices and forecasts from it
-            history.record(cache.directory, r.run_dir, r.spent, {m: models[m].cache_id for m in r.spent if m in models})
+            history.record(cache.directory, r.run_dir, r.spent, {m: models[m].cache_id for m in r.spent if m in models},
+                           history.depths(models, r.spent))
     if sched.fault:
         kept = (
             ""
