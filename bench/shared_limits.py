@@ -33,6 +33,11 @@ TPM on one key across processes (#40 item 4), no server (the budget is what is m
         answers: charged at admission, settled at the answer), and Redis script calls per API call. (TPM
         used may pass 1 on a short run: every account starts with a full bucket, a second of the TPM.)
 
+    python bench/shared_limits.py --tpm 600000 --tpm-rpm 420 [--calls 160]
+        calls that queue for the key's RPM slots while their tokens use over half its TPM (0.7 here), each
+        using what it was charged: wall / (calls / RPM), the 429s for tokens, script calls per API call (a
+        TPM account charging a call twice, one late for its slot, shows as a wall above 1x).
+
 One module per mode (bench/shared_limits_rpm.py, _conc.py, _tpm.py; their shared worker plumbing in
 _common.py); this file parses the arguments and runs the workers the modes spawn.
 """
@@ -68,11 +73,15 @@ def main() -> None:
     ap.add_argument("--tpm", type=float, help="the key's TPM: the heavy-tailed TPM workload")
     ap.add_argument("--calls", type=int, default=160, help="calls of the --tpm workload")
     ap.add_argument("--charge", type=int, default=1000, help="tokens each --tpm call is charged at admission")
+    ap.add_argument("--tpm-rpm", type=float, metavar="RPM", help="--tpm: the key's calls queue for this RPM instead")
     a = ap.parse_args()
     if a.tpm is not None:
         redis = RedisServer().start()
         try:
-            shared_limits_tpm.tpm_runs(redis.url, a.tpm, a.calls, a.charge, 16, a.latency)
+            if a.tpm_rpm:
+                shared_limits_tpm.rpm_queue_runs(redis.url, a.tpm, a.tpm_rpm, a.calls, a.charge, 16, a.latency)
+            else:
+                shared_limits_tpm.tpm_runs(redis.url, a.tpm, a.calls, a.charge, 16, a.latency)
         finally:
             redis.close()
         return

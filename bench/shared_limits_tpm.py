@@ -71,7 +71,7 @@ async def worker(spec: dict) -> dict:
     clock), charge and usage, and the process's CPU seconds over its calls."""
     charge, mix = spec["charge"], spec.get("mix")
     expect = _expected(charge, mix)
-    b, lane = await budget_lane(spec, None, spec["tpm"])  # on the key from now
+    b, lane = await budget_lane(spec, spec.get("rpm"), spec["tpm"])  # on the key from now
     start = await ready_then_start()
     events: list[list[float]] = []
     trace = _trace(b) if spec.get("trace") else None
@@ -92,9 +92,10 @@ async def worker(spec: dict) -> dict:
 
     await asyncio.gather(*(one(i) for i in range(spec["first"], spec["calls"], spec["step"])))
     cpu = time.process_time() - cpu
-    trips = b.calls + getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0
+    tpm_trips = getattr(getattr(b, "_tpm", None), "calls", 0) if spec["url"] else 0
+    trips = b.calls + tpm_trips if spec["url"] else 0
     await close_budget(b, spec)
-    return {"events": events, "start": start, "trips": trips, "cpu": cpu, **({"trace": trace[0]} if trace else {})}
+    return {"events": events, "start": start, "trips": trips, "tpm_trips": tpm_trips, "cpu": cpu, **({"trace": trace[0]} if trace else {})}
 
 
 def _trace(b: Any) -> tuple[list[list[Any]], dict[Any, int]]:
@@ -118,6 +119,35 @@ def _trace(b: Any) -> tuple[list[list[Any]], dict[Any, int]]:
 
     acc._script, acc.take = traced, taking
     return calls, mine
+
+
+RPM_QUEUE = (1.0, (1.0,))
+"""--tpm-rpm's workload: each call uses what it was charged (nothing settled back), the key's RPM binding first."""
+
+
+def rpm_queue_runs(url: str, tpm: float, rpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
+    """A key whose calls queue for their RPM slots (all queued at the start, --cap a process taking their tokens
+    first) while their tokens use rpm x charge / TPM of the TPM (over half): the RPM binds, so the wall is
+    calls / RPM unless the TPM account charges calls twice (a call sent STALE_S after its admission, on main,
+    was: its tokens then bound at ~2x their use). Printed: wall / (calls / RPM), the 429s for tokens the key
+    would send, script calls per API call."""
+    key = f"q{time.time_ns()}"
+    ideal = calls / (rpm / 60)
+    print(f"--- TPM {tpm:g}, RPM {rpm:g}, {calls} calls charged and using {charge} tokens ({rpm * charge / tpm:.2f} of "
+          f"the TPM at the RPM), {latency * 1e3:.0f} ms each, cap {cap} a process: calls / RPM = {ideal:.2f} s")
+    for name, url_, k in (("local, 1 process", None, 1), *((f"redis, {k} process" + "es" * (k > 1), url, k)
+                                                            for k in (1, 2, 4))):
+        specs = [{"url": url_, "key": f"{key}-{k}", "tpm": tpm, "rpm": rpm, "cap": cap, "charge": charge,
+                  "calls": calls, "first": i, "step": k, "latency": latency, "mix": RPM_QUEUE} for i in range(k)]
+        outs = spawn_workers(specs, "--tpm-worker")
+        events = [e for o in outs for e in o["events"]]
+        wall = max(e[1] for e in events) - outs[0]["start"]
+        trips = sum(o["trips"] for o in outs) / len(events)
+        tpm_trips = sum(o.get("tpm_trips", 0) for o in outs) / len(events)
+        cpu = sum(o["cpu"] for o in outs) / len(events) * 1e3
+        print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x calls/RPM, 429s for tokens "
+              f"{key_refusals(events, tpm, slack=0.999)} ({_refused_alone(events, tpm)} uncascaded), CPU/call "
+              f"{cpu:.3f} ms" + (f", script calls/call {trips:.2f} ({tpm_trips:.2f} TPM)" if url_ else ""), flush=True)
 
 
 def tpm_runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: float) -> None:
@@ -146,11 +176,12 @@ def _runs(url: str, tpm: float, calls: int, charge: int, cap: int, latency: floa
         busy = max(e[0] for e in events) - t0  # calls waited until the last admission
         used = sum(e[3] for e in events if e[0] - t0 <= busy)
         trips = sum(o["trips"] for o in outs) / len(events)
+        tpm_trips = sum(o.get("tpm_trips", 0) for o in outs) / len(events)
         cpu = sum(o["cpu"] for o in outs) / len(events) * 1e3
         print(f"{name:>20}: wall {wall:.2f} s = {wall / ideal:.2f} x tokens/TPM, TPM used while calls wait "
               f"{used / max(busy, 1e-9) / (tpm / 60):.2f}, 429s {key_refusals(events, tpm, slack=0.999)} "
               f"({_refused_alone(events, tpm)} uncascaded), "
-              f"CPU/call {cpu:.3f} ms" + (f", script calls/call {trips:.2f}" if url_ else ""), flush=True)
+              f"CPU/call {cpu:.3f} ms" + (f", script calls/call {trips:.2f} ({tpm_trips:.2f} TPM)" if url_ else ""), flush=True)
 
 
 def _traced(outs: list[dict]) -> list[tuple[Any, ...]]:

@@ -125,11 +125,7 @@ class LaneWork:
         t = self.paced(self.tokens[k]) + self.tpm_end()[0]
         if not z and k == 0:
             return t
-        point = self.paced(self.tokens[0]) + self.tpm_end()[0]
-        down, up = self.tpm_spread()
-        if z > 0 or k == 1:
-            return point + up if z else max(t, point + up)
-        return max(0.0, point - down) if z else min(t, point - down)
+        return ranged(t, self.paced(self.tokens[0]) + self.tpm_end()[0], *self.tpm_spread(), k, z)
 
     def paced(self, tokens: float) -> float:
         """Seconds `tokens` take at the key's paced rate, its bucket's depth spent at once."""
@@ -182,12 +178,9 @@ class LaneWork:
         t = (self.busy_s[k] + self.held_s[k]) / m + tail[0]
         if not z and k == 0:
             return t
-        point = (self.busy_s[0] + self.held_s[0]) / m + tail[0]
         sd = math.sqrt(sum(n * law.var() * (1.0 + n / max(law.n, n)) for law, n in self.laws)) / m
-        down, up = math.hypot(tail[0] - tail[1], Z * sd), math.hypot(tail[2] - tail[0], Z * sd)
-        if z > 0 or k == 1:
-            return point + up if z else max(t, point + up)
-        return max(0.0, point - down) if z else min(t, point - down)
+        return ranged(t, (self.busy_s[0] + self.held_s[0]) / m + tail[0],
+                      math.hypot(tail[0] - tail[1], Z * sd), math.hypot(tail[2] - tail[0], Z * sd), k, z)
 
     def seconds(self, k: int, z: float = 0.0) -> tuple[float, str]:
         """How long this lane's work takes, and what binds it (its longest chain: an answer still to
@@ -201,6 +194,14 @@ class LaneWork:
         if self.tpm:  # (paced at TPM_SHARE of the key: runner.budgets.local)
             parts.append((self.tpm_seconds(k, z), "TPM"))
         return max(parts)
+
+
+def ranged(t: float, point: float, down: float, up: float, k: int, z: float) -> float:
+    """A bound's figure `t` ([expected, most, least][k]) no nearer its point than the LEVEL range (`down`, `up`
+    from `point`); `z` > 0 or < 0: the range's ends themselves."""
+    if z > 0 or k == 1:
+        return point + up if z else max(t, point + up)
+    return max(0.0, point - down) if z else min(t, point - down)
 
 
 TAIL_STEPS = 96

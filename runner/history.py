@@ -32,7 +32,7 @@ Seen = dict[str, list[Any]]
 (runner.scheduler counts them as rows are written), and per `lnlat:<pass>` / `lnlat2:<pass>` [the sum of
 ln(seconds), rows] / [of its squares, rows]: the spread of the pass's latencies (a lognormal's sigma), which
 tells the live ETA how long a call already running for a while has still to go (runner.forecast.Law.residual);
-`latmax:<pass>`: [the longest, rows] (a lognormal fit of a bounded tail runs far past it: runner.forecast.end_spread).
+`latmax:<pass>`: [the longest, rows] (a lognormal fit of a bounded tail runs far past it: runner.forecast.last_residual).
 The same three per samples a request (`n<k>/latency:<pass>`...: `at_n`; k the row's `n`), as an `n` call lasts the
 longest of its samples (#40: a model's 1-sample rows took 1.39 s, its 8-sample rows 2.37 s; pooled, its 1-sample run
 was forecast 38% slow); `open:<pass>`: [seconds, rows, last sample, item] of the call whose rows are being tallied

@@ -239,7 +239,7 @@ class Lane:
                 if self.halted:
                     raise Halted(HALTED)
             if not local and (stale := b.stale()) is not None:  # its tokens admitted long before this
-                await stale  # send (it waited for a lease): taken again, as the key counts them now
+                await stale  # send (it waited for its slot or a lease), the key's bucket not holding them: again
                 if self.halted:
                     raise Halted(HALTED)
             wait = b.confirm()
@@ -428,14 +428,8 @@ class Lane:
 
     def _defer_tokens(self, seconds: float) -> None:
         """Token admission waits, requests do not (a shared budget's for every process on the key: its
-        account admits no token meanwhile; pausing the key as a whole stopped calls that need no tokens).
-        A shared key paced by no TPM has no token admission: every request spends the tokens the key has
-        not, so its processes all wait, as the provider asks (tests/test_shared_budget.py's "everyone wait")."""
-        b = self.budget
-        if b.tpm or isinstance(b, LocalBudget):
-            b.defer_tokens(min(seconds, MAX_PAUSE_S))
-        else:
-            b.pause(min(seconds, MAX_PAUSE_S))
+        account admits no token meanwhile; pausing the key as a whole stopped calls that need no tokens)."""
+        self.budget.defer_tokens(min(seconds, MAX_PAUSE_S))
 
     # --- retries ---------------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ class Plan:
     the history's calls of as many samples a request (runner.history.at_n)."""
     latency_sigma: dict[str, float] = field(default_factory=dict)
     """Per pass: its latencies' spread as a lognormal's sigma, from the same calls as `latency_seen` (runner.history.
-    latency_sigma): how far the last of a TPM lane's calls may end past its last send (runner.forecast.end_spread)."""
+    latency_sigma): how far a lane's last calls may end past its work (runner.forecast.last_residual)."""
     latency_cap: dict[str, float] = field(default_factory=dict)
     """Per pass: the longest latency seen (runner.history.latency_cap): the law `latency_sigma` spreads ends there."""
     tpm_depth: float = 0.0

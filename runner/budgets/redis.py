@@ -223,8 +223,12 @@ class RedisBudget:
         return self._tpm.stale()
 
     def defer_tokens(self, seconds: float) -> None:
-        """Refused for tokens: no token admitted for `seconds`, in any process; requests still go (redis_tpm)."""
-        if self._local is not None:
+        """Refused for tokens: no token admitted for `seconds`, in any process; requests still go (redis_tpm). A key
+        paced by no TPM has no token admission: every request spends the tokens the key has not, so its processes
+        all wait, as the provider asks (tests/test_shared_budget.py's "everyone wait")."""
+        if not self.tpm:
+            self.pause(seconds)
+        elif self._local is not None:
             self._local.defer_tokens(seconds)
         else:
             self._tpm.defer(seconds)

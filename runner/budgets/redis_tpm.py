@@ -1,5 +1,5 @@
 """The key's TPM account across processes (#40), as `LocalBudget.take`/`reconcile` keep it in one process:
-what a RedisBudget (runner.budgets.redis) does for the tokens of its calls, and what its script keeps.
+what a RedisBudget (runner.budgets.redis) does for the tokens of its calls, and what its script (redis_tpm.lua) keeps.
 
 The account is a token bucket on the server's clock (`TPM_SHARE` of the key's TPM a second, a second of
 it deep, full when new): a call waits, first come first served across every process on the key, until
@@ -19,13 +19,19 @@ The key charges a call when it is sent, the account when it admits it: a call ad
 (a lease it was let through for and did not get: seconds, bench shared_limits_tpm at 4 processes) met a
 key whose bucket answers' debts had taken meanwhile, the account having counted its charge long before
 (every refusal the trace of two runs on main showed: `python -m bench.shared_limits_tpm --diagnose 4`).
-A call sent more than STALE_S after its admission takes its tokens again first, at the head of the queue
-(`stale`): it goes if the bucket still holds it, else when it does. Its first charge is kept: the key's
-bucket, not charged for it, may have been full meanwhile and lost that refill where the account's did not
-(given back, it put the account up to a call's charge above the key: refusals of calls sent at once).
-(Counting such calls as unsent in Redis, the bucket taken as full that much sooner, held the key to what
-the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x.)
-A refusal for tokens defers token admission for every process (`defer`), not requests.
+The script keeps what the key's bucket holds beyond the account's level (`unsent`: the charges of calls
+admitted and not yet sent, in every process) and shrinks it by the refill the key's bucket could not hold
+when full (the account's, charged, kept it), each call's part in proportion (`ep`, `lf`). A call sent is told
+with the next script call (`sent`, within FLUSH_S: in order with the settlements) and charged what the key
+lost of it, nothing if its bucket was never full meanwhile: a call that waited for its RPM slot is not
+counted twice (it was, whole, before: tokens then bound early on a key whose calls queue for RPM slots,
+`bench/shared_limits.py --tpm 600000 --tpm-rpm 420`: 2.27x calls/RPM at 2 processes). A call sent more than
+STALE_S after its admission goes if the account's level holds it (`stale`: as the last reply of FRESH_S
+showed, with no script call of its own); else what the key still holds of it is given back and it queues
+again for its charge, at the head. (Counting unsent calls against the account's bucket, full that much sooner, held the key to what
+the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 processes, against 1.06x;
+giving the first charge back whole put the account up to a call above the key: refusals of calls sent at
+once.) A refusal for tokens defers token admission for every process (`defer`), not requests.
 
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
 process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
@@ -39,109 +45,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runner.budgets.redis_call import WAKE_LUA, WAKE_S, _bulk, _get, _send, pack, woken
 from runner.budgets.tokens import TPM_SHARE, WINDOW_S, hold, unhold
 
-STALE_S = 0.25  # a call sent this long after its tokens were admitted takes them again first (`stale`): beyond
-# the slots granted ahead (redis_slots.AHEAD_S), it waited for a lease
+STALE_S = 0.25  # a call sent this long after its tokens were admitted is looked at again (`stale`): beyond the
+# slots granted ahead (redis_slots.AHEAD_S), it waited for its slot or a lease
+FRESH_S = 0.02  # ... and goes without a script call of its own if a reply this recent showed the bucket holding
+# what the key lost of it (`stale`)
+FLUSH_S = 0.05  # calls sent or dropped are told to Redis with the next script call, within this
 
-LUA = WAKE_LUA + r"""
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local defer = tonumber(ARGV[10])
-local function alive(p)
-  if p == proc then return true end
-  local s = redis.call('ZSCORE', KEYS[4], p)
-  return s and tonumber(s) > now
-end
-local st = redis.call('HMGET', KEYS[1], 'level', 'at', 'seq', 'depth', 'ceil')
-local level, at, seq = tonumber(st[1]) or cap, tonumber(st[2]) or now, tonumber(st[3]) or 0
--- the key's bucket as its answers' remaining-tokens showed it (0: unknown, a second of the rate; halved
--- by each refusal for tokens, down to that second: LocalBudget.learn_depth / shallow)
-local depth, ceil = tonumber(st[4]) or 0, tonumber(st[5]) or 0
-local function bucket() return math.max(cap, math.min(depth, tpm)) end
-local full = bucket()
-level = math.min(full, level + math.max(0, now - at) * rate / 1000000)
-level = math.min(full, level + delta)  -- answers settled: credit beyond the bucket's depth is gone
-if seen > 0 then  -- the key's first: what its deeper bucket held beyond the second counted is credited
-  if depth == 0 then level = level + math.max(0, math.min(seen, tpm) - cap) end
-  depth = math.max(depth, seen)
-  if ceil > 0 then depth = math.min(depth, ceil) end
-end
-for _ = 1, shallow do
-  if depth > 0 then depth = depth / 2; ceil = depth end
-end
-cap = bucket()
-level = math.min(cap, level)
--- refused for tokens until `defer` s from now: no token for anyone before then (requests still go)
-if defer > 0 then level = math.min(level, -defer * rate) end
--- this process's calls that left the queue without being admitted (cancelled, or it fell back)
-local i = 11 + 2 * n_wait
-while ARGV[i] do redis.call('ZREM', KEYS[2], ARGV[i]); i = i + 1 end
--- its waiting calls, in arrival order: entered if new (or lost in a restart); a call refused for tokens
--- whose reset passed goes first
-for j = 0, n_wait - 1 do
-  local m = ARGV[11 + 2 * j]
-  if not redis.call('ZSCORE', KEYS[2], m) then
-    local s
-    if ARGV[12 + 2 * j] == '1' then
-      local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-      s = (tonumber(head[2]) or seq) - 1
-    else
-      seq = seq + 1
-      s = seq
-    end
-    redis.call('ZADD', KEYS[2], s, m)
-  end
-end
--- the largest rest a call in flight is expected to settle beyond its charge, over the processes alive
--- (each says its own largest: a hold lives as long as its process's heartbeat)
-local top = held
-local hs = redis.call('HGETALL', KEYS[3])
-for j = 1, #hs, 2 do
-  if hs[j] ~= proc then
-    if alive(hs[j]) then top = math.max(top, tonumber(hs[j + 1])) else redis.call('HDEL', KEYS[3], hs[j]) end
-  end
-end
-local admitted, hint = {}, -1
-while true do
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0)
-  if #head == 0 then break end
-  local m = head[1]
-  local p, c, h = string.match(m, '^(.*)|%d+|(%d+)|(%d+)$')
-  if not p or not alive(p) then
-    redis.call('ZREM', KEYS[2], m)
-  else
-    c, h = tonumber(c), tonumber(h)
-    if p ~= proc then  -- its process takes it, or learns how long its refill takes (its own timer)
-      wake(KEYS[5] .. p, true)  -- (redis_call.WAKE_LUA)
-      break
-    end
-    local need = math.min(c + h + top, cap)
-    if level < need then
-      hint = math.ceil((need - level) / rate * 1000000)
-      break
-    end
-    level = level - c
-    held = math.max(held, h)
-    top = math.max(top, h)
-    redis.call('ZREM', KEYS[2], m)
-    admitted[#admitted + 1] = m
-  end
-end
-if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
-redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
-           'ceil', tostring(ceil))
-for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
-return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth)}
-"""
+LUA = WAKE_LUA + (Path(__file__).parent / "redis_tpm.lua").read_text()  # the account's script
 
 
 SHA = hashlib.sha1(LUA.encode()).hexdigest()
@@ -179,6 +98,8 @@ class _Wait:
     hold: int
     first: bool
     fut: asyncio.Future[bool]
+    ep: bytes = b""  # (its admission's reply's ep and lf: what the key lost of it while unsent, `unsent` in LUA)
+    lf: bytes = b""
 
 
 @dataclass
@@ -207,8 +128,13 @@ class Account:
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
-        self._unsent: dict[Any, tuple[int, int, int, float]] = {}
-        """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted)}."""
+        self._unsent: dict[Any, tuple[int, int, int, float, bytes, bytes]] = {}
+        """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted, ep, lf)}."""
+        self._sends: list[Any] = []  # calls sent ('s') or dropped ('d') not yet told: kind, charge, ep, lf, delta then ...
+        self._flush: asyncio.TimerHandle | None = None
+        self._room = 0.0  # the account's level at the last reply, less the calls sent since ...
+        self._top = 0.0  # ... and the largest hold in flight then, with theirs
+        self._last_at = -1.0  # (monotonic) when the last reply came
         self._defer = 0.0  # a refusal for tokens: no token admitted for this long (s), not yet sent
         self.n_open = 0  # its calls charged on Redis, not yet settled
         self.n_local = 0  # ... charged by a fallback's local budget, not yet settled
@@ -262,7 +188,7 @@ class Account:
             try:
                 ok = await fut
                 if ok:  # charged; the key charges it only when it is sent (`sent`)
-                    self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic())
+                    self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic(), w.ep, w.lf)
                 if ok or self.draining:
                     return
             except BaseException:
@@ -320,41 +246,72 @@ class Account:
             self._kick()
 
     def sent(self) -> None:
-        """The current task's call goes now: the key charges it from now."""
-        if self._unsent:
-            self._unsent.pop(asyncio.current_task(), None)
+        """The current task's call goes now: the key charges it from now (told to Redis with the next script
+        call: the account charges it what the key lost of it meanwhile)."""
+        e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
+        if e is not None and self.b._local is None:
+            if e[3] != math.inf:  # (one `stale` let go is out of it already)
+                self._room -= e[0]
+            self._tell(b"s", e)
 
     def dropped(self) -> bool:
-        """The current task's attempt ended unsent (the run halted, the lane stopped): its charge and its
-        hold are given back, as the key never counted it. False: it had none unsent."""
+        """The current task's attempt ended unsent (the run halted, the lane stopped): what the key still
+        holds of its charge is given back, and its hold, as the key never counted it. False: it had none
+        unsent."""
         e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
         if e is None:
             return False
         if self.b._local is None:
             self.n_open = max(0, self.n_open - 1)
             unhold(self._holds, e[1])
-            self._delta += e[0]
             self._dirty = True
+            self._tell(b"d", e)
             self._kick()
         return True
 
+    def _tell(self, kind: bytes, e: tuple[int, int, int, float, bytes, bytes]) -> None:
+        """A call sent or dropped, for the next script call (within FLUSH_S, or WAKE_S while calls of ours wait):
+        until Redis hears of it the key is taken to hold its charge still (its bucket fuller, so more of it
+        lost, charged at its telling: the safe side)."""
+        self._sends += (kind, e[0], e[4], e[5], self._delta)  # (after the settlements made before it)
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(FLUSH_S, self._flushed)
+
+    def _flushed(self) -> None:
+        """(While calls of ours wait, the script call that serves them next tells them: none of its own.)"""
+        self._flush = None
+        if self._sends and not self._waiting:
+            self._dirty = True
+            self._kick()
+
     def stale(self) -> Any:
         """A wait for the current task's tokens again if they were admitted more than STALE_S ago and its call
-        is about to go (its lease or slot came late), else None. The key charges it only now: answers
-        settled meanwhile (reasoning's debts, beyond what the account held) may have taken the tokens the
-        account kept for it, and it would be refused. Taken again at the head of the queue, it goes at once
-        if the bucket still holds it, else when it does (one more script call, for these calls only)."""
+        is about to go (its slot or lease came late) and the bucket may not hold it, else None. The key charges
+        it only now: answers settled meanwhile (reasoning's debts, beyond what the account held) may have
+        taken the tokens the account kept for it. It goes if the account's level (less the calls sent since)
+        holds it, its hold and the holds in flight, as the last reply (FRESH_S) showed, with no script call
+        of its own (told with the next one, `sent`, it is charged what the key lost of it: the refill its
+        bucket, full, could not hold, not its whole charge again). Else what the key still holds of it is
+        given back and it queues again for its charge, at the head: it goes if the bucket holds it, else when
+        it does. (Counting what the key holds of this process's other unsent calls as room too made a late
+        call go early: 4 refusals in 4 runs of the reasoning workload at 2 processes, against 0.)"""
         task = asyncio.current_task()
         e = self._unsent.get(task) if self._unsent else None
-        if e is None or time.monotonic() - e[3] < STALE_S or self.b._local is not None:
+        now = time.monotonic()
+        if e is None or now - e[3] < STALE_S or self.b._local is not None:
+            return None
+        c, h = e[0], e[1]
+        if self.last is not None and now - self._last_at <= FRESH_S and not (self._defer or self._shallow) \
+                and self._room >= c + h + self._top:
+            self._top = max(self._top, h)
+            self._room -= c
+            self._unsent[task] = (*e[:3], math.inf, *e[4:])  # (let go: `sent` tells it)
             return None
         del self._unsent[task]
-        # Its first charge is not given back: while it waited the key's bucket, not charged for it, may have
-        # been full and lost that refill, the account's (charged) not (crediting it back put the account up
-        # to a call's charge above the key: refusals of calls sent at once, bench --diagnose 4)
         self.n_open = max(0, self.n_open - 1)
-        unhold(self._holds, e[1])
-        return self.take(e[2], e[0], True)
+        unhold(self._holds, h)
+        self._tell(b"d", e)
+        return self.take(e[2], c, True)
 
     def defer(self, seconds: float) -> None:
         """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
@@ -396,6 +353,7 @@ class Account:
         self._waiting.clear()
         self._delta = 0  # (settlements made before it: lost with Redis, the conservative way for a credit)
         self._unsent.clear()  # (charged on Redis already: sent or not, nothing more to say of them)
+        self._sends.clear()
         self._defer = 0.0
 
     def _kick(self) -> None:
@@ -432,9 +390,15 @@ class Account:
         per_s, depth = self.rate()
         waiting, gone = list(self._waiting), self._gone
         delta, held, seen, shallow, defer = self._delta, self.held, self._seen_new, self._shallow, self._defer
+        sends = self._sends
         self._gone, self._delta, self._dirty, self._seen_new, self._shallow, self._defer = [], 0, False, 0, 0, 0.0
+        self._sends = []
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
         args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
-                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, repr(defer)]
+                           repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, repr(defer), len(sends) // 5,
+                           *sends]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -445,6 +409,7 @@ class Account:
             self._seen_new = max(self._seen_new, seen)
             self._shallow += shallow
             self._defer = max(self._defer, defer)
+            self._sends = sends + self._sends
             self._dirty = True
             raise
         self.calls += 1
@@ -452,6 +417,7 @@ class Account:
         r = Reply(hint / 1e6, float(res[1]), float(res[2]), [m.decode() if isinstance(m, bytes) else m
                                                              for m in res[3]], float(res[4]))
         self.last = r
+        self._room, self._top, self._last_at = r.level, r.held, time.monotonic()
         mine = {w.member: w for w in waiting}
         for m in r.admitted:
             w = mine.get(m)
@@ -459,6 +425,7 @@ class Account:
                 if w.hold:
                     hold(self._holds, w.hold)
                 self.n_open += 1
+                w.ep, w.lf = res[5], res[6]
                 w.fut.set_result(True)
             else:  # (cancelled meanwhile: its charge back, its hold not counted from the next call on)
                 self._delta += int(m.rsplit("|", 2)[1])
