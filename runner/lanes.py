@@ -117,8 +117,8 @@ class Lane:
         """Calls on the wire: (when sent, its WIRE tag); copied (atomic) by the live ETA's thread, no lock."""
         self.queued = 0
         self.admitted = 0
-        self.hedges = Hedges(self._idle, self._copy)
-        """Long calls sent again at the lane's drain (runner.budgets.hedge): a lane paced by no tokens."""
+        self.hedges = Hedges(self._idle, self._copy, endpoint.hedge_after) if endpoint.hedge_after else None
+        """Long calls sent again at the lane's drain (runner.budgets.hedge), opt-in (`hedge_after`): None, no work."""
         self._looked = self._started = (time.monotonic(), 0)
         self.rate_limited = 0
         self.retries = 0
@@ -277,8 +277,8 @@ class Lane:
                     wired()
                 t0 = time.perf_counter()
                 try:
-                    result = await (self.hedges.run(fn, work[1]) if work is not None and self.tpm is None
-                                    and isinstance(b, LocalBudget) else fn())
+                    result = await (fn() if self.hedges is None or work is None or self.tpm is not None
+                                    or not isinstance(b, LocalBudget) else self.hedges.run(fn, work[1]))
                 except ProviderError as e:
                     e.latency_s = time.perf_counter() - t0  # type: ignore[attr-defined]  # its row's latency
                     if e.rate_limited and est_tokens:
@@ -296,7 +296,8 @@ class Lane:
                     sent(final=True)  # type: ignore[misc]  # never reported: it counts from now
         finally:
             b.release()
-            self.hedges.poke()
+            if self.hedges is not None:
+                self.hedges.poke()
         self._on_answer(getattr(result, "limits", None), False, own=own)
         return result, time.perf_counter() - t0
 

@@ -1,4 +1,4 @@
-"""#40: a lane paced by no tokens re-sends a call at its drain (runner.budgets.hedge), on hand-made calls: once no
+"""#40: a lane with `hedge_after` (opt-in: off by default) paced by no tokens re-sends a call at its drain (runner.budgets.hedge), on hand-made calls: once no
 call waits and a lease is free, a call that has run HEDGE_X x its kind's median goes again and the first answer of
 the two is the call's, the other cancelled; never while a call waits for a lease, on a lane paced by tokens, or for
 a kind of too few answers; a copy's error leaves the call's own answer standing."""
@@ -17,7 +17,7 @@ MEDIAN = 0.01  # the kind's median: a call is due for a copy after 0.03 s
 
 
 def _lane(**kw: Any) -> Lane:
-    return Lane(Endpoint(name="e", kind="sim", **kw), None, None, provider=None)
+    return Lane(Endpoint(name="e", kind="sim", **{"hedge_after": 3.0, **kw}), None, None, provider=None)
 
 
 def _work(answers: int = 20) -> tuple[str, Any, bool]:
@@ -73,6 +73,16 @@ async def test_the_copys_answer_stands_when_the_cancelled_call_reports_an_error(
     got, attempts, _ = await asyncio.wait_for(call, 30)
     assert (got, attempts, fn.sends, fn.cancelled, lane.hedges.sent) == ("copy", 1, 2, 1, 1)
     assert call.cancelling() == 0  # type: ignore[attr-defined]  # (the copy's cancel taken back)
+
+
+async def test_off_by_default_no_copy_and_no_hedge_state() -> None:
+    lane, fn = _lane(max_concurrency=2, hedge_after=None), _Thinker()
+    assert lane.hedges is None
+    call = await _bound(lane, fn)
+    await asyncio.sleep(0.3)  # 10x past its due at the drain of a lane bound by concurrency
+    assert (fn.sends, fn.cancelled) == (1, 0)
+    fn.end.set()
+    assert (await call)[0] == "own"
 
 
 async def test_no_copy_on_a_lane_no_call_waited_on() -> None:
