@@ -10,6 +10,7 @@ from typing import Any
 
 from providers.base import ProviderError
 from runner.budgets.hedge import HEDGE_MIN
+from runner.calls.spend import _HELD, Ceiling, Spend
 from runner.config import Endpoint
 from runner.lanes import Lane
 
@@ -126,3 +127,27 @@ async def test_a_copys_error_leaves_the_calls_own_answer() -> None:
     got, attempts, _ = await asyncio.wait_for(call, 30)
     assert (got, attempts, fn.cancelled, lane.hedges.sent) == ("own", 1, 0, 1)
     assert lane.in_flight == 0 and lane.budget.idle() == 2
+
+
+async def _under(ceiling: float, lane: Lane, fn: Any) -> tuple[Any, list[float], Ceiling]:
+    """`_bound`'s call run as runner.calls.spend.Spend.paid runs it: its worst case (1.0) reserved under `ceiling`."""
+    c = Ceiling(ceiling, "--max-cost", held=1.0, in_flight=1)
+    hold = [1.0, 0.0]
+
+    async def go() -> Any:
+        _HELD.set((Spend((c,), 0.0, 0.0, 1), hold))
+        return await asyncio.wait_for(await _bound(lane, fn), 30)
+
+    task = asyncio.ensure_future(go())
+    while fn.sends < 1 or not lane.hedges.flights and not task.done():
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)  # 10x past its due, at the drain
+    fn.end.set()
+    return await task, hold, c
+
+
+async def test_under_a_ceiling_a_copy_goes_only_when_its_worst_case_fits_and_holds_it() -> None:
+    (got, _, _), hold, c = await _under(1.5, _lane(max_concurrency=2), fn := _Thinker())
+    assert (got, fn.sends, hold, c.held) == ("own", 1, [1.0, 0.0], 1.0)  # no room for a second worst case
+    (got, _, _), hold, c = await _under(2.0, lane := _lane(max_concurrency=2), fn := _Thinker())
+    assert (got, fn.sends, lane.hedges.sent, hold, c.held) == ("copy", 2, 1, [1.0, 1.0], 2.0)  # held till it settles

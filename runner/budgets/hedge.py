@@ -125,6 +125,8 @@ class Hedges:
             self._timer = loop.call_at(loop.time() + max(0.0, at - time.monotonic()), self._check)
 
     def _check(self) -> None:
+        from runner.calls.spend import copy_fits  # (here: runner.calls imports the lanes this module serves)
+
         if self._timer is not None:
             self._timer.cancel()
         self._timer, self._at = None, math.inf
@@ -139,6 +141,9 @@ class Hedges:
                 self._at = min(self._at, at)
                 break
             f = self.flights[k]
+            if not f.ctx.run(copy_fits):  # a spend ceiling would not hold the copy's worst case: never re-sent
+                f.due = math.inf
+                continue
             f.copy_at = now
             f.copy = asyncio.get_running_loop().create_task(self._copy(f), context=f.ctx)
             self.sent += 1
