@@ -77,6 +77,8 @@ KEYS: dict[str, tuple[int, float | None, float | None, int, float]] = {
     "shared": (0, 20000, 600_000, 12, 2.0),
     "rpm-f": (1, 100, None, 64, 1.0),
 }
+HEDGE: float | None = None
+"""--hedge X: every endpoint's `hedge_after` (runner.budgets.hedge; its losers billed on their rows, so in `bill`)."""
 NO_N = {"no-n", "shared"}  # keys whose models have no `n` (`supports_n = false`)
 
 
@@ -164,6 +166,7 @@ def write_inputs(
         )
         cfg += f"rpm = {rpm}\n" if rpm else ""
         cfg += f"tpm = {tpm}\n" if tpm else ""
+        cfg += f"hedge_after = {HEDGE}\n" if HEDGE else ""
         cfg += "supports_n = false\n\n" if key in NO_N else "\n"
     for name, m in ms.items():
         cfg += f'[[models]]\nname = "{name}"\nendpoint = "{m["key"]}"\nprice_in = 1.0\nprice_out = 4.0\n\n'
@@ -502,7 +505,10 @@ def main() -> None:
                     help="no sweep: what list scheduling reaches per lane on this many synthetic draws of the laws")
     ap.add_argument("--eta", action="store_true", help="summary lines every 2 s; the live ETA at 10/50/90%% of "
                     "the run vs the real remaining time printed (eta_printout)")
+    ap.add_argument("--hedge", type=float, metavar="X", help="hedge_after = X on every endpoint (off by default)")
     a = ap.parse_args()
+    global HEDGE
+    HEDGE = a.hedge
     if a.eta:
         global PROGRESS_EVERY
         PROGRESS_EVERY = "2"
