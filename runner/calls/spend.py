@@ -14,7 +14,9 @@ A ceiling covers its run directories' whole bill: what earlier invocations of th
 not served from the cache) is spent from the start, so going on after a stop takes a higher ceiling,
 and no finished call is sent again. Batched calls reserve at the live price: an item that fails inside
 a batch goes live under the same reservation (a call made while one is held is covered by it). A call
-that ended without an answer (a 5xx, a timeout after its retries) is taken as unbilled.
+that ended without an answer (a 5xx, a timeout after its retries) is taken as unbilled. A call sent twice
+(an endpoint's `hedge_after`: runner.budgets.hedge) bills its cancelled send on its row (`lost`), and its copy
+reserves a worst case of its own before it goes (`copy_fits`).
 """
 
 from __future__ import annotations
