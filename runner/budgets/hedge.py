@@ -9,9 +9,12 @@ true laws 1.128, LPT knowing every latency 1.00), while the lane's slots idle fr
 The gain rests on a copy being a new, independent draw of the call's latency: the bench's server serves a repeated
 prompt its next sample (bench/reasoning_server). A provider whose slowness belongs to the prompt (a hard item thinks
 long every time) or to the moment (a loaded replica) gives a copy no such chance, and the copy is only paid for.
-Measured on i50-non (default on then, 3x; replayed --reachable 20, our order) no-n 1.157 -> 1.048x, conc 1.102 ->
-1.057; in the sweep (--quick --forecast, seeds 1-5, night 1 / night 2 means) no-n 1.184 / 1.158 -> 1.066 / 1.080,
-conc 1.134 / 1.092 -> 1.066 / 1.072, for 1-2% more calls (its losers not billed then).
+Measured (bench/reasoning_sweep.py --quick --forecast, seeds 0-5, main vs --hedge 3 alternately, night 1 / night 2
+means): no-n 1.163 / 1.172 -> 1.063 / 1.087x its limit (worst 1.32 / 1.22 -> 1.13 / 1.13), conc 1.122 / 1.088 ->
+1.065 / 1.078, other lanes unchanged; for 1.8% more calls on no-n (11.5 copies of 640) and 1% on conc, and a bill
+2.5 / 3.6% higher on no-n, 1.0 / 1.4% on conc, 0.7 / 1.0% for the sweep, losers included (runner.calls.spend.lost: the
+rows plus the losers' estimates came to 1.02-1.05x the tokens the server logged generating on no-n, 1.00-1.02x on conc;
+the rows alone to 0.96-0.99x). Replayed before (--reachable 20, our order): no-n 1.157 -> 1.048x, conc 1.102 -> 1.057.
 Only on a lane paced by no tokens (a copy spends no TPM a queue waits for) whose calls once waited for a lease (a
 lane bound by concurrency: one never short of leases would only pay for copies), while none waits: the copy takes
 a lease no call wanted. `Hedges.sent` counts copies.
