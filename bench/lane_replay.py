@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (the runner's own rule: `learned`)
+from runner.budgets.hedge import HEDGE_X  # noqa: E402
 from runner.budgets.rank import blend  # noqa: E402
 
 Job = tuple[float, int, str, int, int]
@@ -139,10 +140,67 @@ def replay(
     return end
 
 
+def hedged(
+    jobs: list[Job], held: set[int], conc: int, rank: list[Any], redraw: Callable[[int], float],
+    after: float = HEDGE_X,
+) -> tuple[float, int, float]:
+    """Makespan of list scheduling `jobs` in `rank` order on `conc` slots (as `replay`, for a lane bound by
+    concurrency: its rates are not replayed) where a slot freed with nothing ready to send re-sends a call in
+    flight that has run over `after` x its kind's median (the longest-running such call, each once): the call
+    ends at the earlier of its two copies, the other cancelled and its slot freed. `redraw(i)`: the copy's
+    latency, a new draw of job i's law (a reasoning model's thought is a draw: the server's next sample of
+    that prompt). Why: a lane bound by concurrency ends on the long thinkers sent last, which no order that
+    does not know latencies avoids, while its slots idle at the drain. The kind's median is its logged calls'
+    (the runner's own median settles on it within a kind's first answers). Returns (makespan, copies sent,
+    their seconds)."""
+    kinds: dict[tuple[str, int], list[float]] = {}
+    for j in jobs:
+        kinds.setdefault((j[2], j[3]), []).append(j[0])
+    typical = {k: sorted(v)[len(v) // 2] for k, v in kinds.items()}
+    ready = [(rank[i], i) for i in range(len(jobs)) if i not in held]
+    heapq.heapify(ready)
+    later: list[tuple[float, int]] = []  # critiques: (release, index)
+    ends: list[tuple[float, int]] = []  # (end of a copy, index)
+    flight: dict[int, list[Any]] = {}  # index -> [due to be re-sent at, its end (the earlier copy's), re-sent]
+    free, t, left, end, copies, copy_s = conc, 0.0, len(jobs), 0.0, 0, 0.0
+    while left:
+        while later and later[0][0] <= t:
+            heapq.heappush(ready, (rank[later[0][1]], heapq.heappop(later)[1]))
+        while free and ready:
+            i = heapq.heappop(ready)[1]
+            j = jobs[i]
+            flight[i] = [t + after * typical[j[2], j[3]], t + j[0], False]
+            heapq.heappush(ends, (t + j[0], i))
+            free -= 1
+        due = [(f[0], i) for i, f in flight.items() if not f[2]] if free else []
+        for _, i in sorted(d for d in due if d[0] <= t)[:free]:  # (the longest running first)
+            lat = redraw(i)
+            f = flight[i]
+            f[1], f[2] = min(f[1], t + lat), True
+            heapq.heappush(ends, (t + lat, i))
+            copies, copy_s, free = copies + 1, copy_s + lat, free - 1
+        nxt = ends[0][0] if ends else math.inf
+        if free:
+            nxt = min([nxt, *(d[0] for d in due if d[0] > t), *(later[:1] and [later[0][0]])])
+        t = nxt
+        while ends and ends[0][0] <= t:
+            when, i = heapq.heappop(ends)
+            f = flight.get(i)
+            if f is None or when > f[1]:  # (the other copy's end, already counted)
+                continue
+            del flight[i]
+            free += 2 if f[2] else 1
+            left -= 1
+            end = max(end, when)
+            if jobs[i][4] >= 0:
+                heapq.heappush(later, (when, jobs[i][4]))
+    return end, copies, copy_s
+
+
 def learned(
     jobs: list[Job], held: set[int], conc: int, rates: list[tuple[float, float, int]], order: list[float],
     min_n: int = 1, explore: int = 0, pool: bool = False, items: list[str] | None = None, width: int = 0,
-    lift: float = 0.0,
+    lift: float = 0.0, sent: list[int] | None = None,
 ) -> float:
     """Makespan of our own ranking replayed (runner.budgets.local's lease queue, runner.calls.estimates'
     latencies): whenever a slot frees, the kind (model, n, answer or critique) of longest expected latency
@@ -162,7 +220,7 @@ def learned(
     item order while 0: on independent draws it stays near 0). Given the live lane's order within
     each kind (its items' order), it gives the live ratio (conc, seed 20: 1.239 vs 1.242 live; 1.259 vs 1.265). Without a
     night before: a run's history (runner.calls.estimates.Spend.prime) is not replayed. What a latency-blind scheduler
-    learning as it goes reaches, beside `by model`'s laws."""
+    learning as it goes reaches, beside `by model`'s laws. `sent`: the calls' indices appended in the order sent."""
     kinds = [(j[2], j[3], i in held) for i, j in enumerate(jobs)]
     paced = any(what for _, _, what in rates)  # a TPM bucket
     waiting: dict[Any, list[tuple[float, int]]] = {}
@@ -253,6 +311,8 @@ def learned(
         else:
             i = hardest(waiting[k], items, hard, max(1, width - flying.get(k[0], 0)) if width else 0)
         flying[k[0]] = flying.get(k[0], 0) + 1
+        if sent is not None:
+            sent.append(i)
         lat, _, _, _, nxt = jobs[i]
         start, spent = _admit(max(t, last), spent, jobs[i], rates, buckets)
         last = start
@@ -285,7 +345,7 @@ def hardest(
 
 def schedules(
     entries: list[list[Any]], conc: int, rates: list[tuple[float, float, int]], expect: Callable[[str, int], float],
-    shuffles: int = 50,
+    shuffles: int = 50, redraw: Callable[[str, int, int], float] | None = None,
 ) -> dict[str, float]:
     """What list scheduling reaches on the lane's own draws (`replay`): `blind`, a random order; `by model`,
     chains' answers first, then the longest expected call (its model's law and n), a model's calls in a random
@@ -294,7 +354,9 @@ def schedules(
     ranking learning as it goes (`learned`, a mean over `shuffles` / 5 orders of each kind's calls); `item`, the same
     with a kind's calls taken hardest item seen first (`learned`'s `items`: the log names each call's item), `item@w`
     among the kind's next calls its model's window holds only (`learned`'s `width`: the lane's concurrency); `item+`,
-    `item+@w` the same with the item's difficulty also lifting its kind's rank, by a gain fitted as it goes (`lift` -1)."""
+    `item+@w` the same with the item's difficulty also lifting its kind's rank, by a gain fitted as it goes (`lift` -1); with
+    `redraw(model, n, i)` (a new draw of a call's law), `hedged`: `ours`'s order re-sending a long call at the
+    lane's drain (`hedged`: runner.budgets.hedge), for a lane bound by concurrency only."""
     jobs, held = lane_jobs(entries)
     if not jobs:
         return {"blind": 0.0, "by model": 0.0, "clairvoyant": 0.0}
@@ -307,15 +369,24 @@ def schedules(
     got = dict.fromkeys(("ours", "item", "item@w", "item+", "item+@w"), 0.0)
     items = lane_items(entries)
     k = shuffles // 5
+    hedges = 0.0
     for _ in range(k):  # (the same orders for all)
         o = [rng.random() for _ in jobs]
-        got["ours"] += learned(jobs, held, conc, rates, o) / k
+        sent: list[int] = []
+        got["ours"] += learned(jobs, held, conc, rates, o, sent=sent) / k
         got["item"] += learned(jobs, held, conc, rates, o, items=items) / k
         got["item@w"] += learned(jobs, held, conc, rates, o, items=items, width=conc) / k
         got["item+"] += learned(jobs, held, conc, rates, o, items=items, lift=-1.0) / k
         got["item+@w"] += learned(jobs, held, conc, rates, o, items=items, width=conc, lift=-1.0) / k
+        if redraw is not None:  # our order, each call ranked at its place in it
+            at = {i: p for p, i in enumerate(sent)}
+            hedges += hedged(jobs, held, conc, [at[i] for i in range(len(jobs))],
+                             lambda i: redraw(jobs[i][2], jobs[i][3], i))[0] / k
     lpt = [-(j[0] + (jobs[j[4]][0] if j[4] >= 0 else 0.0)) for j in jobs]
-    return {"blind": blind, "by model": by_model, **got, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    out = {"blind": blind, "by model": by_model, **got, "clairvoyant": replay(jobs, held, conc, rates, lpt)}
+    if redraw is not None:
+        out["hedged"] = hedges
+    return out
 
 
 def spread(xs: list[float]) -> dict[str, float]:

@@ -25,7 +25,8 @@ at admission, as providers send them: by the time the answer arrives they are st
 Optional "item_corr": rho (default 0, independent draws): an item's difficulty shared by every model (`draw`),
 the item being the chain's tag, else the prompt.
 GET /log returns every admitted request: [arrival, key, model, n, latency_s, tokens, pass, item, subject] (subject:
-the item whose difficulty the draw shares, the tag's item or a hash of the prompt), 429 counts
+the item whose difficulty the draw shares, the tag's item or a hash of the prompt; a request whose client went
+away before its answer: the seconds and tokens it ran, its thought cut there), 429 counts
 (per key and budget) and each 429: [arrival, key, model, n, budget, reset_s, charge].
 """
 
@@ -200,8 +201,17 @@ class Server:
             tb.level -= charge
             hdr["x-ratelimit-reset-tokens"] = f"{max(0.0, tb.cap - tb.level) / tb.rate * 1000:.0f}ms"
         self.seen[(model, prompt)] += n
-        self.log.append([now, key, model, n, lat, p_tok + out, pass_, item, subject])
-        await asyncio.sleep(lat)
+        entry = [now, key, model, n, lat, p_tok + out, pass_, item, subject]
+        self.log.append(entry)
+        try:
+            await asyncio.sleep(lat)
+        except asyncio.CancelledError:  # the client went away (a call re-sent whose copy answered first):
+            took = time.monotonic() - now  # the slot was busy until now, its thought billed as far as it went
+            entry[4], entry[5] = took, p_tok + int(out * min(1.0, took / lat))
+            if tb is not None:
+                tb.fill(time.monotonic())
+                tb.level = min(tb.cap, tb.level - (entry[5] - charge))
+            raise
         if tb is not None:  # settled: the bucket pays what the call really used (reasoning included)
             tb.fill(time.monotonic())
             tb.level = min(tb.cap, tb.level - (p_tok + out - charge))
@@ -257,7 +267,7 @@ def main() -> None:
     app.router.add_get("/log", srv.handle_log)
 
     async def run() -> None:
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)  # (a client gone: logged as ended)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", srv.port)  # (a second night: the same port)
         await site.start()

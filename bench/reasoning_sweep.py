@@ -77,6 +77,8 @@ KEYS: dict[str, tuple[int, float | None, float | None, int, float]] = {
     "shared": (0, 20000, 600_000, 12, 2.0),
     "rpm-f": (1, 100, None, 64, 1.0),
 }
+HEDGE: float | None = None
+"""--hedge X: every endpoint's `hedge_after` (runner.budgets.hedge; its losers billed on their rows, so in `bill`)."""
 NO_N = {"no-n", "shared"}  # keys whose models have no `n` (`supports_n = false`)
 
 
@@ -164,6 +166,7 @@ def write_inputs(
         )
         cfg += f"rpm = {rpm}\n" if rpm else ""
         cfg += f"tpm = {tpm}\n" if tpm else ""
+        cfg += f"hedge_after = {HEDGE}\n" if HEDGE else ""
         cfg += "supports_n = false\n\n" if key in NO_N else "\n"
     for name, m in ms.items():
         cfg += f'[[models]]\nname = "{name}"\nendpoint = "{m["key"]}"\nprice_in = 1.0\nprice_out = 4.0\n\n'
@@ -219,6 +222,15 @@ def expected_s(ms: dict[str, dict[str, Any]], scale: float, model: str, n: int, 
     return sum(max(draw(m, model, f"expect {j}", i, scale, 99991)[0] for i in range(n)) for j in range(k)) / k
 
 
+def redraw(ms: dict[str, dict[str, Any]], scale: float) -> Any:
+    """A new draw of a logged call's law (model, n, its index in the lane's log): the latency a re-sent call
+    would get (the server's next sample of its prompt), for the `hedged` replay."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from reasoning_server import draw
+
+    return lambda model, n, i: max(draw(ms[model], model, f"again {i}", k, scale, 77777)[0] for k in range(n))
+
+
 def synthetic_logs(
     ms: dict[str, dict[str, Any]], seed: int, scale: float, counts: tuple[int, int, int], rho: float = 0.0
 ) -> list[dict[str, Any]]:
@@ -247,7 +259,8 @@ def synthetic_logs(
 
 def reach_keys(row: dict[str, Any]) -> list[str]:
     """The replays' columns (bench/lane_replay.schedules)."""
-    return [k for k in row if k in ("blind", "by model", "ours", "item", "item@w", "item+", "item+@w", "clairvoyant")]
+    return [k for k in row if k in ("blind", "by model", "ours", "item", "item@w", "item+", "item+@w", "hedged",
+                                    "clairvoyant")]
 
 
 def reachable(
@@ -312,7 +325,8 @@ def lane_table(
         end = max(e[0] + e[4] for e in entries)
         rates = [(rpm / 60, rpm / 60, 0)] if rpm else []  # the server's buckets: RPM holds 1 s, TPM `window`
         rates += [(tpm / 60, tpm / 60 * window, 1)] if tpm else []
-        reach = schedules(entries, conc, rates, expect) if ms else {}
+        again = redraw(ms or {}, scale) if bounds["concurrency"] == bounds[bound] else None
+        reach = schedules(entries, conc, rates, expect, redraw=again) if ms else {}
         rows.append(
             {
                 "lane": key,
@@ -502,7 +516,10 @@ def main() -> None:
                          "0: independent draws, as before")
     ap.add_argument("--eta", action="store_true", help="summary lines every 2 s; the live ETA at 10/50/90%% of "
                     "the run vs the real remaining time printed (eta_printout)")
+    ap.add_argument("--hedge", type=float, metavar="X", help="hedge_after = X on every endpoint (off by default)")
     a = ap.parse_args()
+    global HEDGE
+    HEDGE = a.hedge
     if a.eta:
         global PROGRESS_EVERY
         PROGRESS_EVERY = "2"

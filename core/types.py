@@ -48,6 +48,8 @@ class Completion:
     tool_calls: list[list[dict[str, Any]] | None] = field(default_factory=list)
     """Per sample, the assistant's `tool_calls` as sent (plain dicts, arguments still a JSON string:
     a malformed one is the suite's to report, not a failed call); empty when none were asked for."""
+    hedge: dict[str, Any] | None = None
+    """A call sent twice (runner.budgets.hedge): which send answered and how long the cancelled one ran."""
 
 
 class TextPart(BaseModel):

@@ -67,6 +67,10 @@ class Endpoint(BaseModel):
     """Runner-side prompt caching: breakpoints on re-sent prefixes (Anthropic), `prompt_cache_key`
     (api.openai.com), and a shared prefix's first call before its siblings (runner.calls.fanout). false: none
     of it (the provider's own automatic caching still applies)."""
+    hedge_after: float | None = Field(None, gt=1)
+    """Opt-in: at a concurrency-bound lane's drain, re-send a call that has run this many times its kind's median
+    (e.g. 3.0) and keep the first answer (runner.budgets.hedge); the cancelled one's estimated spend is billed on
+    its row. Unset: never (the default)."""
 
     @field_validator("api_key_env")
     @classmethod

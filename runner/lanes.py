@@ -45,6 +45,7 @@ from tenacity import (
 
 from providers.base import ProviderError, scrub
 from providers.http import SENT
+from runner.budgets.hedge import Hedges
 from runner.budgets.local import MARGIN_MAX, MARGIN_S, WINDOW_S, LocalBudget
 from runner.budgets.rank import Work
 from runner.calls.halt import HALTED, ON_WIRE, Halted, Sleeps
@@ -116,6 +117,8 @@ class Lane:
         """Calls on the wire: (when sent, its WIRE tag); copied (atomic) by the live ETA's thread, no lock."""
         self.queued = 0
         self.admitted = 0
+        self.hedges = Hedges(self._idle, self._copy, endpoint.hedge_after) if endpoint.hedge_after else None
+        """Long calls sent again at the lane's drain (runner.budgets.hedge), opt-in (`hedge_after`): None, no work."""
         self._looked = self._started = (time.monotonic(), 0)
         self.rate_limited = 0
         self.retries = 0
@@ -274,7 +277,8 @@ class Lane:
                     wired()
                 t0 = time.perf_counter()
                 try:
-                    result = await fn()
+                    result = await (fn() if self.hedges is None or work is None or self.tpm is not None
+                                    or not isinstance(b, LocalBudget) else self.hedges.run(fn, work[1]))
                 except ProviderError as e:
                     e.latency_s = time.perf_counter() - t0  # type: ignore[attr-defined]  # its row's latency
                     if e.rate_limited and est_tokens:
@@ -292,8 +296,18 @@ class Lane:
                     sent(final=True)  # type: ignore[misc]  # never reported: it counts from now
         finally:
             b.release()
+            if self.hedges is not None:
+                self.hedges.poke()
         self._on_answer(getattr(result, "limits", None), False, own=own)
         return result, time.perf_counter() - t0
+
+    def _idle(self) -> int:
+        b = self.budget
+        return b.idle() if isinstance(b, LocalBudget) and b.tpm is None and not self.halted else 0
+
+    async def _copy(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """A call sent again (runner.budgets.hedge), under a lease of its own: never itself re-sent."""
+        return (await self._attempt(fn, 0, None))[0]
 
     def _on_error(self, e: ProviderError, own: tuple[bool, bool] = NOT_NEAR) -> None:
         if e.quota:

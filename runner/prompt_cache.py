@@ -33,6 +33,8 @@ class PromptCache:
             return
         saved = prices.saved(c, w)
         cost, listed = row.get("cost_usd"), prices.cost(ins, u.get("output_tokens") or 0, c, w)
+        if cost is not None and (h := row.get("hedge")):  # (its cancelled copy's spend: runner.calls.spend.lost)
+            cost -= h.get("lost_cost") or 0.0
         if saved is None or cost is None:
             self.saved_usd = None
             return

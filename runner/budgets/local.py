@@ -321,6 +321,11 @@ class LocalBudget:
                 self.release()  # pass on a lease handed to us that we will not use
             raise
 
+    def idle(self) -> int:
+        """Leases free that no call waits for (runner.budgets.hedge: a copy takes one no call wanted); none until
+        a call has waited for one: a lane never short of leases is not bound by them, a copy would only cost."""
+        return 0 if self._waiters or not self._seq else max(0, self._cap - self._used)
+
     def release(self) -> None:
         """A lease frees and is handed over at once, ranked on the answers counted so far: not yet the
         one of the call that freed it (`runner.calls.call` counts it just after, in the same step).

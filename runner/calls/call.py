@@ -19,7 +19,7 @@ from providers.base import Completion, ProviderError
 from runner.budgets.tokens import TPM_SHARE
 from runner.calls import learned
 from runner.calls.halt import Halted
-from runner.calls.spend import paid
+from runner.calls.spend import lost, paid
 from runner.lanes import Lane
 from runner.pool import ModelEntry, note_ignored_n, pick_lane
 from runner.rows import answer_row, billed, error_row, exhausted, exhausted_row, total_tokens
@@ -273,6 +273,7 @@ async def _refill(
         comp.input_tokens,
         comp.output_tokens,
         [comp.finish_reasons[i] for i in kept],
+        hedge=comp.hedge,
     )
     rows = rows_from(req, m, part, [group[i] for i in kept], keys, attempts, latency, lane.name, cache)
     rest = [s for i, s in enumerate(group) if i not in kept]
@@ -299,6 +300,7 @@ def rows_from(
     usages = billed(comp, texts)
     flag = implausible(req, m, comp, n)
     reasons = m.profile is not None and m.profile.thinks  # Claude reasons only with thinking on
+    hedge, share = lost(comp, m, req.pass_, n) if comp.hedge is not None else (None, 0.0)  # (a loser's share)
     rows = []
     for i, s in enumerate(group):
         text = texts[i]
@@ -313,6 +315,8 @@ def rows_from(
             else m.cost(usage["input_tokens"], usage["output_tokens"], usage["cached_input_tokens"],
                         usage["cache_write_tokens"])
         )
+        if hedge is not None:  # its loser billed on it: rows, the bill, the ceilings and the cache's price count it
+            cost = None if cost is None or share is None else cost + share
         if reasons and exhausted(text, finish, True):
             row = exhausted_row(req, s, keys[s], usage, cost, attempts, lane, finish)
             row["n"] = n
@@ -346,4 +350,7 @@ def rows_from(
             if made := learned.made_with(m):
                 value["learned"] = made
             cache.put(keys[s], value)
+    if hedge is not None:
+        for row in rows:
+            row["hedge"] = hedge
     return rows

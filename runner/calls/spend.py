@@ -14,7 +14,9 @@ A ceiling covers its run directories' whole bill: what earlier invocations of th
 not served from the cache) is spent from the start, so going on after a stop takes a higher ceiling,
 and no finished call is sent again. Batched calls reserve at the live price: an item that fails inside
 a batch goes live under the same reservation (a call made while one is held is covered by it). A call
-that ended without an answer (a 5xx, a timeout after its retries) is taken as unbilled.
+that ended without an answer (a 5xx, a timeout after its retries) is taken as unbilled. A call sent twice
+(an endpoint's `hedge_after`: runner.budgets.hedge) bills its cancelled send on its row (`lost`), and its copy
+reserves a worst case of its own before it goes (`copy_fits`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
-from core.types import Request, Row, text_of
+from core.types import Completion, Request, Row, text_of
 from runner.pool import ModelEntry
 from runner.results import results_files, scan
 from runner.rows import error_row
@@ -41,9 +43,10 @@ CHARS_PER_TOKEN = 3
 """Text at 3 characters a token (English runs ~4): a reservation errs high, never low."""
 NO_LIMIT_TOKENS = 4096
 """The output of a request with no token limit, for a model whose maximum output is unknown."""
-_HELD: ContextVar[bool] = ContextVar("evalsweep_spend_held", default=False)
-"""True inside a reserved call: the calls it makes (another key, missing samples, a batch item's live
-fallback) are covered by its reservation."""
+_HELD: ContextVar[tuple[Spend, list[float]] | None] = ContextVar("evalsweep_spend_held", default=None)
+"""Set inside a reserved call, to its model's Spend and [its worst case, what copies of it hold]: the calls it makes
+(another key, missing samples, a batch item's live fallback) are covered by its reservation; a copy of it
+(runner.budgets.hedge) reserves its own (`copy_fits`)."""
 
 
 @dataclass
@@ -138,19 +141,20 @@ class Spend:
         why = await self._reserve(usd)
         if why is not None:
             return [error_row(req, s, keys[s], why, "skipped") for s in group]
-        token = _HELD.set(True)
+        hold = [usd, 0.0]
+        token = _HELD.set((self, hold))
         try:
             rows = await call()
         except BaseException:  # cancelled (or a bug) mid-call: it may have been billed, count its worst case
             for c in self.ceilings:
-                c.settle(usd, usd)
+                c.settle(usd + hold[1], usd + hold[1])
             raise
         finally:
             _HELD.reset(token)
         real = _real(rows, usd)
         self._learn(req, rows)
         for c in self.ceilings:
-            c.settle(usd, real)
+            c.settle(usd + hold[1], real)
         return rows
 
     async def _reserve(self, usd: float) -> str | None:
@@ -170,6 +174,59 @@ class Spend:
                 short.reach(usd)
             else:
                 await short.freed()
+
+
+def copy_fits() -> bool:
+    """Whether the call being run (this context's) may be sent again (runner.budgets.hedge): under a ceiling its copy
+    reserves the call's worst case too, held until the call settles (its row then bills the loser: `lost`); a copy
+    that does not fit is not sent. No ceiling: always."""
+    held = _HELD.get()
+    if held is None:
+        return True
+    spend, hold = held
+    if any(c.reached is not None or c.spent + c.held + hold[0] > c.usd for c in spend.ceilings):
+        return False
+    for c in spend.ceilings:
+        c.held += hold[0]
+    hold[1] += hold[0]
+    return True
+
+
+def lost(comp: Completion, m: ModelEntry, pass_: str, n: int) -> tuple[dict[str, Any], float | None]:
+    """A hedged call's loser (runner.budgets.hedge: `comp.hedge`), estimated on the safe side: the row's field (a
+    sample's share of the loser's tokens and USD) and that USD share, which its row's `cost_usd` adds (so the bill,
+    `--max-cost`, the reports and the frontier count it).
+
+    What a cancelled request is billed, as far as is published: the provider bills what it generated before it saw
+    the client go, and some bill it past that. "The provider has already generated tokens and, for most providers,
+    already charged for them"; a cancelled Anthropic stream gets only the opening usage block, its input
+    (truefoundry.com/docs/ai-gateway/stream-disconnect-cost-accounting). novita.ai bills a client disconnect (499)
+    once inference began (novita.ai/docs/guides/llm-billing). OpenAI's cancelled stream reports no usage at all
+    (community.openai.com/t/cancelling-stream-does-not-show-usage/1377768), and a relay billed hedge losers cut before
+    their first token at near-full usage (github.com/Wei-Shaw/sub2api/issues/4408). So: the prompt in full (at the
+    input price: no cache read is assumed), and the output it would have made by the cut, its elapsed seconds at its
+    kind's tokens a second (the kind's mean output over its median latency: high for a heavy tail, the safe side),
+    or the winner's output when larger (a provider finishing a non-streamed call it was hung up on bills in full).
+    What the loser streamed is not counted apart: a reasoning model's thought is not streamed (o-series), and the
+    cancel ends the send without its partial answer. A loser that ended in an error of its own (`lost_s` None) is
+    unbilled, as every error row is (`_real`)."""
+    h = comp.hedge or {}
+    took = h.get("lost_s")
+    tokens, usd = 0, 0.0
+    if took is not None:
+        ins = comp.input_tokens or 0
+        mean = m.usage.out.get(pass_)
+        secs = m.usage.seconds(pass_, n)
+        rate = mean.get(0.0) * n / secs if mean is not None and 0.0 < secs < math.inf else 0.0
+        out = max(round(took * rate), comp.output_tokens or 0)
+        tokens = ins + out
+        price = m.cost(ins, out)
+        if price is None and comp.reported_cost is not None:  # (priced by the provider only: pro rata)
+            price = comp.reported_cost * tokens / max(1, ins + (comp.output_tokens or 0))
+        usd = price  # type: ignore[assignment]
+    share = None if usd is None else usd / n
+    return ({**h, "lost_tokens": round(tokens / n), "lost_cost": None if share is None else round(share, 8)},
+            share)
 
 
 def _real(rows: list[Row], worst: float) -> float:
