@@ -133,6 +133,17 @@ def _three(tmp: Path, srv: Mock, redis_url: str, n: int) -> list[subprocess.Pope
     return procs
 
 
+def _crowded(srv: MockServer) -> str:
+    """What a failing run says about each refused request (the first 3): the arrivals in the server's second
+    ending at it (ms before it, whose), so one failure tells a crowded second's cause (the processes, the
+    regime: local pacing is ~100 ms apart per process here, Redis slots ~52 ms apart across them)."""
+    out = []
+    for x in srv.rejections[:3]:
+        w = [(round(1000 * (t - x), 1), m) for t, m, _, _ in srv.arrivals if x - 1.0 < t <= x]
+        out.append(f"429 at {x:.4f}: {len(w)} in its second: {w}")
+    return "\n".join(out)
+
+
 def _wait_all(procs: list[subprocess.Popen[str]], timeout: float = 120) -> list[str]:
     errs = []
     for p in procs:
@@ -150,7 +161,7 @@ def test_three_processes_on_one_key_stay_within_its_limit(tmp_path: Path, redis_
         _wait_all(_three(tmp_path, srv, redis_server.url, 40))
         for i in range(3):
             assert len(rows(tmp_path / f"run{i}")) == 40
-        assert srv.rejected_429 == 0
+        assert srv.rejected_429 == 0, _crowded(srv)
         assert srv.keys[KEY] == 120
         assert srv.max_in_window(KEY) <= 20
         ts = sorted(srv.times[KEY])
@@ -252,7 +263,8 @@ def test_redis_stopped_mid_run_falls_back_below_the_limit(tmp_path: Path, redis_
         for i, err in enumerate(errs):
             assert "Redis unreachable" in err and "1/3" in err, err
             assert len(rows(tmp_path / f"run{i}")) == 50
-        assert srv.rejected_429 == 0 and srv.keys[KEY] == 150
+        assert srv.rejected_429 == 0, _crowded(srv)
+        assert srv.keys[KEY] == 150
         assert srv.max_in_window(KEY) <= 20
     finally:
         srv.stop()
@@ -394,7 +406,10 @@ def test_redis_back_after_a_fallback_resumes_shared_pacing(tmp_path: Path, redis
         assert len(rows(tmp_path / "run0")) == 40 and len(rows(tmp_path / "run1")) == 260
         # Both fall back at the same instant: as fresh lanes their one-second bursts met at the next
         # window's edge (9-18 x 429 in half the runs); a fallback now starts on spaced slots (0 in 8 runs).
-        assert srv.rejected_429 <= 1, srv.rejections
+        # The one 429 still allowed here came in 3 of 32 runs beside a CPU hog: a first local send that
+        # left ~14 ms after its admission, which the local window counted from, put 21 in a second; it
+        # counts from the send now (test_a_fallbacks_local_window_counts_a_request_from_when_it_left).
+        assert srv.rejected_429 == 0, _crowded(srv)
         last = sorted(t for t, m, _, _ in srv.arrivals if m == "ok-1")[-60:]
         assert 59 / (last[-1] - last[0]) > 15  # alone on the key at its full limit, not at 1/2 (10)
     finally:
@@ -444,7 +459,7 @@ async def test_a_fallbacks_local_window_counts_a_request_from_when_it_left(redis
         srv.held = False
         outcomes = await asyncio.gather(*calls)
         assert slow and b.fallbacks == 1
-        assert srv.total == 60 and srv.rejected_429 == 0, (srv.rejected_429, outcomes)
+        assert srv.total == 60 and srv.rejected_429 == 0, f"{_crowded(srv)}\n{outcomes}"
         assert srv.max_in_window(KEY) <= 20
     finally:
         await b.aclose()
