@@ -244,7 +244,7 @@ class Lane:
                     raise Halted(HALTED)
             wait = b.confirm()
             if wait <= 0:
-                return (b.on_sent() if local and self._reports_send else None), own
+                return (b.on_sent() if self._reports_send else None), own  # (a shared one's: while local)
 
     async def _attempt(
         self, fn: Callable[[], Awaitable[T]], est_tokens: int, work: Work | None, first: bool = False,

@@ -246,6 +246,13 @@ class RedisBudget:
             self._tpm.sent()  # (the key charges its tokens from now: redis_tpm)
         return wait
 
+    def on_sent(self) -> Any:
+        """While pacing locally (Redis away), the local window counts the request just admitted from when
+        its bytes leave (LocalBudget.on_sent), not from its admission: a send held up by a loaded loop or a
+        new connection's handshake crowded the next second by the delay (its fallback's 1/N shares add up to
+        the key's whole limit, with no margin beside the window's). On Redis, None: slots are instants."""
+        return self._local.on_sent() if self._local is not None else None
+
     def granted(self) -> asyncio.Future[None] | None:
         """What the current task waits on while its ticket has no slot (redis_slots.granted)."""
         return slots.granted(self)
