@@ -39,7 +39,8 @@ bucket stays at least half full after it (and only where it holds BLOCK_MIN call
 most). It is charged and held as an admitted call is (its ep and lf; the largest hold a call spending it may have);
 the next calls are charged from it with no script call each, as if admitted with it, and what is left goes back
 after BLOCK_S, or when a reply shows calls queued, as a call dropped unsent. Its process's credits and the sends
-of its calls are told with the next script call while it lives (nobody waits for them). A script call costs
+of its calls are told with the next script call while it lives (nobody waits for them), and a debt it holds is
+paid from it (as a call of it sent: the key took those tokens at the answer). A script call costs
 ~0.2 ms of CPU on a 2-core box (the socket send, the reply's parse): one per call or more was +0.3 ms a call, a
 block per BLOCK_S or so brings it under 0.1 ms (`python bench/shared_limits.py --in-process`). A key whose TPM
 binds admits call by call, first come first served, as before.
@@ -269,7 +270,11 @@ class Account:
             self.n_open = max(0, self.n_open - 1)
             top = self.held
             unhold(self._holds, h)
-            self._delta += c - actual
+            if actual > c and self._block_end is not None and self._block >= actual - c:
+                self._block -= actual - c  # a debt paid from the block: as a call of it sent (the key took it)
+                self._tell(b"s", (actual - c, 0, 0, 0.0, self._block_ep, self._block_lf, True))
+            else:
+                self._delta += c - actual
             self._dirty = self._dirty or self.held != top  # (only its largest is sent)
         if self._delta >= 0 and self._block_end is not None and not self._waiting:
             self._later()  # nobody waits (a block is live): a credit can wait for the next script call
