@@ -9,6 +9,12 @@ limit, 0 x 429, <= 0.1 ms extra CPU per call.
 
     python bench/shared_limits.py [--rpm 12000] [--seconds 10] [--ks 1,2,4]
 
+It ends with the Redis path's CPU per call in one process (`in_process`: the same admissions through a local
+and a Redis budget), without a TPM and with one (its calls admitted by the key's Redis TPM account; the last
+line settles each call, as answers do); `--in-process` runs these lines alone:
+
+    python bench/shared_limits.py --in-process
+
 Concurrency on one key across processes (#40), each process a Lane on the shared budget whose calls
 take --latency s (no server: the budget is what is measured), beside the same workload alone on the
 key in the same run (its single-process figure):
@@ -74,7 +80,15 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=160, help="calls of the --tpm workload")
     ap.add_argument("--charge", type=int, default=1000, help="tokens each --tpm call is charged at admission")
     ap.add_argument("--tpm-rpm", type=float, metavar="RPM", help="--tpm: the key's calls queue for this RPM instead")
+    ap.add_argument("--in-process", action="store_true", help="only the in-process lines (the Redis path's CPU per call)")
     a = ap.parse_args()
+    if a.in_process:
+        redis = RedisServer().start()
+        try:
+            shared_limits_rpm.in_process(redis.url)
+        finally:
+            redis.close()
+        return
     if a.tpm is not None:
         redis = RedisServer().start()
         try:

@@ -4,7 +4,8 @@ local proc, rate, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held, delta, n_wait = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tpm, seen, shallow = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local defer, n_sent = tonumber(ARGV[10]), tonumber(ARGV[11])
-local w0 = 12 + 5 * n_sent  -- (its waiting calls' arguments: after its sends')
+local block, block_h = tonumber(ARGV[12]), tonumber(ARGV[13])  -- a block of tokens asked for (0: none), its hold
+local w0 = 14 + 5 * n_sent  -- (its waiting calls' arguments: after its sends')
 local function alive(p)
   if p == proc then return true end
   local s = redis.call('ZSCORE', KEYS[4], p)
@@ -43,7 +44,7 @@ end
 -- the account kept and the key's bucket, full, could not), one dropped is given back what the key still held
 local done = 0
 for j = 0, n_sent - 1 do
-  local a = 12 + 5 * j
+  local a = 14 + 5 * j
   local c, pre = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 4])
   credit(pre - done)
   done = pre
@@ -125,8 +126,20 @@ while true do
     admitted[#admitted + 1] = m
   end
 end
+-- a block of tokens for this process's next calls (admitted as one call is, spent by them without a script call
+-- each, what is left given back as a call dropped unsent): only while nobody waits and the bucket stays at least
+-- half full after it, so a key whose TPM binds admits call by call, first come first served, as without blocks
+local granted, queued = 0, redis.call('ZCARD', KEYS[2]) > 0
+if block > 0 and not queued and defer <= 0 and level - block >= cap / 2 and level >= block + block_h + top then
+  level = level - block
+  unsent = unsent + block
+  held = math.max(held, block_h)
+  top = math.max(top, block_h)
+  granted = block
+end
 if held > 0 then redis.call('HSET', KEYS[3], proc, held) else redis.call('HDEL', KEYS[3], proc) end
 redis.call('HSET', KEYS[1], 'level', tostring(level), 'at', now, 'seq', seq, 'depth', tostring(depth),
            'ceil', tostring(ceil), 'unsent', tostring(unsent), 'ep', ep, 'lf', string.format('%.17g', lf))
 for j = 1, 3 do redis.call('PEXPIRE', KEYS[j], 86400000) end
-return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth), ep, string.format('%.17g', lf)}
+return {tostring(hint), tostring(level), tostring(top), admitted, tostring(depth), ep, string.format('%.17g', lf),
+        granted, queued and 1 or 0}

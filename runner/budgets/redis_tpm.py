@@ -33,6 +33,18 @@ the others said last, stale by an answer's latency: 1.27x its tokens / TPM at 4 
 giving the first charge back whole put the account up to a call above the key: refusals of calls sent at
 once.) A refusal for tokens defers token admission for every process (`defer`), not requests.
 
+A process with room to spare takes its tokens in blocks (`_spend`): a script call made for a waiting call asks
+too for a block of what the process's calls took over the last BLOCK_S, granted only while nobody waits and the
+bucket stays at least half full after it (and only where it holds BLOCK_MIN calls: BLOCK_SHARE of the bucket at
+most). It is charged and held as an admitted call is (its ep and lf; the largest hold a call spending it may have);
+the next calls are charged from it with no script call each, as if admitted with it, and what is left goes back
+after BLOCK_S, or when a reply shows calls queued, as a call dropped unsent. Its process's credits and the sends
+of its calls are told with the next script call while it lives (nobody waits for them), and a debt it holds is
+paid from it (as a call of it sent: the key took those tokens at the answer). A script call costs
+~0.2 ms of CPU on a 2-core box (the socket send, the reply's parse): one per call or more was +0.3 ms a call, a
+block per BLOCK_S or so brings it under 0.1 ms (`python bench/shared_limits.py --in-process`). A key whose TPM
+binds admits call by call, first come first served, as before.
+
 Waiting calls queue in Redis in arrival order (a sorted set, ordered by a counter the script keeps); a
 process learns that its call heads the queue and the bucket can hold it from the script, which pushes to
 its wake list (BLPOP, no polling), or from its own timer for the refill it was told. Every script call
@@ -59,6 +71,11 @@ STALE_S = 0.25  # a call sent this long after its tokens were admitted is looked
 FRESH_S = 0.02  # ... and goes without a script call of its own if a reply this recent showed the bucket holding
 # what the key lost of it (`stale`)
 FLUSH_S = 0.05  # calls sent or dropped are told to Redis with the next script call, within this
+BLOCK_S = 0.1  # a block of tokens (`_spend`) lives this long (< STALE_S: a call spent from it is fresh), the rest
+# given back; it holds what the process's calls took over the last BLOCK_S ...
+BLOCK_MIN = 4  # ... at least this many of the asking call's charge, ...
+BLOCK_SHARE = 0.25  # ... at most this share of the key's bucket (the script grants it only while nobody waits
+# and the bucket stays at least half full after it)
 
 LUA = WAKE_LUA + (Path(__file__).parent / "redis_tpm.lua").read_text()  # the account's script
 
@@ -100,6 +117,11 @@ class _Wait:
     fut: asyncio.Future[bool]
     ep: bytes = b""  # (its admission's reply's ep and lf: what the key lost of it while unsent, `unsent` in LUA)
     lf: bytes = b""
+    block: bool = False  # (charged from the process's block: `_spend`)
+
+
+Unsent = tuple[int, int, int, float, bytes, bytes, bool]
+"""A call charged on Redis, not yet sent: (charge, hold, tokens, when admitted, ep, lf, from a block)."""
 
 
 @dataclass
@@ -128,8 +150,7 @@ class Account:
         self._waiting: list[_Wait] = []  # in arrival order
         self._gone: list[str] = []  # entries to take out of the queue
         self._holds: dict[int, int] = {}  # its calls charged on Redis, not yet settled: {rest: calls}
-        self._unsent: dict[Any, tuple[int, int, int, float, bytes, bytes]] = {}
-        """Its calls charged on Redis, not yet sent: {task: (charge, hold, tokens, when admitted, ep, lf)}."""
+        self._unsent: dict[Any, Unsent] = {}  # {task: its call}
         self._sends: list[Any] = []  # calls sent ('s') or dropped ('d') not yet told: kind, charge, ep, lf, delta then ...
         self._flush: asyncio.TimerHandle | None = None
         self._room = 0.0  # the account's level at the last reply, less the calls sent since ...
@@ -150,6 +171,13 @@ class Account:
         self.calls = 0
         self.last: Reply | None = None
         self.draining = False  # `open()`: the run is stopping; waiters leave uncharged (none is sent)
+        self._block = 0  # a block's tokens left (`_spend`): charged on Redis, spent by the next calls
+        self._block_h = 0  # ... the largest hold a call spending it may have (the script held room for it) ...
+        self._block_ep, self._block_lf = b"", b""  # ... its admission's ep and lf
+        self._block_end: asyncio.TimerHandle | None = None  # ... given back when this fires (BLOCK_S)
+        self._asked = 0  # tokens this process's calls were charged since `_asked_at` (a block's size)
+        self._asked_at = time.monotonic()
+        self.blocks = 0  # blocks granted
 
     def rate(self) -> tuple[float, float]:
         """Tokens a second and the bucket's depth, at the lane's AIMD factor."""
@@ -162,7 +190,7 @@ class Account:
         """The largest rest one of this process's calls charged on Redis is expected to settle beyond its
         charge (what its script calls say: the account holds the largest over the processes, not the sum,
         as `LocalBudget._owed` says why)."""
-        return max(self._holds, default=0)
+        return max(max(self._holds, default=0), self._block_h if self._block_end is not None else 0)
 
     async def take(self, tokens: int, charge: int | None = None, first: bool = False) -> None:
         """Wait in the key's queue until its bucket holds this call's charge and the holds in flight,
@@ -180,6 +208,8 @@ class Account:
                 return
             if not b.tpm or not tokens:
                 return
+            if self._spend(c, h, tokens):
+                return
             self._n += 1
             fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             w = _Wait(f"{b.proc}|{self._n}|{c}|{h}", c, h, first, fut)
@@ -188,7 +218,7 @@ class Account:
             try:
                 ok = await fut
                 if ok:  # charged; the key charges it only when it is sent (`sent`)
-                    self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic(), w.ep, w.lf)
+                    self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic(), w.ep, w.lf, w.block)
                 if ok or self.draining:
                     return
             except BaseException:
@@ -240,9 +270,15 @@ class Account:
             self.n_open = max(0, self.n_open - 1)
             top = self.held
             unhold(self._holds, h)
-            self._delta += c - actual
+            if actual > c and self._block_end is not None and self._block >= actual - c:
+                self._block -= actual - c  # a debt paid from the block: as a call of it sent (the key took it)
+                self._tell(b"s", (actual - c, 0, 0, 0.0, self._block_ep, self._block_lf, True))
+            else:
+                self._delta += c - actual
             self._dirty = self._dirty or self.held != top  # (only its largest is sent)
-        if self._delta or self._dirty:
+        if self._delta >= 0 and self._block_end is not None and not self._waiting:
+            self._later()  # nobody waits (a block is live): a credit can wait for the next script call
+        elif self._delta or self._dirty:
             self._kick()
 
     def sent(self) -> None:
@@ -250,7 +286,7 @@ class Account:
         call: the account charges it what the key lost of it meanwhile)."""
         e = self._unsent.pop(asyncio.current_task(), None) if self._unsent else None
         if e is not None and self.b._local is None:
-            if e[3] != math.inf:  # (one `stale` let go is out of it already)
+            if e[3] != math.inf and not e[6]:  # (one `stale` let go, or a block's, is out of it already)
                 self._room -= e[0]
             self._tell(b"s", e)
 
@@ -269,18 +305,23 @@ class Account:
             self._kick()
         return True
 
-    def _tell(self, kind: bytes, e: tuple[int, int, int, float, bytes, bytes]) -> None:
+    def _tell(self, kind: bytes, e: Unsent) -> None:
         """A call sent or dropped, for the next script call (within FLUSH_S, or WAKE_S while calls of ours wait):
         until Redis hears of it the key is taken to hold its charge still (its bucket fuller, so more of it
         lost, charged at its telling: the safe side)."""
         self._sends += (kind, e[0], e[4], e[5], self._delta)  # (after the settlements made before it)
-        if self._flush is None:
+        self._later()
+
+    def _later(self) -> None:
+        """What changed goes with the next script call, within FLUSH_S of now or of the live block's end (while
+        one is, nobody waits: the next call it cannot hold makes a script call, this with it)."""
+        if self._flush is None and self._block_end is None:
             self._flush = asyncio.get_running_loop().call_later(FLUSH_S, self._flushed)
 
     def _flushed(self) -> None:
         """(While calls of ours wait, the script call that serves them next tells them: none of its own.)"""
         self._flush = None
-        if self._sends and not self._waiting:
+        if (self._sends or self._delta or self._dirty) and not self._waiting:
             self._dirty = True
             self._kick()
 
@@ -301,6 +342,13 @@ class Account:
         if e is None or now - e[3] < STALE_S or self.b._local is not None:
             return None
         c, h = e[0], e[1]
+        if self._block >= c and h <= self._block_h and not self._waiting:  # a fresh charge from the block
+            del self._unsent[task]
+            self._tell(b"d", e)
+            self._block -= c
+            self._asked += c
+            self._unsent[task] = (c, h, e[2], now, self._block_ep, self._block_lf, True)
+            return None
         if self.last is not None and now - self._last_at <= FRESH_S and not (self._defer or self._shallow) \
                 and self._room >= c + h + self._top:
             self._top = max(self._top, h)
@@ -312,6 +360,49 @@ class Account:
         unhold(self._holds, h)
         self._tell(b"d", e)
         return self.take(e[2], c, True)
+
+    def _spend(self, c: int, h: int, tokens: int) -> bool:
+        """Charge the current task's call from the process's block, if it holds it (no script call): as if Redis
+        had admitted it at the block's admission (its ep and lf), its hold within the block's. Not while calls
+        of ours wait (they came first)."""
+        self._asked += c
+        if self._block < c or h > self._block_h or self._waiting:
+            return False
+        self._block -= c
+        if h:
+            hold(self._holds, h)
+        self.n_open += 1
+        self._unsent[asyncio.current_task()] = (c, h, tokens, time.monotonic(), self._block_ep, self._block_lf, True)
+        return True
+
+    def _ask(self, c: int, h: int) -> tuple[int, int]:
+        """The block to ask for with a script call made for the waiting call (`c`, `h`): what this process's
+        calls were charged over the last BLOCK_S (at least BLOCK_MIN x c, at most BLOCK_SHARE of the bucket:
+        none if that cannot hold BLOCK_MIN such calls, where a call's script call is a small part of the wait for its
+        tokens), and its hold. A block still live cannot hold the call (it waits): what is left goes back with it."""
+        self._end_block()
+        now = time.monotonic()
+        rate = self._asked / max(now - self._asked_at, FLUSH_S / 5)
+        self._asked, self._asked_at = 0, now
+        most = self.rate()[1] * BLOCK_SHARE
+        if self.draining or most < BLOCK_MIN * c:
+            return 0, 0
+        return int(min(most, max(BLOCK_MIN * c, rate * BLOCK_S))), h
+
+    def _end_block(self) -> None:
+        """The block's time is up (or others queue): what is left of it is given back as a call dropped unsent,
+        with the next script call (FLUSH_S), and its hold."""
+        if self._block_end is not None:
+            self._block_end.cancel()
+            self._block_end = None
+        if self._block and self.b._local is None:
+            self._tell(b"d", (self._block, 0, 0, 0.0, self._block_ep, self._block_lf, True))
+        self._block = 0
+        if self._block_h:
+            self._block_h = 0
+            self._dirty = True  # (its hold: told with the block's rest)
+        if self._sends or self._delta or self._dirty:
+            self._later()
 
     def defer(self, seconds: float) -> None:
         """Refused for tokens until `seconds` from now: the key's account admits no token for anyone before
@@ -353,6 +444,7 @@ class Account:
         self._waiting.clear()
         self._delta = 0  # (settlements made before it: lost with Redis, the conservative way for a credit)
         self._unsent.clear()  # (charged on Redis already: sent or not, nothing more to say of them)
+        self._end_block()  # (its rest lost with Redis: the safe side)
         self._sends.clear()
         self._defer = 0.0
 
@@ -388,6 +480,8 @@ class Account:
 
     async def _eval(self) -> Reply:
         per_s, depth = self.rate()
+        block, block_h = self._ask(self._waiting[0].charge, max(w.hold for w in self._waiting)) \
+            if self._waiting and self.b._local is None else (0, 0)
         waiting, gone = list(self._waiting), self._gone
         delta, held, seen, shallow, defer = self._delta, self.held, self._seen_new, self._shallow, self._defer
         sends = self._sends
@@ -398,7 +492,7 @@ class Account:
             self._flush = None
         args: list[Any] = [self.b.proc, repr(per_s), repr(depth), held, delta, len(waiting),
                            repr(float(self.b.tpm or 0)), repr(float(seen)), shallow, repr(defer), len(sends) // 5,
-                           *sends]
+                           block, block_h, *sends]
         for w in waiting:
             args += [w.member, "1" if w.first else "0"]
         try:
@@ -431,6 +525,27 @@ class Account:
                 self._delta += int(m.rsplit("|", 2)[1])
                 self._dirty = True
         self._waiting = [w for w in self._waiting if not w.fut.done()]
+        granted = int(res[7])
+        if granted and not self.draining and not self.b.closed:
+            self.blocks += 1
+            self._block, self._block_h, self._block_ep, self._block_lf = granted, block_h, res[5], res[6]
+            self._block_end = asyncio.get_running_loop().call_later(BLOCK_S, self._end_block)
+            for w in self._waiting:  # (calls that came while the script ran, never queued: from the block, in order)
+                if w.fut.done():
+                    continue
+                if self._block < w.charge or w.hold > self._block_h:
+                    break
+                self._block -= w.charge
+                if w.hold:
+                    hold(self._holds, w.hold)
+                self.n_open += 1
+                w.ep, w.lf, w.block = self._block_ep, self._block_lf, True
+                w.fut.set_result(True)
+            self._waiting = [w for w in self._waiting if not w.fut.done()]
+        elif granted:  # (stopping meanwhile: back at once)
+            self._tell(b"d", (granted, 0, 0, 0.0, res[5], res[6], True))
+        elif int(res[8]) and self._block_end is not None:  # calls queue (ours or others'): ours back
+            self._end_block()
         return r
 
     async def _sleep(self, seconds: float) -> None:
@@ -461,6 +576,7 @@ class Account:
         self._waiting, self._gone = [], gone
         self._holds.clear()
         self._unsent.clear()
+        self._end_block()
         if self.b._local is None and (gone or self.calls):
             try:
                 await self._eval()
