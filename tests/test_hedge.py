@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from core.types import Request, user
 from providers.base import ProviderError
-from runner.budgets.hedge import HEDGE_MIN
-from runner.calls.spend import _HELD, Ceiling, Spend
+from runner.budgets.hedge import COPY_FITS, HEDGE_MIN
+from runner.calls.spend import _HELD, Ceiling, Spend, copy_fits
 from runner.config import Endpoint
 from runner.lanes import Lane
 
@@ -136,6 +137,7 @@ async def _under(ceiling: float, lane: Lane, fn: Any) -> tuple[Any, list[float],
 
     async def go() -> Any:
         _HELD.set((Spend((c,), 0.0, 0.0, 1), hold))
+        COPY_FITS.set(copy_fits)
         return await asyncio.wait_for(await _bound(lane, fn), 30)
 
     task = asyncio.ensure_future(go())
@@ -151,3 +153,17 @@ async def test_under_a_ceiling_a_copy_goes_only_when_its_worst_case_fits_and_hol
     assert (got, fn.sends, hold, c.held) == ("own", 1, [1.0, 0.0], 1.0)  # no room for a second worst case
     (got, _, _), hold, c = await _under(2.0, lane := _lane(max_concurrency=2), fn := _Thinker())
     assert (got, fn.sends, lane.hedges.sent, hold, c.held) == ("copy", 2, 1, [1.0, 1.0], 2.0)  # held till it settles
+
+
+async def test_a_call_under_a_ceiling_lends_the_hedge_its_ceilings_check() -> None:
+    """Spend.paid, the path every call under a ceiling takes, is what sets the hook the hedge asks (the hedge cannot
+    import runner.calls): without it a copy would go unreserved past --max-cost."""
+    seen: list[Any] = []
+
+    async def call() -> list[Any]:
+        seen.append(COPY_FITS.get())
+        return []
+
+    req = Request(suite="s", item="i", messages=[user("2+2?")], decoding={"max_tokens": 16})
+    await Spend((Ceiling(10.0, "--max-cost"),), 0.0, 0.0, 1).paid(req, [0], {0: "k"}, call)
+    assert seen == [copy_fits] and COPY_FITS.get() is None  # set while the call runs, gone after

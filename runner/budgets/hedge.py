@@ -33,6 +33,12 @@ from typing import Any, TypeVar
 from core.types import Completion
 from runner.budgets.rank import Rank
 
+COPY_FITS: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("evalsweep_hedge_fits",
+                                                                                     default=None)
+"""Set by the call path while a call under a spend ceiling runs (runner.calls.spend.copy_fits): whether a copy's
+worst case fits its ceilings, reserving it if so. Unset: no ceiling, a copy always fits. (A hook, not an import:
+runner.calls imports the lanes this module serves.)"""
+
 T = TypeVar("T")
 
 HEDGE_X = 3.0
@@ -128,8 +134,6 @@ class Hedges:
             self._timer = loop.call_at(loop.time() + max(0.0, at - time.monotonic()), self._check)
 
     def _check(self) -> None:
-        from runner.calls.spend import copy_fits  # (here: runner.calls imports the lanes this module serves)
-
         if self._timer is not None:
             self._timer.cancel()
         self._timer, self._at = None, math.inf
@@ -144,7 +148,8 @@ class Hedges:
                 self._at = min(self._at, at)
                 break
             f = self.flights[k]
-            if not f.ctx.run(copy_fits):  # a spend ceiling would not hold the copy's worst case: never re-sent
+            fits = f.ctx.get(COPY_FITS)
+            if fits is not None and not f.ctx.run(fits):  # a ceiling would not hold the copy's worst case: never re-sent
                 f.due = math.inf
                 continue
             f.copy_at = now

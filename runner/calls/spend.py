@@ -33,6 +33,7 @@ from typing import Any
 
 from core.errors import ConfigError
 from core.types import Completion, Request, Row, text_of
+from runner.budgets.hedge import COPY_FITS
 from runner.pool import ModelEntry
 from runner.results import results_files, scan
 from runner.rows import error_row
@@ -143,6 +144,7 @@ class Spend:
             return [error_row(req, s, keys[s], why, "skipped") for s in group]
         hold = [usd, 0.0]
         token = _HELD.set((self, hold))
+        hook = COPY_FITS.set(copy_fits)  # (runner.budgets.hedge asks it before it re-sends this call)
         try:
             rows = await call()
         except BaseException:  # cancelled (or a bug) mid-call: it may have been billed, count its worst case
@@ -151,6 +153,7 @@ class Spend:
             raise
         finally:
             _HELD.reset(token)
+            COPY_FITS.reset(hook)
         real = _real(rows, usd)
         self._learn(req, rows)
         for c in self.ceilings:
